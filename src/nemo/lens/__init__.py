@@ -1,0 +1,3 @@
+"""nemo.lens: OpenTelemetry instrumentation for distributed training, RL and inference jobs."""
+
+__version__ = "0.2.0"
