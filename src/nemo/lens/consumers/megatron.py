@@ -1,24 +1,181 @@
-# TEMPORARY hand-written stand-in; `make generate` replaces this file.
+# DO NOT EDIT: generated from schema/span_groups.toml by codegen.
+# Edit the schema, then run `make generate`.
+# schema-sha256: e6eaf32025e98ffccb04060a8aa522d8d5026bb63bde6eca057556804f1d64b0
+"""MegatronSpanGroup, the span groups of the 'megatron' consumer."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import ClassVar, Final
+from typing import ClassVar, Final, Literal, TypeAlias
 
+from nemo.lens._spec import GroupInfo
 from nemo.lens.groups import SpanGroup
+
+__all__ = [
+    "MegatronSpanGroup",
+    "MegatronSpanGroupName",
+    "MegatronSpanGroupPresetName",
+]
+
+MegatronSpanGroupName: TypeAlias = Literal[
+    "first_iteration",
+    "job",
+    "load_checkpoint",
+    "model_init",
+    "checkpoint",
+    "evaluate",
+    "data_loading",
+    "forward_backward",
+    "optimizer",
+    "step",
+    "communication",
+    "microbatch",
+    "activation_offload",
+    "layer",
+    "inference",
+]
+"""Every group name of :class:`MegatronSpanGroup`, inherited ones included."""
+
+MegatronSpanGroupPresetName: TypeAlias = Literal[
+    "default",
+    "per_step",
+    "all",
+]
+"""Every preset name of :class:`MegatronSpanGroup`."""
 
 
 class MegatronSpanGroup(SpanGroup):
-    MICROBATCH: Final = "microbatch"
-    LAYER: Final = "layer"
-    COMMUNICATION: Final = "communication"
-    ACTIVATION_OFFLOAD: Final = "activation_offload"
-    DATA_LOADING: Final = "data_loading"
-    INFERENCE: Final = "inference"
+    """Span groups for Megatron-style pretraining and inference."""
+
     FIRST_ITERATION: Final = "first_iteration"
-    ALL_GROUPS: ClassVar[frozenset[str]] = SpanGroup.ALL_GROUPS | frozenset({MICROBATCH, LAYER, COMMUNICATION, ACTIVATION_OFFLOAD, DATA_LOADING, INFERENCE, FIRST_ITERATION})
-    PRESETS: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType({
-        "all": ALL_GROUPS,
-        "default": frozenset({"job", "checkpoint", "evaluate", INFERENCE}),
-        "per_step": frozenset({"job", "checkpoint", "evaluate", INFERENCE, "model_init", "load_checkpoint", "step", "forward_backward", "optimizer", COMMUNICATION, DATA_LOADING, FIRST_ITERATION}),
-    })
+    """The first iteration this process executed: warm-up costs (compilation, graph capture).
+    Fires once (once per job or process); since 0.1.0.
+    """
+
+    DATA_LOADING: Final = "data_loading"
+    """Batch preparation and data loading. Fires per_step (every iteration); since 0.1.0."""
+
+    COMMUNICATION: Final = "communication"
+    """P2P send/recv and gradient all-reduce / reduce-scatter. Fires per_microbatch (every
+    microbatch); since 0.1.0.
+    """
+
+    MICROBATCH: Final = "microbatch"
+    """Forward and backward pass of one microbatch. Fires per_microbatch (every microbatch);
+    since 0.1.0.
+    """
+
+    ACTIVATION_OFFLOAD: Final = "activation_offload"
+    """Activation offload to the CPU and reload to the GPU. Fires per_layer (every layer of every
+    microbatch); since 0.1.0.
+    """
+
+    LAYER: Final = "layer"
+    """Forward pass of one transformer layer. Fires per_layer (every layer of every microbatch);
+    since 0.1.0.
+    """
+
+    INFERENCE: Final = "inference"
+    """Requests served by the inference server. Fires per_request (every request); since 0.1.0."""
+
+    # Each class overrides these, so they are ClassVar rather than Final: mypy
+    # forbids redefining a Final attribute in a subclass.
+    ALL_GROUPS: ClassVar[frozenset[str]] = SpanGroup.ALL_GROUPS | frozenset(
+        {
+            FIRST_ITERATION,
+            DATA_LOADING,
+            COMMUNICATION,
+            MICROBATCH,
+            ACTIVATION_OFFLOAD,
+            LAYER,
+            INFERENCE,
+        }
+    )
+    """Every group of the class: what the ``all`` preset enables."""
+
+    PRESETS: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType(
+        {
+            "default": frozenset(
+                {
+                    SpanGroup.JOB,
+                    SpanGroup.CHECKPOINT,
+                    SpanGroup.EVALUATE,
+                    INFERENCE,
+                }
+            ),
+            "per_step": frozenset(
+                {
+                    FIRST_ITERATION,
+                    SpanGroup.JOB,
+                    SpanGroup.LOAD_CHECKPOINT,
+                    SpanGroup.MODEL_INIT,
+                    SpanGroup.CHECKPOINT,
+                    SpanGroup.EVALUATE,
+                    DATA_LOADING,
+                    SpanGroup.FORWARD_BACKWARD,
+                    SpanGroup.OPTIMIZER,
+                    SpanGroup.STEP,
+                    COMMUNICATION,
+                    INFERENCE,
+                }
+            ),
+            "all": ALL_GROUPS,
+        }
+    )
+    """Preset name -> the groups it enables."""
+
+    RENAMED: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    """Deprecated group name -> its new name; a spec naming the old one still works."""
+
+    GROUP_INFO: ClassVar[Mapping[str, GroupInfo]] = MappingProxyType(
+        {
+            **SpanGroup.GROUP_INFO,
+            FIRST_ITERATION: GroupInfo(
+                name=FIRST_ITERATION,
+                description=(
+                    "The first iteration this process executed: warm-up costs (compilation, graph"
+                    " capture)."
+                ),
+                fires="once",
+                since="0.1.0",
+            ),
+            DATA_LOADING: GroupInfo(
+                name=DATA_LOADING,
+                description="Batch preparation and data loading.",
+                fires="per_step",
+                since="0.1.0",
+            ),
+            COMMUNICATION: GroupInfo(
+                name=COMMUNICATION,
+                description="P2P send/recv and gradient all-reduce / reduce-scatter.",
+                fires="per_microbatch",
+                since="0.1.0",
+            ),
+            MICROBATCH: GroupInfo(
+                name=MICROBATCH,
+                description="Forward and backward pass of one microbatch.",
+                fires="per_microbatch",
+                since="0.1.0",
+            ),
+            ACTIVATION_OFFLOAD: GroupInfo(
+                name=ACTIVATION_OFFLOAD,
+                description="Activation offload to the CPU and reload to the GPU.",
+                fires="per_layer",
+                since="0.1.0",
+            ),
+            LAYER: GroupInfo(
+                name=LAYER,
+                description="Forward pass of one transformer layer.",
+                fires="per_layer",
+                since="0.1.0",
+            ),
+            INFERENCE: GroupInfo(
+                name=INFERENCE,
+                description="Requests served by the inference server.",
+                fires="per_request",
+                since="0.1.0",
+            ),
+        }
+    )
+    """Group name -> what the schema says about it."""

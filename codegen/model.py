@@ -1,0 +1,97 @@
+"""The validated schema: plain, immutable data the renderer shapes into views."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Frequency tiers, least to most frequent. `default` may hold only the quiet ones
+# unless the schema states a reason (the preset contract).
+TIERS: tuple[str, ...] = (
+    "once",
+    "periodic",
+    "per_step",
+    "per_microbatch",
+    "per_layer",
+    "per_request",
+    "per_item",
+)
+QUIET_TIERS: frozenset[str] = frozenset({"once", "periodic"})
+TIER_MEANING: dict[str, str] = {
+    "once": "once per job or process",
+    "periodic": "every N iterations",
+    "per_step": "every iteration",
+    "per_microbatch": "every microbatch",
+    "per_layer": "every layer of every microbatch",
+    "per_request": "every request",
+    "per_item": "every item of a batch",
+}
+PRODUCTION_PRESET = "default"
+ALL_PRESET = "all"
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    description: str
+    fires: str
+    since: str
+    deprecated_note: str = ""
+    renamed_to: str = ""
+
+    @property
+    def constant(self) -> str:
+        return self.name.upper()
+
+    @property
+    def sort_key(self) -> tuple[int, str]:
+        return (TIERS.index(self.fires), self.name)
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    members: frozenset[str]
+    """Every group the preset enables, `extends` already expanded."""
+    allow_frequent: tuple[tuple[str, str], ...] = ()
+    """(group, reason) pairs: frequent groups deliberately kept in `default`."""
+
+
+@dataclass(frozen=True)
+class GroupClass:
+    """One generated class: the base `SpanGroup` or a consumer subclass."""
+
+    key: str
+    """`base`, or the consumer's key in the schema."""
+    class_name: str
+    module: str
+    description: str
+    groups: tuple[Group, ...]
+    """The groups this class defines itself, renamed ones included."""
+    presets: tuple[Preset, ...]
+    base: GroupClass | None = None
+
+    @property
+    def current_groups(self) -> tuple[Group, ...]:
+        """Own groups minus the renamed ones (those are aliases, not groups)."""
+        return tuple(g for g in self.groups if not g.renamed_to)
+
+    @property
+    def all_groups(self) -> tuple[Group, ...]:
+        """Inherited and own current groups, in tier order."""
+        inherited = self.base.current_groups if self.base else ()
+        return tuple(sorted((*inherited, *self.current_groups), key=lambda g: g.sort_key))
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Everything one schema file defines, ready to render."""
+
+    source: str
+    """The schema file as the user named it (for headers and messages)."""
+    digest: str
+    """sha256 of the canonical content: key order and formatting do not change it."""
+    base: GroupClass
+    consumers: tuple[GroupClass, ...]
+    extends_base: bool
+    """True for a consumer-only schema that extends another file's base vocabulary."""

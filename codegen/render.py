@@ -1,0 +1,266 @@
+"""Shape the validated schema into view models and render the templates.
+
+Templates receive ready-made strings (Python literals already quoted, docstrings
+already wrapped, member expressions already qualified), so they hold nothing but
+loops and ifs. Output is deterministic: everything is sorted, nothing depends on
+time, paths or the order of keys in the TOML file, and the templates are written
+to be stable under ``ruff format``.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from codegen.model import ALL_PRESET, PRODUCTION_PRESET, TIER_MEANING, Group, GroupClass, Schema
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+LINE = 100
+DEFAULT_COMMAND = "make generate"
+
+
+def pystr(text: str) -> str:
+    """A double-quoted Python string literal (ruff's preferred quote)."""
+    # JSON string syntax is a subset of Python's; keep non-ASCII readable.
+    return json.dumps(text, ensure_ascii=False)
+
+
+def pystr_block(text: str, indent: int, prefix: int) -> str:
+    """A string literal that fits the line after *prefix* characters of code.
+
+    Too long, it becomes parenthesized parts, which ruff format keeps as they are.
+    """
+    literal = pystr(text)
+    if indent + prefix + len(literal) + 1 <= LINE:
+        return literal
+    width = LINE - indent - 8
+    chunks = textwrap.wrap(text, width=width, drop_whitespace=False, break_on_hyphens=False)
+    pad = " " * (indent + 4)
+    body = "\n".join(pad + pystr(chunk) for chunk in chunks)
+    return "(\n" + body + "\n" + " " * indent + ")"
+
+
+def docstring(text: str, indent: int) -> str:
+    """A triple-quoted docstring wrapped to the line length."""
+    pad = " " * indent
+    lines = textwrap.wrap(text.replace('"""', "'''"), width=LINE - indent - 6)
+    if len(lines) == 1:
+        return f'{pad}"""{lines[0]}"""'
+    body = "\n".join(pad + line for line in lines[1:])
+    return f'{pad}"""{lines[0]}\n{body}\n{pad}"""'
+
+
+def group_doc(group: Group) -> str:
+    text = (
+        f"{group.description.rstrip('.')}. Fires {group.fires} "
+        f"({TIER_MEANING[group.fires]}); since {group.since}."
+    )
+    if group.renamed_to:
+        text = f"Deprecated: renamed to {group.renamed_to!r}. {group.deprecated_note}"
+    elif group.deprecated_note:
+        text += f" Deprecated: {group.deprecated_note}"
+    return text
+
+
+@dataclass(frozen=True)
+class GroupView:
+    constant: str
+    literal: str
+    doc: str
+    fires: str
+    since: str
+    description: str
+    deprecated: str
+    renamed_to: str
+    """Expression of the new group's constant, for renamed groups."""
+
+
+@dataclass(frozen=True)
+class PresetView:
+    literal: str
+    description: str
+    members: tuple[str, ...]
+    """Member expressions (`JOB` or `SpanGroup.JOB`); empty for `all`."""
+    is_all: bool
+
+
+@dataclass(frozen=True)
+class ClassView:
+    header: str
+    module_doc: str
+    class_name: str
+    base_class: str
+    class_doc: str
+    name_alias: str
+    preset_alias: str
+    group_names: tuple[str, ...]
+    preset_names: tuple[str, ...]
+    groups: tuple[GroupView, ...]
+    inherited: tuple[str, ...]
+    """Expressions of the inherited groups (for documentation only)."""
+    presets: tuple[PresetView, ...]
+    renames: tuple[tuple[str, str], ...]
+
+
+def _expr(cls: GroupClass, name: str) -> str:
+    own = {g.name for g in cls.groups}
+    constant = name.upper()
+    if name in own or cls.base is None:
+        return constant
+    return f"{cls.base.class_name}.{constant}"
+
+
+def _ordered_presets(cls: GroupClass) -> list[str]:
+    names = sorted(p.name for p in cls.presets if p.name != PRODUCTION_PRESET)
+    return [PRODUCTION_PRESET, *names, ALL_PRESET]
+
+
+def header(schema: Schema, command: str, comment: str = "#") -> str:
+    lines = [
+        f"DO NOT EDIT: generated from {schema.source} by codegen.",
+        f"Edit the schema, then run `{command}`.",
+        f"schema-sha256: {schema.digest}",
+    ]
+    if comment == "#":
+        return "\n".join(f"# {line}" for line in lines)
+    return "<!--\n" + "\n".join(lines) + "\n-->"
+
+
+def class_view(schema: Schema, cls: GroupClass, command: str) -> ClassView:
+    order = {g.name: g.sort_key for g in cls.all_groups}
+    presets = []
+    by_name = {p.name: p for p in cls.presets}
+    for name in _ordered_presets(cls):
+        if name == ALL_PRESET:
+            presets.append(PresetView(pystr(name), "every group of the class", (), True))
+            continue
+        preset = by_name[name]
+        members = tuple(_expr(cls, m) for m in sorted(preset.members, key=order.__getitem__))
+        presets.append(PresetView(pystr(name), preset.description, members, False))
+    groups = tuple(
+        GroupView(
+            constant=g.constant,
+            literal=pystr(g.name),
+            doc=docstring(group_doc(g), 4),
+            fires=pystr(g.fires),
+            since=pystr(g.since),
+            description=pystr_block(g.description, 16, len("description=")),
+            deprecated=pystr(g.deprecated_note),
+            renamed_to=_expr(cls, g.renamed_to) if g.renamed_to else "",
+        )
+        for g in cls.groups
+    )
+    is_base = cls.base is None
+    module_doc = (
+        "The base span-group vocabulary of nemo.lens."
+        if is_base
+        else f"{cls.class_name}, the span groups of the {cls.key!r} consumer."
+    )
+    return ClassView(
+        header=header(schema, command),
+        module_doc=docstring(module_doc, 0),
+        class_name=cls.class_name,
+        base_class=cls.base.class_name if cls.base else "",
+        class_doc=docstring(cls.description, 4),
+        name_alias=f"{cls.class_name}Name",
+        preset_alias=f"{cls.class_name}PresetName",
+        group_names=tuple(pystr(g.name) for g in cls.all_groups),
+        preset_names=tuple(pystr(p) for p in _ordered_presets(cls)),
+        groups=groups,
+        inherited=tuple(_expr(cls, g.name) for g in (cls.base.current_groups if cls.base else ())),
+        presets=tuple(presets),
+        renames=tuple(
+            (pystr(g.name), _expr(cls, g.renamed_to)) for g in cls.groups if g.renamed_to
+        ),
+    )
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+@dataclass(frozen=True)
+class DocsClass:
+    title: str
+    module: str
+    description: str
+    preset_names: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    preset_rows: tuple[tuple[str, str, str], ...]
+
+
+def docs_class(cls: GroupClass) -> DocsClass:
+    names = _ordered_presets(cls)
+    by_name = {p.name: p for p in cls.presets}
+    everything = frozenset(g.name for g in cls.all_groups)
+    members = {n: (everything if n == ALL_PRESET else by_name[n].members) for n in names}
+    own = {g.name for g in cls.groups}
+    rows = []
+    for g in cls.all_groups:
+        origin = "" if g.name in own or cls.base is None else " (base)"
+        marks = tuple("✓" if g.name in members[n] else "" for n in names)
+        rows.append((f"`{g.name}`{origin}", g.fires, _md(g.description), *marks))
+    for g in cls.groups:
+        if g.renamed_to:
+            note = f"renamed to `{g.renamed_to}`. {g.deprecated_note}".strip()
+            rows.append((f"`{g.name}`", "—", _md(f"Deprecated: {note}"), *("" for _ in names)))
+    preset_rows = []
+    for n in names:
+        if n == ALL_PRESET:
+            preset_rows.append((n, "every group of the class", ", ".join(sorted(everything))))
+            continue
+        preset = by_name[n]
+        text = _md(preset.description)
+        for group, reason in preset.allow_frequent:
+            text += f" Kept in `{n}` on purpose: `{group}`: {_md(reason)}"
+        preset_rows.append((n, text, ", ".join(sorted(preset.members))))
+    return DocsClass(
+        title=cls.class_name,
+        module=cls.module,
+        description=_md(cls.description),
+        preset_names=tuple(names),
+        rows=tuple(rows),
+        preset_rows=tuple(preset_rows),
+    )
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def module_path(out_root: Path, module: str) -> Path:
+    return out_root.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def render_all(
+    schema: Schema, out_root: Path, docs: Path | None, command: str = DEFAULT_COMMAND
+) -> dict[Path, str]:
+    """Every generated file of *schema*: path -> exact content."""
+    env = _environment()
+    files: dict[Path, str] = {}
+    classes = [] if schema.extends_base else [schema.base]
+    classes += list(schema.consumers)
+    for cls in classes:
+        template = env.get_template("base.py.j2" if cls.base is None else "consumer.py.j2")
+        view = class_view(schema, cls, command)
+        files[module_path(out_root, cls.module)] = template.render(view=view)
+    if docs is not None:
+        tiers = tuple((tier, meaning) for tier, meaning in TIER_MEANING.items())
+        files[docs] = env.get_template("span-groups.md.j2").render(
+            header=header(schema, command, comment="<!--"),
+            classes=[docs_class(c) for c in classes],
+            tiers=tiers,
+            command=command,
+        )
+    return files

@@ -1,0 +1,224 @@
+# DO NOT EDIT: generated from schema/span_groups.toml by codegen.
+# Edit the schema, then run `make generate`.
+# schema-sha256: e6eaf32025e98ffccb04060a8aa522d8d5026bb63bde6eca057556804f1d64b0
+"""RLSpanGroup, the span groups of the 'rl' consumer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import ClassVar, Final, Literal, TypeAlias
+
+from nemo.lens._spec import GroupInfo
+from nemo.lens.groups import SpanGroup
+
+__all__ = [
+    "RLSpanGroup",
+    "RLSpanGroupName",
+    "RLSpanGroupPresetName",
+]
+
+RLSpanGroupName: TypeAlias = Literal[
+    "job",
+    "load_checkpoint",
+    "model_init",
+    "setup",
+    "checkpoint",
+    "evaluate",
+    "advantage",
+    "data_processing",
+    "efficiency",
+    "forward_backward",
+    "generation",
+    "logprob",
+    "optimizer",
+    "policy_update",
+    "reward",
+    "rollout",
+    "step",
+    "data_plane",
+    "per_prompt",
+]
+"""Every group name of :class:`RLSpanGroup`, inherited ones included."""
+
+RLSpanGroupPresetName: TypeAlias = Literal[
+    "default",
+    "per_step",
+    "all",
+]
+"""Every preset name of :class:`RLSpanGroup`."""
+
+
+class RLSpanGroup(SpanGroup):
+    """Span groups for reinforcement-learning loops (rollout, scoring, policy update)."""
+
+    SETUP: Final = "setup"
+    """Driver start-up phases. Fires once (once per job or process); since 0.1.0."""
+
+    ADVANTAGE: Final = "advantage"
+    """Advantage estimation. Fires per_step (every iteration); since 0.1.0."""
+
+    DATA_PROCESSING: Final = "data_processing"
+    """Batch assembly and data processing between phases. Fires per_step (every iteration); since
+    0.1.0.
+    """
+
+    EFFICIENCY: Final = "efficiency"
+    """Idle and wasted-time accounting. Fires per_step (every iteration); since 0.1.0."""
+
+    GENERATION: Final = "generation"
+    """Generation of responses by the policy. Fires per_step (every iteration); since 0.1.0."""
+
+    LOGPROB: Final = "logprob"
+    """Log-probability computation for generated responses. Fires per_step (every iteration);
+    since 0.1.0.
+    """
+
+    POLICY_UPDATE: Final = "policy_update"
+    """Policy update (the training half of an RL step). Fires per_step (every iteration); since
+    0.1.0.
+    """
+
+    REWARD: Final = "reward"
+    """Reward computation. Fires per_step (every iteration); since 0.1.0."""
+
+    ROLLOUT: Final = "rollout"
+    """Rollout phase of an RL step. Fires per_step (every iteration); since 0.1.0."""
+
+    DATA_PLANE: Final = "data_plane"
+    """Data-transfer RPCs between workers. Fires per_request (every request); since 0.1.0."""
+
+    PER_PROMPT: Final = "per_prompt"
+    """Per-prompt spans: about two spans for every prompt. Fires per_item (every item of a
+    batch); since 0.1.0.
+    """
+
+    # Each class overrides these, so they are ClassVar rather than Final: mypy
+    # forbids redefining a Final attribute in a subclass.
+    ALL_GROUPS: ClassVar[frozenset[str]] = SpanGroup.ALL_GROUPS | frozenset(
+        {
+            SETUP,
+            ADVANTAGE,
+            DATA_PROCESSING,
+            EFFICIENCY,
+            GENERATION,
+            LOGPROB,
+            POLICY_UPDATE,
+            REWARD,
+            ROLLOUT,
+            DATA_PLANE,
+            PER_PROMPT,
+        }
+    )
+    """Every group of the class: what the ``all`` preset enables."""
+
+    PRESETS: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType(
+        {
+            "default": frozenset(
+                {
+                    SpanGroup.JOB,
+                    SpanGroup.MODEL_INIT,
+                    SETUP,
+                    SpanGroup.CHECKPOINT,
+                    SpanGroup.EVALUATE,
+                }
+            ),
+            "per_step": frozenset(
+                {
+                    SpanGroup.JOB,
+                    SpanGroup.MODEL_INIT,
+                    SETUP,
+                    SpanGroup.CHECKPOINT,
+                    SpanGroup.EVALUATE,
+                    ADVANTAGE,
+                    DATA_PROCESSING,
+                    EFFICIENCY,
+                    GENERATION,
+                    LOGPROB,
+                    POLICY_UPDATE,
+                    REWARD,
+                    ROLLOUT,
+                    SpanGroup.STEP,
+                    DATA_PLANE,
+                }
+            ),
+            "all": ALL_GROUPS,
+        }
+    )
+    """Preset name -> the groups it enables."""
+
+    RENAMED: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    """Deprecated group name -> its new name; a spec naming the old one still works."""
+
+    GROUP_INFO: ClassVar[Mapping[str, GroupInfo]] = MappingProxyType(
+        {
+            **SpanGroup.GROUP_INFO,
+            SETUP: GroupInfo(
+                name=SETUP,
+                description="Driver start-up phases.",
+                fires="once",
+                since="0.1.0",
+            ),
+            ADVANTAGE: GroupInfo(
+                name=ADVANTAGE,
+                description="Advantage estimation.",
+                fires="per_step",
+                since="0.1.0",
+            ),
+            DATA_PROCESSING: GroupInfo(
+                name=DATA_PROCESSING,
+                description="Batch assembly and data processing between phases.",
+                fires="per_step",
+                since="0.1.0",
+            ),
+            EFFICIENCY: GroupInfo(
+                name=EFFICIENCY,
+                description="Idle and wasted-time accounting.",
+                fires="per_step",
+                since="0.1.0",
+            ),
+            GENERATION: GroupInfo(
+                name=GENERATION,
+                description="Generation of responses by the policy.",
+                fires="per_step",
+                since="0.1.0",
+            ),
+            LOGPROB: GroupInfo(
+                name=LOGPROB,
+                description="Log-probability computation for generated responses.",
+                fires="per_step",
+                since="0.1.0",
+            ),
+            POLICY_UPDATE: GroupInfo(
+                name=POLICY_UPDATE,
+                description="Policy update (the training half of an RL step).",
+                fires="per_step",
+                since="0.1.0",
+            ),
+            REWARD: GroupInfo(
+                name=REWARD,
+                description="Reward computation.",
+                fires="per_step",
+                since="0.1.0",
+            ),
+            ROLLOUT: GroupInfo(
+                name=ROLLOUT,
+                description="Rollout phase of an RL step.",
+                fires="per_step",
+                since="0.1.0",
+            ),
+            DATA_PLANE: GroupInfo(
+                name=DATA_PLANE,
+                description="Data-transfer RPCs between workers.",
+                fires="per_request",
+                since="0.1.0",
+            ),
+            PER_PROMPT: GroupInfo(
+                name=PER_PROMPT,
+                description="Per-prompt spans: about two spans for every prompt.",
+                fires="per_item",
+                since="0.1.0",
+            ),
+        }
+    )
+    """Group name -> what the schema says about it."""
