@@ -74,7 +74,8 @@ class Locator:
                     array_counts[table] = index + 1
                     self._record(table, number)
                     table = (*table, str(index))
-                self._record(table, number)
+                for end in range(1, len(table) + 1):
+                    self._record(table[:end], number)
                 continue
             assign = _ASSIGN.match(text)
             if not assign:

@@ -494,7 +494,8 @@ def _parse(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
         match = re.search(r"line (\d+)", str(exc))
         if line is None and match:
             line = int(match.group(1))
-        message = getattr(exc, "msg", str(exc))
+        # The position is reported as the problem's line; keep the message short.
+        message = re.sub(r"\s*\(at line \d+, column \d+\)$", "", getattr(exc, "msg", str(exc)))
         raise SchemaError([Problem(shown, line, (), f"not valid TOML: {message}")]) from exc
     return data, Locator(text)
 

@@ -1,0 +1,99 @@
+"""Generated code passes the project's own gates: ruff, ruff format and mypy --strict."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.generator.conftest import REPO, render_fixture
+
+SHIPPED = [
+    REPO / "src/nemo/lens/groups.py",
+    REPO / "src/nemo/lens/consumers/megatron.py",
+    REPO / "src/nemo/lens/consumers/rl.py",
+    REPO / "src/nemo/lens/consumers/gym.py",
+]
+
+
+def _tool(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=cwd, capture_output=True, text=True, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def fixture_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture schema rendered over a copy of the runtime package."""
+    root = tmp_path_factory.mktemp("gen")
+    shutil.copytree(REPO / "src" / "nemo", root / "src" / "nemo")
+    for path, text in render_fixture("small.toml", root / "src", None).items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def test_shipped_modules_pass_ruff() -> None:
+    result = _tool("ruff", "check", *map(str, SHIPPED))
+    assert result.returncode == 0, result.stdout + result.stderr
+    result = _tool("ruff", "format", "--check", *map(str, SHIPPED))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_shipped_modules_pass_mypy_strict() -> None:
+    result = _tool("mypy", "--strict", "--no-incremental", *map(str, SHIPPED))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_fixture_output_passes_ruff_and_mypy(fixture_tree: Path) -> None:
+    files = [
+        str(fixture_tree / "src/nemo/lens/groups.py"),
+        str(fixture_tree / "src/nemo/lens/consumers/serve.py"),
+    ]
+    config = str(REPO / "pyproject.toml")
+    for args in (
+        ("ruff", "check", "--config", config),
+        ("ruff", "format", "--check", "--config", config),
+    ):
+        result = _tool(*args, *files)
+        assert result.returncode == 0, result.stdout + result.stderr
+    result = _tool(
+        "mypy",
+        "--strict",
+        "--no-incremental",
+        "--explicit-package-bases",
+        *files,
+        cwd=fixture_tree / "src",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_fixture_output_imports_and_behaves(fixture_tree: Path) -> None:
+    code = """
+import warnings
+from nemo.lens.groups import SpanGroup
+from nemo.lens.consumers.serve import ServeSpanGroup
+assert SpanGroup.ITERATION == "step"
+assert "iteration" not in SpanGroup.ALL_GROUPS
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    assert SpanGroup.resolve("iteration") == {"step"}
+assert caught and issubclass(caught[0].category, DeprecationWarning)
+assert ServeSpanGroup.resolve("default") == {"job", "request"}
+assert ServeSpanGroup.resolve("all") == SpanGroup.ALL_GROUPS | {"request"}
+assert ServeSpanGroup.GROUP_INFO["request"].fires == "per_request"
+assert ServeSpanGroup.GROUP_INFO["job"].description == "Root span of the job."
+print("ok")
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=fixture_tree,
+        env={"PYTHONPATH": str(fixture_tree / "src")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr

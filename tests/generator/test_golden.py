@@ -1,0 +1,60 @@
+"""The fixture schema renders to the checked-in files, byte for byte, every time."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.generator.conftest import GOLDEN, render_fixture
+
+# Set NEMO_LENS_UPDATE_GOLDEN=1 to rewrite the expected files after a deliberate change.
+UPDATE = os.environ.get("NEMO_LENS_UPDATE_GOLDEN") == "1"
+
+
+def _rendered(tmp_path: Path, fixture: str = "small.toml") -> dict[str, str]:
+    files = render_fixture(fixture, tmp_path / "src", tmp_path / "docs.md")
+    return {path.relative_to(tmp_path).as_posix(): text for path, text in files.items()}
+
+
+def test_fixture_matches_golden_files(tmp_path: Path) -> None:
+    rendered = _rendered(tmp_path)
+    assert sorted(rendered) == [
+        "docs.md",
+        "src/nemo/lens/consumers/serve.py",
+        "src/nemo/lens/groups.py",
+    ]
+    for name, text in rendered.items():
+        golden = GOLDEN / (name.replace("/", "__") + ".golden")
+        if UPDATE:
+            golden.parent.mkdir(exist_ok=True)
+            golden.write_text(text, encoding="utf-8")
+        assert golden.exists(), f"{golden.name} missing: run with NEMO_LENS_UPDATE_GOLDEN=1"
+        assert text == golden.read_text(encoding="utf-8"), f"{name} differs from {golden.name}"
+
+
+def test_generating_twice_is_byte_identical(tmp_path: Path) -> None:
+    assert _rendered(tmp_path / "a") == _rendered(tmp_path / "b")
+
+
+def test_reordering_toml_keys_changes_nothing(tmp_path: Path) -> None:
+    assert _rendered(tmp_path / "a") == _rendered(tmp_path / "b", "small_reordered.toml")
+
+
+@pytest.mark.parametrize(
+    "needle",
+    [
+        # the header names the command and carries the schema hash
+        "# DO NOT EDIT: generated from fixtures/small.toml by codegen.",
+        "# Edit the schema, then run `python -m codegen generate --schema fixtures/small.toml`.",
+        "# schema-sha256: ",
+        # a renamed group is an alias of its new name, not a group of its own
+        "    ITERATION: Final = STEP\n",
+        '            "iteration": STEP,\n',
+        # a deprecated group keeps working and says so
+        'deprecated="Synchronisation is now part of step."',
+    ],
+)
+def test_golden_base_module_shows_each_feature(tmp_path: Path, needle: str) -> None:
+    assert needle in _rendered(tmp_path)["src/nemo/lens/groups.py"]

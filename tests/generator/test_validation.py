@@ -1,0 +1,226 @@
+"""Each validation rule: a broken schema, the exact message, and its line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codegen.validate import SchemaError, load_schema
+from tests.generator.conftest import REPO, run_codegen
+
+VALID = """\
+schema_version = 1
+
+[groups.job]
+description = "Root."
+fires = "once"
+since = "0.1.0"
+
+[groups.step]
+description = "Step."
+fires = "per_step"
+since = "0.1.0"
+
+[presets.default]
+description = "Production."
+groups = ["job"]
+"""
+# Lines of VALID: [groups.job] is 3, [groups.step] 8, [presets.default] 13, its groups 15.
+
+CONSUMER = """
+[consumers.serve]
+class = "ServeSpanGroup"
+module = "serve.groups"
+description = "Serving."
+
+[consumers.serve.presets.default]
+description = "Production."
+groups = ["job"]
+"""
+# Appended to VALID: [consumers.serve] is line 17, its presets.default 22, groups 24.
+
+
+def problems(tmp_path: Path, text: str) -> list[str]:
+    path = tmp_path / "s.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SchemaError) as info:
+        load_schema(path, shown="s.toml")
+    return [str(p) for p in info.value.problems]
+
+
+def test_the_valid_base_passes(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(VALID + CONSUMER, encoding="utf-8")
+    schema = load_schema(path)
+    assert [g.name for g in schema.base.groups] == ["job", "step"]
+    assert [c.class_name for c in schema.consumers] == ["ServeSpanGroup"]
+
+
+CASES = {
+    "name syntax": (
+        VALID + '\n[groups.Data-Load]\ndescription = "x"\nfires = "once"\nsince = "0.1.0"\n',
+        [
+            "s.toml:17: groups.Data-Load: group name 'Data-Load' is not lowercase snake_case "
+            "(letters, digits and single underscores, starting with a letter); try 'data_load'"
+        ],
+    ),
+    "reserved name": (
+        VALID + '\n[groups.all]\ndescription = "x"\nfires = "once"\nsince = "0.1.0"\n',
+        [
+            "s.toml:17: groups.all: group name 'all' is reserved "
+            "(all, all_groups, group_info, presets, renamed have a meaning already)"
+        ],
+    ),
+    "python keyword": (
+        VALID + '\n[groups.import]\ndescription = "x"\nfires = "once"\nsince = "0.1.0"\n',
+        ["s.toml:17: groups.import: group name 'import' is a Python keyword; pick another word"],
+    ),
+    "duplicate key": (
+        VALID + '\n[groups.job]\ndescription = "again"\n',
+        ["s.toml:17: (top level): not valid TOML: Cannot declare ('groups', 'job') twice"],
+    ),
+    "consumer redefines a base group": (
+        VALID
+        + CONSUMER
+        + '\n[consumers.serve.groups.step]\ndescription = "x"\nfires = "once"\nsince = "0.1.0"\n',
+        [
+            "s.toml:26: consumers.serve.groups.step: group 'step' is already a base group of "
+            "SpanGroup; consumers inherit base groups, so remove this definition"
+        ],
+    ),
+    "unknown preset member": (
+        VALID.replace('groups = ["job"]', 'groups = ["job", "stpe"]'),
+        ["s.toml:15: presets.default.groups[1]: unknown group 'stpe'; did you mean 'step'?"],
+    ),
+    "extends cycle": (
+        VALID
+        + '\n[presets.a]\ndescription = "a"\nextends = ["b"]\ngroups = []\n'
+        + '\n[presets.b]\ndescription = "b"\nextends = ["a"]\ngroups = []\n',
+        ["s.toml:19: presets.a.extends: 'extends' forms a cycle: a -> b -> a"],
+    ),
+    "unknown extends": (
+        VALID + '\n[presets.more]\ndescription = "m"\nextends = ["defualt"]\ngroups = []\n',
+        ["s.toml:19: presets.more.extends[0]: unknown preset 'defualt'; did you mean 'default'?"],
+    ),
+    "renamed_to points nowhere": (
+        VALID
+        + '\n[groups.iteration]\ndescription = "x"\nfires = "per_step"\nsince = "0.1.0"\n'
+        + 'deprecated = { note = "use step", renamed_to = "stepp" }\n',
+        [
+            "s.toml:21: groups.iteration.deprecated.renamed_to: renamed_to 'stepp' points "
+            "nowhere: no such group; did you mean 'step'?"
+        ],
+    ),
+    "preset contract": (
+        VALID.replace('groups = ["job"]', 'groups = ["job", "step"]'),
+        [
+            "s.toml:15: presets.default.groups[1]: group 'step' fires per_step, too often for the "
+            "production preset 'default': move it to 'per_step' or 'all', or state why it belongs "
+            'here with allow_frequent = { step = "reason" }'
+        ],
+    ),
+    "override of a quiet group": (
+        VALID.replace('groups = ["job"]', 'groups = ["job"]\nallow_frequent = { job = "why" }'),
+        [
+            "s.toml:16: presets.default.allow_frequent.job: group 'job' fires once, which is quiet "
+            "already; remove the override"
+        ],
+    ),
+    "unknown frequency": (
+        VALID.replace('fires = "per_step"', 'fires = "per_stepp"'),
+        [
+            "s.toml:10: groups.step.fires: unknown frequency 'per_stepp'; did you mean 'per_step'? "
+            "(tiers: once, periodic, per_step, per_microbatch, per_layer, per_request, per_item)"
+        ],
+    ),
+    "missing description, unknown key": (
+        VALID.replace('description = "Step."', 'descripton = "Step."'),
+        [
+            "s.toml:8: groups.step: missing required key 'description'",
+            "s.toml:9: groups.step.descripton: unknown key 'descripton'; did you mean "
+            "'description'? (allowed: description, fires, since, deprecated)",
+        ],
+    ),
+    "wrong type": (
+        VALID.replace('groups = ["job"]', 'groups = "job"'),
+        ["s.toml:15: presets.default.groups: expected an array, got a string"],
+    ),
+    "preset named like a group": (
+        VALID + '\n[presets.step]\ndescription = "s"\ngroups = ["step"]\n',
+        [
+            "s.toml:17: presets.step: preset 'step' has the name of a group; a spec could not "
+            "tell them apart"
+        ],
+    ),
+    "explicit all": (
+        VALID + '\n[presets.all]\ndescription = "s"\ngroups = ["step"]\n',
+        [
+            "s.toml:17: presets.all: 'all' is implicit (every group of the class); "
+            "remove this preset"
+        ],
+    ),
+    "no default preset": (
+        VALID.replace("[presets.default]", "[presets.quiet]"),
+        [
+            "s.toml:13: presets: no 'default' preset: every class needs one, it is what a job "
+            "enables when nobody chose"
+        ],
+    ),
+    "class name used twice": (
+        VALID
+        + CONSUMER
+        + CONSUMER.replace("consumers.serve", "consumers.other").replace(
+            "serve.groups", "other.groups"
+        ),
+        [
+            "s.toml:27: consumers.other.class: class 'ServeSpanGroup' is already used by "
+            "consumers.serve.class"
+        ],
+    ),
+    "unsupported version": (
+        VALID.replace("schema_version = 1", "schema_version = 7"),
+        ["s.toml:1: schema_version: unsupported schema_version 7; this generator reads 1"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rule(tmp_path: Path, case: str) -> None:
+    text, expected = CASES[case]
+    assert problems(tmp_path, text) == expected
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    broken = VALID.replace('fires = "per_step"', 'fires = "often"').replace(
+        'groups = ["job"]', 'groups = ["job", "stpe"]'
+    )
+    found = problems(tmp_path, broken + '\n[groups.import]\ndescription = "x"\n')
+    assert len(found) == 3, found
+    assert [p.split(":")[1] for p in found] == ["10", "15", "17"]  # sorted by line
+
+
+def test_invalid_schema_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    schema = tmp_path / "s.toml"
+    schema.write_text(VALID.replace('groups = ["job"]', 'groups = ["stpe"]'), encoding="utf-8")
+    out = tmp_path / "out"
+    result = run_codegen(
+        "generate", "--schema", str(schema), "--out-root", str(out), "--docs", str(tmp_path / "d")
+    )
+    assert result.returncode == 2
+    assert "unknown group 'stpe'; did you mean 'step'?" in result.stderr
+    assert "nothing was written" in result.stderr
+    assert not out.exists()
+    assert not (tmp_path / "d").exists()
+
+
+def test_unreadable_schema_is_a_clear_error(tmp_path: Path) -> None:
+    result = run_codegen("validate", "--schema", str(tmp_path / "missing.toml"))
+    assert result.returncode == 2
+    assert "cannot read the schema: No such file or directory" in result.stderr
+
+
+def test_the_shipped_schema_is_valid() -> None:
+    result = run_codegen("validate")
+    assert result.returncode == 0, result.stderr
+    assert REPO.joinpath("schema", "span_groups.toml").exists()
