@@ -1,0 +1,145 @@
+"""No-op stand-ins for the instrumentation primitives, importable without OpenTelemetry.
+
+Code that instruments itself with ``nemo.lens`` but must also run where the
+OpenTelemetry packages are missing imports these instead::
+
+    try:
+        from nemo.lens import managed_span, trace_fn
+    except ImportError:
+        from nemo.lens.fallbacks import managed_span, trace_fn
+
+Every function has exactly the signature of its real counterpart (names, kinds,
+defaults and annotations, as :func:`inspect.signature` reports them), so call
+sites stay valid and mypy accepts the conditional import. The annotations name
+OpenTelemetry types only as strings, resolved under ``TYPE_CHECKING``; this
+module imports nothing outside the standard library at run time.
+
+Behaviour: :func:`managed_span` and :func:`span_cm` yield ``None`` and run the
+body; :func:`trace_fn` returns the function itself; :func:`is_span_group_enabled`
+is always ``False``; :func:`safe_set_span_attributes` does nothing. Code that may
+run on these must treat the value ``span_cm`` yields as possibly ``None``.
+:func:`redact_value` still redacts: hiding a secret is not tracing work.
+
+The module depends on no other part of ``nemo.lens``, so it keeps working when
+it is copied into a project on its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Set as AbstractSet
+    from contextlib import AbstractContextManager
+    from types import TracebackType
+
+    from opentelemetry.trace import Link, Span, SpanKind, Tracer
+
+__all__ = [
+    "DEFAULT_REDACT_KEYS",
+    "is_span_group_enabled",
+    "managed_span",
+    "redact_value",
+    "safe_set_span_attributes",
+    "span_cm",
+    "trace_fn",
+]
+
+_F = TypeVar("_F", bound="Callable[..., Any]")
+_T = TypeVar("_T")
+
+DEFAULT_REDACT_KEYS: Final[frozenset[str]] = frozenset(
+    {"prompt", "input_text", "output_text", "text", "password", "token", "secret", "key"}
+)
+"""Attribute keys whose ``str`` values are replaced with ``"[REDACTED]"`` by default."""
+
+
+class _NoSpan:
+    """The one context manager the fallbacks return: enters to ``None``."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+
+_NO_SPAN: Final = _NoSpan()
+
+
+def managed_span(
+    group: str,
+    name: str,
+    tracer: Tracer | None = None,
+    *,
+    kind: SpanKind | None = None,
+    links: Sequence[Link] | None = None,
+    **attributes: object,
+) -> AbstractContextManager[Span | None]:
+    """Run the ``with`` body with no span; the ``as`` target is ``None``."""
+    return _NO_SPAN
+
+
+def span_cm(
+    name: str,
+    tracer: Tracer | None = None,
+    record_exception: bool = True,
+    **attributes: object,
+) -> AbstractContextManager[Span]:
+    """Run the ``with`` body with no span; the ``as`` target is ``None``.
+
+    The annotation is the real one's so the two stay interchangeable for type
+    checkers; at run time the value is ``None``.
+    """
+    return cast("AbstractContextManager[Span]", _NO_SPAN)
+
+
+def trace_fn(group: str, name: str, tracer: Tracer | None = None) -> Callable[[_F], _F]:
+    """Return a decorator that returns the function unchanged."""
+    return _unchanged
+
+
+def _unchanged(fn: _F) -> _F:
+    return fn
+
+
+def is_span_group_enabled(group: str) -> bool:
+    """Return ``False``: without the library no group emits."""
+    return False
+
+
+def safe_set_span_attributes(
+    span: Span | None,
+    attributes: Mapping[str, object] | None,
+    redact_keys: AbstractSet[str] = DEFAULT_REDACT_KEYS,
+) -> None:
+    """Do nothing (there is no span to set attributes on)."""
+    return None
+
+
+def redact_value(key: str, value: _T, redact_keys: AbstractSet[str] = DEFAULT_REDACT_KEYS) -> _T:
+    """Return ``value`` with its text hidden when ``key`` is a redact key.
+
+    Same rules as ``nemo.lens.helpers.redact_value``: a ``str`` becomes
+    ``"[REDACTED]"``, a list or tuple keeps its kind with its ``str`` items
+    replaced, anything else is unchanged; keys match case-insensitively, as a
+    whole or by their last dot-separated segment.
+    """
+    lowered_keys = {k.lower() for k in redact_keys}
+    lowered = key.lower()
+    if lowered not in lowered_keys and lowered.rpartition(".")[2] not in lowered_keys:
+        return value
+    if isinstance(value, str):
+        return cast(_T, "[REDACTED]")
+    if isinstance(value, (list, tuple)):
+        hidden = ["[REDACTED]" if isinstance(item, str) else item for item in value]
+        return cast(_T, hidden if isinstance(value, list) else tuple(hidden))
+    return value

@@ -1,0 +1,119 @@
+"""Test support: reset nemo.lens's global state and capture the spans it emits.
+
+For test suites of code instrumented with ``nemo.lens`` (needs the ``sdk`` extra,
+which provides the in-memory exporter). In a ``conftest.py``::
+
+    import pytest
+    from nemo.lens import testing
+
+
+    @pytest.fixture(autouse=True)
+    def _clean_nemo_lens():
+        testing.reset()
+        yield
+        testing.reset()
+
+
+    @pytest.fixture
+    def spans():
+        with testing.capture_spans("per_step") as exporter:
+            yield exporter
+
+and in a test::
+
+    def test_step_is_traced(spans):
+        run_one_step()
+        (span,) = spans.get_finished_spans()
+        assert span.name == "train.step"
+
+:func:`capture_spans` routes the spans of ``nemo.lens``'s default tracer (the one
+used when a primitive gets ``tracer=None``) to an in-memory exporter and enables
+span groups; it leaves OpenTelemetry's global provider alone, so spans a test
+starts from its own tracers do not arrive there. Consumer groups resolve
+against their class: ``capture_spans("all", span_group_cls=MegatronSpanGroup)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from nemo.lens import helpers as _helpers
+from nemo.lens import state as _state
+from nemo.lens.groups import SpanGroup
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+__all__ = ["capture_spans", "reset"]
+
+_HANDLE_MODULE = "nemo.lens.handle"
+
+
+def reset() -> None:
+    """Restore nemo.lens's process-wide state to what a fresh import has.
+
+    Shuts down whatever ``setup_telemetry`` installed (and restores the
+    OpenTelemetry globals it set) when the set-up module provides
+    ``_reset_for_testing``, disables every span group, and forgets the cached
+    default tracer and any provider routed to it. Safe to call at any time, any
+    number of times.
+    """
+    try:
+        handle = importlib.import_module(_HANDLE_MODULE)
+    except ModuleNotFoundError as missing:
+        # Only the set-up module's own absence is tolerated; a module it fails to
+        # import is a real error and should surface.
+        if missing.name != _HANDLE_MODULE:
+            raise
+    else:
+        reset_handle = getattr(handle, "_reset_for_testing", None)
+        if reset_handle is not None:
+            reset_handle()
+    _state.set_enabled_span_groups(())
+    _helpers._use_tracer_provider(None)
+
+
+@contextmanager
+def capture_spans(
+    span_groups: str | Iterable[str] = "all",
+    *,
+    span_group_cls: type[SpanGroup] = SpanGroup,
+) -> Iterator[InMemorySpanExporter]:
+    """Capture the spans nemo.lens emits inside the ``with`` block in memory.
+
+    Installs an SDK ``TracerProvider`` with a ``SimpleSpanProcessor`` (spans are
+    exported synchronously as they end) and an ``InMemorySpanExporter`` as the
+    source of the default tracer, enables ``span_groups`` and yields the
+    exporter; read spans with ``exporter.get_finished_spans()``.
+
+    Args:
+        span_groups: A spec string resolved by ``span_group_cls.resolve``
+            (``"all"``, ``"default,step"``, ``"all,-optimizer"``) or an iterable
+            of group names used as is.
+        span_group_cls: The span-group class a spec string resolves against.
+
+    On exit the previously enabled groups and default-tracer provider come back,
+    and the capturing provider is shut down, so captures can nest.
+    """
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    groups = span_group_cls.resolve(span_groups) if isinstance(span_groups, str) else span_groups
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    previous_groups = _state.enabled_span_groups()
+    previous_provider = _helpers._installed_provider
+    _state.set_enabled_span_groups(groups)
+    _helpers._use_tracer_provider(provider)
+    try:
+        yield exporter
+    finally:
+        _state.set_enabled_span_groups(previous_groups)
+        _helpers._use_tracer_provider(previous_provider)
+        provider.shutdown()
