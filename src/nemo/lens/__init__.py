@@ -1,3 +1,105 @@
-"""nemo.lens: OpenTelemetry instrumentation for distributed training, RL and inference jobs."""
+"""nemo.lens: OpenTelemetry instrumentation for distributed training, RL and inference jobs.
+
+Instrumentation sites tag spans with a span group; a job enables groups with
+``NEMO_LENS_SPAN_GROUPS`` (or ``NemoLensConfig.span_groups``) and a disabled group
+costs one ``frozenset`` test. See ``README.md`` for a quick start.
+
+This package only re-exports. The names are resolved lazily (PEP 562), so
+``import nemo.lens.fallbacks`` works in a process with no OpenTelemetry package at
+all, and ``import nemo.lens`` never imports the OpenTelemetry SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
+
+_EXPORTS: dict[str, str] = {
+    "SpanGroup": "nemo.lens.groups",
+    "NemoLensConfig": "nemo.lens.config",
+    "TelemetryHandle": "nemo.lens.handle",
+    "setup_telemetry": "nemo.lens.handle",
+    "get_tracer": "nemo.lens.handle",
+    "get_meter": "nemo.lens.handle",
+    "managed_span": "nemo.lens.helpers",
+    "trace_fn": "nemo.lens.helpers",
+    "span_cm": "nemo.lens.helpers",
+    "safe_set_span_attributes": "nemo.lens.helpers",
+    "redact_value": "nemo.lens.helpers",
+    "DEFAULT_REDACT_KEYS": "nemo.lens.helpers",
+    "is_span_group_enabled": "nemo.lens.state",
+    "set_enabled_span_groups": "nemo.lens.state",
+    "inject_context": "nemo.lens.propagation",
+    "extract_context": "nemo.lens.propagation",
+    "create_linked_span": "nemo.lens.propagation",
+    "broadcast_trace_context": "nemo.lens.distributed",
+    "ExportStrategy": "nemo.lens.strategies",
+    "register_export_strategy": "nemo.lens.strategies",
+    "unregister_export_strategy": "nemo.lens.strategies",
+    "registered_strategies": "nemo.lens.strategies",
+}
+
+# Spelled out (not derived from _EXPORTS) so linters and IDEs can read it.
+__all__ = [
+    "DEFAULT_REDACT_KEYS",
+    "ExportStrategy",
+    "NemoLensConfig",
+    "SpanGroup",
+    "TelemetryHandle",
+    "__version__",
+    "broadcast_trace_context",
+    "create_linked_span",
+    "extract_context",
+    "get_meter",
+    "get_tracer",
+    "inject_context",
+    "is_span_group_enabled",
+    "managed_span",
+    "redact_value",
+    "register_export_strategy",
+    "registered_strategies",
+    "safe_set_span_attributes",
+    "set_enabled_span_groups",
+    "setup_telemetry",
+    "span_cm",
+    "trace_fn",
+    "unregister_export_strategy",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nemo.lens' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+if TYPE_CHECKING:
+    from nemo.lens.config import NemoLensConfig
+    from nemo.lens.distributed import broadcast_trace_context
+    from nemo.lens.groups import SpanGroup
+    from nemo.lens.handle import TelemetryHandle, get_meter, get_tracer, setup_telemetry
+    from nemo.lens.helpers import (
+        DEFAULT_REDACT_KEYS,
+        managed_span,
+        redact_value,
+        safe_set_span_attributes,
+        span_cm,
+        trace_fn,
+    )
+    from nemo.lens.propagation import create_linked_span, extract_context, inject_context
+    from nemo.lens.state import is_span_group_enabled, set_enabled_span_groups
+    from nemo.lens.strategies import (
+        ExportStrategy,
+        register_export_strategy,
+        registered_strategies,
+        unregister_export_strategy,
+    )

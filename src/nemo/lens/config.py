@@ -1,0 +1,403 @@
+"""Telemetry configuration: :class:`NemoLensConfig` and its environment reader.
+
+A config is plain data. It is checked when it is built (wrong types, a sample
+rate outside [0, 1], an unknown exporter, a span-group spec that does not
+resolve, a malformed ``trace_file`` template) and once more, together with the
+export-strategy name, by :func:`nemo.lens.setup_telemetry` before any global
+state changes. Every error names the field (or environment variable), what was
+wrong with it and what would be accepted.
+
+Importing this module does not import the OpenTelemetry SDK.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from nemo.lens._ids import new_run_id
+from nemo.lens.exporters import EXPORTER_NAMES
+from nemo.lens.groups import SpanGroup
+
+__all__ = [
+    "DEFAULT_ENV_PREFIX",
+    "DEFAULT_TRACE_FILE",
+    "TRACE_FILE_PLACEHOLDERS",
+    "NemoLensConfig",
+    "default_run_id",
+]
+
+DEFAULT_ENV_PREFIX: Final = "NEMO_LENS"
+"""The prefix :meth:`NemoLensConfig.from_env` reads by default (``NEMO_LENS_ENABLED``, ...)."""
+
+DEFAULT_TRACE_FILE: Final = "traces/{service_name}-{run_id}-rank{rank}.jsonl"
+"""Where the ``file`` exporter writes when ``trace_file`` is empty (relative to the working dir)."""
+
+TRACE_FILE_PLACEHOLDERS: Final = frozenset({"rank", "run_id", "service_name"})
+"""The ``{...}`` placeholders a ``trace_file`` template may use."""
+
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"0", "false", "no", "off"})
+_BOOL_HINT: Final = "accepted values: 1/0, true/false, yes/no, on/off (any case)"
+_INT_RE: Final = re.compile(r"[+-]?\d+")
+
+# Field -> suffix of the environment variable that sets it under a prefix.
+# service_name and the W&B fields come from variables with fixed names instead
+# (see _FIXED_ENV), because those names are already set by the tools users run.
+_PREFIXED_ENV: Final[Mapping[str, str]] = {
+    "enabled": "ENABLED",
+    "export_strategy": "EXPORT_STRATEGY",
+    "export_rank": "EXPORT_RANK",
+    "export_sample_rate": "EXPORT_SAMPLE_RATE",
+    "sampler_enabled": "SAMPLER_ENABLED",
+    "traces_enabled": "TRACES_ENABLED",
+    "metrics_enabled": "METRICS_ENABLED",
+    "logs_enabled": "LOGS_ENABLED",
+    "span_groups": "SPAN_GROUPS",
+    "exporter": "EXPORTER",
+    "run_id": "RUN_ID",
+    "user": "USER_ID",
+    "trace_file": "TRACE_FILE",
+}
+_FIXED_ENV: Final[Mapping[str, str]] = {
+    "service_name": "OTEL_SERVICE_NAME",
+    "wandb_entity": "WANDB_ENTITY",
+    "wandb_project": "WANDB_PROJECT",
+}
+_BOOL_FIELDS: Final = (
+    "enabled",
+    "sampler_enabled",
+    "traces_enabled",
+    "metrics_enabled",
+    "logs_enabled",
+)
+_STR_FIELDS: Final = (
+    "service_name",
+    "export_strategy",
+    "span_groups",
+    "exporter",
+    "run_id",
+    "user",
+    "wandb_entity",
+    "wandb_project",
+    "trace_file",
+)
+
+
+class _FieldValueError(ValueError):
+    """A ValueError about one config field (from_env adds the variable name)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class _FieldTypeError(TypeError):
+    """A TypeError about one config field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def default_run_id(environ: Mapping[str, str] | None = None) -> str:
+    """Return the run id used when ``NemoLensConfig.run_id`` is empty.
+
+    ``SLURM_JOB_ID`` when set; else torchrun's ``TORCHELASTIC_RUN_ID`` (unless it
+    is torchrun's placeholder ``none``), so that every rank of one job agrees
+    without configuration; else a fresh 12-hex-digit id, which is per process.
+    """
+    env = os.environ if environ is None else environ
+    slurm = env.get("SLURM_JOB_ID", "").strip()
+    if slurm:
+        return slurm
+    elastic = env.get("TORCHELASTIC_RUN_ID", "").strip()
+    if elastic and elastic.lower() != "none":
+        return elastic
+    return new_run_id()
+
+
+def _describe(value: object) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
+def _check_trace_file_template(template: str) -> None:
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise _FieldValueError(
+            "trace_file",
+            f"trace_file {template!r} is not a valid template ({exc}); write literal braces "
+            "as '{{' and '}}'",
+        ) from None
+    allowed = ", ".join("{" + name + "}" for name in sorted(TRACE_FILE_PLACEHOLDERS))
+    for _, field_name, _, _ in parsed:
+        if field_name is None:
+            continue
+        if field_name not in TRACE_FILE_PLACEHOLDERS:
+            shown = "{" + field_name + "}"
+            raise _FieldValueError(
+                "trace_file",
+                f"trace_file {template!r} uses the unknown placeholder {shown}; "
+                f"the placeholders are {allowed}",
+            )
+
+
+@dataclass
+class NemoLensConfig:
+    """Everything :func:`nemo.lens.setup_telemetry` needs to know about a run.
+
+    Build it in code, or from the environment with :meth:`from_env`. Values are
+    checked on construction (see :meth:`validate`), so a typo fails where it was
+    written rather than halfway through set-up.
+    """
+
+    enabled: bool = False
+    """Master switch. When ``False`` set-up installs nothing and every group is off."""
+    service_name: str = "nemo"
+    """``service.name`` of the resource (``OTEL_SERVICE_NAME`` in :meth:`from_env`)."""
+    export_strategy: str = "single_rank"
+    """Name of the registered export strategy (see :mod:`nemo.lens.strategies`)."""
+    export_rank: int = -1
+    """The exporting rank for ``single_rank``; ``-1`` means the last rank."""
+    export_sample_rate: float = 1.0
+    """Fraction of ranks that export under ``sampled``, in [0, 1]."""
+    sampler_enabled: bool = False
+    """Use :class:`nemo.lens.sampling.RankAwareSampler`: non-exporting ranks do not
+    record spans at all (cheaper), exporting ranks sample every span."""
+    traces_enabled: bool = True
+    """Install a tracer provider. When ``False`` every span group is off."""
+    metrics_enabled: bool = True
+    """Install a meter provider."""
+    logs_enabled: bool = False
+    """Install a logger provider (OpenTelemetry logs)."""
+    span_groups: str = "default"
+    """Span-group spec resolved against ``span_group_cls`` (``"per_step"``, ``"all,-layer"``)."""
+    exporter: str = "otlp"
+    """``otlp``, ``console``, ``file`` or ``none`` (see :mod:`nemo.lens.exporters`)."""
+    run_id: str = ""
+    """Identifies the run; empty means :func:`default_run_id` at set-up."""
+    user: str = ""
+    """Who launched the run (``{prefix}_USER_ID`` in :meth:`from_env`)."""
+    wandb_entity: str = ""
+    """Weights & Biases entity, recorded on the resource (``WANDB_ENTITY``)."""
+    wandb_project: str = ""
+    """Weights & Biases project, recorded on the resource (``WANDB_PROJECT``)."""
+    span_group_cls: type[SpanGroup] = SpanGroup
+    """The span-group class ``span_groups`` is resolved against (e.g. ``MegatronSpanGroup``)."""
+    trace_file: str = ""
+    """Output path of the ``file`` exporter; empty means :data:`DEFAULT_TRACE_FILE`.
+    May use ``{rank}``, ``{run_id}`` and ``{service_name}``."""
+
+    def __post_init__(self) -> None:
+        self._check_fields()
+
+    # -- validation -----------------------------------------------------------------
+
+    def _check_fields(self) -> None:
+        """Check everything that does not depend on process-wide registries."""
+        for name in _BOOL_FIELDS:
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise _FieldTypeError(
+                    name,
+                    f"NemoLensConfig.{name} must be a bool (True or False), got "
+                    f"{_describe(value)}; to parse strings such as 'yes' or '1' use "
+                    "NemoLensConfig.from_env()",
+                )
+        for name in _STR_FIELDS:
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise _FieldTypeError(
+                    name, f"NemoLensConfig.{name} must be a str, got {_describe(value)}"
+                )
+        if isinstance(self.export_rank, bool) or not isinstance(self.export_rank, int):
+            raise _FieldTypeError(
+                "export_rank",
+                "NemoLensConfig.export_rank must be an int (a rank, or -1 for the last "
+                f"rank), got {_describe(self.export_rank)}",
+            )
+        if self.export_rank < -1:
+            raise _FieldValueError(
+                "export_rank",
+                f"NemoLensConfig.export_rank must be a rank >= 0 or -1 for the last rank, "
+                f"got {self.export_rank}",
+            )
+        rate = self.export_sample_rate
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+            raise _FieldTypeError(
+                "export_sample_rate",
+                "NemoLensConfig.export_sample_rate must be a number between 0 and 1, got "
+                f"{_describe(rate)}",
+            )
+        if not (math.isfinite(rate) and 0.0 <= rate <= 1.0):
+            raise _FieldValueError(
+                "export_sample_rate",
+                f"NemoLensConfig.export_sample_rate must be between 0 and 1 (a fraction of "
+                f"ranks, e.g. 0.25), got {rate!r}",
+            )
+        if self.exporter.strip().lower() not in EXPORTER_NAMES:
+            raise _FieldValueError(
+                "exporter",
+                f"unknown exporter {self.exporter!r}; use one of: {', '.join(EXPORTER_NAMES)}",
+            )
+        cls = self.span_group_cls
+        if not (isinstance(cls, type) and callable(getattr(cls, "resolve", None))):
+            raise _FieldTypeError(
+                "span_group_cls",
+                "NemoLensConfig.span_group_cls must be a span-group class such as SpanGroup "
+                f"or MegatronSpanGroup, got {_describe(cls)}",
+            )
+        try:
+            cls.resolve(self.span_groups)
+        except (ValueError, TypeError) as exc:
+            raise _FieldValueError(
+                "span_groups", f"invalid span_groups {self.span_groups!r}: {exc}"
+            ) from None
+        _check_trace_file_template(self.trace_file)
+
+    def validate(self) -> None:
+        """Check every field, including that ``export_strategy`` is registered.
+
+        :func:`nemo.lens.setup_telemetry` calls this before changing anything, so
+        fields assigned after construction are checked too. Raises
+        :class:`TypeError` for a value of the wrong type and :class:`ValueError`
+        for a value out of range or unknown.
+        """
+        self._check_fields()
+        # Imported here: strategies may register after the config is built, so the
+        # name is only checked at set-up (and strategies imports config for typing).
+        from nemo.lens.strategies import get_export_strategy
+
+        try:
+            get_export_strategy(self.export_strategy)
+        except ValueError as exc:
+            raise _FieldValueError(
+                "export_strategy", f"NemoLensConfig.export_strategy: {exc}"
+            ) from None
+
+    # -- derived values -------------------------------------------------------------
+
+    def resolved(self) -> NemoLensConfig:
+        """Return a copy with ``run_id`` filled in (see :func:`default_run_id`)."""
+        if self.run_id.strip():
+            return self
+        return dataclasses.replace(self, run_id=default_run_id())
+
+    def format_trace_file(self, rank: int) -> str:
+        """Return the ``file`` exporter's path for *rank* (placeholders filled in).
+
+        Call on a :meth:`resolved` config so ``{run_id}`` is not empty.
+        """
+        template = self.trace_file or DEFAULT_TRACE_FILE
+        try:
+            path = template.format(rank=rank, run_id=self.run_id, service_name=self.service_name)
+        except (ValueError, KeyError, IndexError) as exc:
+            raise _FieldValueError(
+                "trace_file",
+                f"trace_file {template!r} cannot be filled in ({exc}); the placeholders are "
+                "{rank} (an int), {run_id} and {service_name} (strs)",
+            ) from None
+        if not path.strip():
+            raise _FieldValueError("trace_file", f"trace_file {template!r} gives an empty path")
+        return path
+
+    # -- environment ----------------------------------------------------------------
+
+    @classmethod
+    def from_env(
+        cls,
+        prefix: str = DEFAULT_ENV_PREFIX,
+        fallback_prefix: str | None = None,
+        span_group_cls: type[SpanGroup] | None = None,
+    ) -> NemoLensConfig:
+        """Build a config from environment variables.
+
+        Each field ``x`` is read from ``{prefix}_X`` (``user`` from
+        ``{prefix}_USER_ID``); when that is unset or blank, from
+        ``{fallback_prefix}_X``; then the field's default applies.
+        ``service_name`` comes from ``OTEL_SERVICE_NAME`` and the W&B fields from
+        ``WANDB_ENTITY`` / ``WANDB_PROJECT``. Booleans accept 1/0, true/false,
+        yes/no, on/off in any case; integers and numbers are parsed strictly.
+        A bad value raises :class:`ValueError` naming the variable and what it
+        accepts. ``span_group_cls`` (default :class:`SpanGroup`) is what the
+        spec is resolved against.
+        """
+        env = os.environ
+        values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+
+        def lookup(names: tuple[str, ...]) -> tuple[str, str] | None:
+            for variable in names:
+                raw = env.get(variable)
+                if raw is not None and raw.strip():
+                    return variable, raw.strip()
+            return None
+
+        for field_name, suffix in _PREFIXED_ENV.items():
+            names: tuple[str, ...] = (f"{prefix}_{suffix}",)
+            if fallback_prefix:
+                names += (f"{fallback_prefix}_{suffix}",)
+            found = lookup(names)
+            if found is not None:
+                sources[field_name] = found[0]
+                values[field_name] = found[1]
+        for field_name, variable in _FIXED_ENV.items():
+            found = lookup((variable,))
+            if found is not None:
+                sources[field_name] = found[0]
+                values[field_name] = found[1]
+
+        for field_name, raw in list(values.items()):
+            parse = _PARSERS.get(field_name)
+            if parse is not None:
+                values[field_name] = parse(sources[field_name], raw)
+        if span_group_cls is not None:
+            values["span_group_cls"] = span_group_cls
+        try:
+            return cls(**values)
+        except (_FieldValueError, _FieldTypeError) as exc:
+            source = sources.get(exc.field)
+            if source is None:
+                raise
+            raise ValueError(f"{source}={env.get(source, '')!r}: {exc}") from None
+
+
+def _parse_bool(variable: str, raw: str) -> bool:
+    value = raw.lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{variable}={raw!r} is not a boolean; {_BOOL_HINT}")
+
+
+def _parse_int(variable: str, raw: str) -> int:
+    if not _INT_RE.fullmatch(raw):
+        raise ValueError(
+            f"{variable}={raw!r} is not an integer; write a whole number such as 0 or -1"
+        )
+    return int(raw)
+
+
+def _parse_float(variable: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(
+            f"{variable}={raw!r} is not a number; write a number between 0 and 1 such as 0.25"
+        ) from None
+    return value
+
+
+_PARSERS: Final[Mapping[str, Callable[[str, str], Any]]] = {
+    **dict.fromkeys(_BOOL_FIELDS, _parse_bool),
+    "export_rank": _parse_int,
+    "export_sample_rate": _parse_float,
+}

@@ -1,0 +1,82 @@
+"""Exporters selected by ``NemoLensConfig.exporter``.
+
+``otlp``
+    OTLP over gRPC, or HTTP/protobuf when ``OTEL_EXPORTER_OTLP_{SIGNAL}_PROTOCOL``
+    (else ``OTEL_EXPORTER_OTLP_PROTOCOL``) is ``http/protobuf``. Endpoint,
+    headers and timeout come from the standard ``OTEL_EXPORTER_OTLP_*`` variables.
+``console``
+    One compact JSON object per line on standard output: one line per span
+    (see :mod:`nemo.lens.exporters.encoding` for the fields), one per metrics
+    export, one per log record.
+``file``
+    The same JSON lines appended to ``NemoLensConfig.trace_file``; metrics and
+    logs go to sibling files (``.metrics.jsonl`` / ``.logs.jsonl``). No collector
+    needed: the default for local runs.
+``none``
+    Nothing is exported (spans are still created and propagated).
+
+This package's ``__init__`` stays free of the OpenTelemetry SDK so that
+:mod:`nemo.lens.config` can validate names without importing it; the
+submodules (:mod:`~nemo.lens.exporters.encoding`,
+:mod:`~nemo.lens.exporters.jsonl`, :mod:`~nemo.lens.exporters.factory`) import
+the SDK and are only loaded on the enabled set-up path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Final, Literal
+
+__all__ = [
+    "EXPORTER_NAMES",
+    "OTLP_PROTOCOLS",
+    "Signal",
+    "otlp_protocol",
+    "sibling_path",
+]
+
+EXPORTER_NAMES: Final = ("otlp", "console", "file", "none")
+"""The exporter names ``NemoLensConfig.exporter`` accepts."""
+
+OTLP_PROTOCOLS: Final = ("grpc", "http/protobuf")
+"""The OTLP transports the Python exporters implement (``http/json`` is not one)."""
+
+Signal = Literal["traces", "metrics", "logs"]
+
+
+def otlp_protocol(signal: Signal, environ: Mapping[str, str] | None = None) -> str:
+    """Return the OTLP transport for *signal*: ``"grpc"`` (default) or ``"http/protobuf"``.
+
+    ``OTEL_EXPORTER_OTLP_{SIGNAL}_PROTOCOL`` wins over ``OTEL_EXPORTER_OTLP_PROTOCOL``;
+    blank values count as unset. Raises :class:`ValueError` naming the variable
+    for any other value, so a typo fails at set-up instead of silently using gRPC.
+    """
+    env = os.environ if environ is None else environ
+    for variable in (
+        f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+    ):
+        raw = env.get(variable, "").strip()
+        if not raw:
+            continue
+        value = raw.lower()
+        if value not in OTLP_PROTOCOLS:
+            raise ValueError(
+                f"{variable}={raw!r} is not supported by the Python OTLP exporters; "
+                f"use one of: {', '.join(OTLP_PROTOCOLS)}"
+            )
+        return value
+    return "grpc"
+
+
+def sibling_path(trace_path: str, signal: Signal) -> str:
+    """Return the file that *signal* goes to when spans go to *trace_path*.
+
+    ``traces/job-rank0.jsonl`` -> ``traces/job-rank0.metrics.jsonl``; a path
+    without the ``.jsonl`` suffix gets ``.metrics.jsonl`` appended.
+    """
+    if signal == "traces":
+        return trace_path
+    stem = trace_path[: -len(".jsonl")] if trace_path.endswith(".jsonl") else trace_path
+    return f"{stem}.{signal}.jsonl"

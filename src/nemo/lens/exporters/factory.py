@@ -1,0 +1,139 @@
+"""Build the exporter for each signal from an exporter name.
+
+The OTLP exporter modules are imported only for the transport in use, so a
+job that exports over HTTP never loads gRPC.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from opentelemetry.sdk._logs.export import LogRecordExporter
+from opentelemetry.sdk.metrics.export import MetricExporter
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from nemo.lens.exporters import EXPORTER_NAMES, Signal, otlp_protocol, sibling_path
+from nemo.lens.exporters.jsonl import (
+    FileSink,
+    JsonLinesLogExporter,
+    JsonLinesMetricExporter,
+    JsonLinesSpanExporter,
+    StdoutSink,
+)
+
+__all__ = [
+    "create_log_exporter",
+    "create_metric_exporter",
+    "create_span_exporter",
+    "otlp_exporter_class",
+]
+
+# (protocol, signal) -> (module, class). Module paths are those of
+# opentelemetry-exporter-otlp-proto-{grpc,http}; the log exporters live in
+# modules with a leading underscore because OpenTelemetry logs are not stable.
+_OTLP_CLASSES: dict[tuple[str, Signal], tuple[str, str]] = {
+    ("grpc", "traces"): (
+        "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
+        "OTLPSpanExporter",
+    ),
+    ("grpc", "metrics"): (
+        "opentelemetry.exporter.otlp.proto.grpc.metric_exporter",
+        "OTLPMetricExporter",
+    ),
+    ("grpc", "logs"): ("opentelemetry.exporter.otlp.proto.grpc._log_exporter", "OTLPLogExporter"),
+    ("http/protobuf", "traces"): (
+        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+        "OTLPSpanExporter",
+    ),
+    ("http/protobuf", "metrics"): (
+        "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+        "OTLPMetricExporter",
+    ),
+    ("http/protobuf", "logs"): (
+        "opentelemetry.exporter.otlp.proto.http._log_exporter",
+        "OTLPLogExporter",
+    ),
+}
+
+
+def otlp_exporter_class(signal: Signal) -> type[Any]:
+    """Return the OTLP exporter class for *signal* under the configured protocol.
+
+    Raises :class:`ValueError` for an unsupported protocol value and
+    :class:`ImportError` (with the package to install) when the exporter
+    package is missing.
+    """
+    protocol = otlp_protocol(signal)
+    module_name, class_name = _OTLP_CLASSES[(protocol, signal)]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        package = "opentelemetry-exporter-otlp-proto-" + ("grpc" if protocol == "grpc" else "http")
+        raise ImportError(
+            f"the otlp exporter over {protocol} needs {package}; install it with "
+            f"pip install 'nemo-lens[sdk]' (or choose another exporter)"
+        ) from exc
+    found: type[Any] = getattr(module, class_name)
+    return found
+
+
+def _check_name(name: str) -> str:
+    key = name.strip().lower()
+    if key not in EXPORTER_NAMES:
+        raise ValueError(f"unknown exporter {name!r}; use one of: {', '.join(EXPORTER_NAMES)}")
+    return key
+
+
+def _require_path(path: str | None) -> str:
+    if not path:
+        raise ValueError("the file exporter needs a path (NemoLensConfig.trace_file)")
+    return path
+
+
+def create_span_exporter(name: str, *, path: str | None = None) -> SpanExporter | None:
+    """Return the span exporter called *name*, or ``None`` for ``none``.
+
+    *path* is the JSON-lines file for ``file``.
+    """
+    key = _check_name(name)
+    if key == "otlp":
+        exporter: SpanExporter = otlp_exporter_class("traces")()
+        return exporter
+    if key == "console":
+        return JsonLinesSpanExporter(StdoutSink())
+    if key == "file":
+        return JsonLinesSpanExporter(FileSink(_require_path(path)))
+    return None
+
+
+def create_metric_exporter(name: str, *, path: str | None = None) -> MetricExporter | None:
+    """Return the metric exporter called *name*, or ``None`` for ``none``.
+
+    For ``file``, *path* is the span file; metrics go to its ``.metrics.jsonl`` sibling.
+    """
+    key = _check_name(name)
+    if key == "otlp":
+        exporter: MetricExporter = otlp_exporter_class("metrics")()
+        return exporter
+    if key == "console":
+        return JsonLinesMetricExporter(StdoutSink())
+    if key == "file":
+        return JsonLinesMetricExporter(FileSink(sibling_path(_require_path(path), "metrics")))
+    return None
+
+
+def create_log_exporter(name: str, *, path: str | None = None) -> LogRecordExporter | None:
+    """Return the log exporter called *name*, or ``None`` for ``none``.
+
+    For ``file``, *path* is the span file; logs go to its ``.logs.jsonl`` sibling.
+    """
+    key = _check_name(name)
+    if key == "otlp":
+        exporter: LogRecordExporter = otlp_exporter_class("logs")()
+        return exporter
+    if key == "console":
+        return JsonLinesLogExporter(StdoutSink())
+    if key == "file":
+        return JsonLinesLogExporter(FileSink(sibling_path(_require_path(path), "logs")))
+    return None

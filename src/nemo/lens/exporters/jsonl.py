@@ -1,0 +1,211 @@
+"""JSON-lines exporters: the ``console`` and ``file`` exporters for every signal.
+
+Each exporter writes complete lines through a sink that serialises writers with
+a lock, so concurrent batches from the span, metric and log pipelines (or from
+several processors sharing a sink) never interleave within a line. A batch is
+written with one ``write`` and then flushed: one system call per batch, and a
+crashed job keeps everything exported before the crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from typing import IO, Any, Protocol
+
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from nemo.lens.exporters.encoding import encode_span
+
+__all__ = [
+    "FileSink",
+    "JsonLinesLogExporter",
+    "JsonLinesMetricExporter",
+    "JsonLinesSpanExporter",
+    "LineSink",
+    "StdoutSink",
+]
+
+_logger = logging.getLogger(__name__)
+
+# One lock for every StdoutSink: the span, metric and log exporters each have a
+# sink, and their lines must not interleave on the shared stream.
+_STDOUT_LOCK = threading.Lock()
+
+
+class LineSink(Protocol):
+    """Where JSON lines go. Implementations must be thread-safe."""
+
+    def write(self, text: str) -> None:
+        """Write *text* (whole lines) and flush it."""
+        ...
+
+    def flush(self) -> None:
+        """Flush anything buffered."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release the destination; later writes raise ``ValueError``."""
+        ...
+
+
+class StdoutSink:
+    """Writes to whatever ``sys.stdout`` is at the time of each write.
+
+    Looked up per write, not captured once, so redirection (``contextlib.redirect_stdout``,
+    pytest's capture) sees the output. Closing never closes the process's stdout.
+    """
+
+    def write(self, text: str) -> None:
+        """Write *text* to ``sys.stdout`` and flush."""
+        with _STDOUT_LOCK:
+            stream = sys.stdout
+            stream.write(text)
+            stream.flush()
+
+    def flush(self) -> None:
+        """Flush ``sys.stdout``."""
+        with _STDOUT_LOCK:
+            sys.stdout.flush()
+
+    def close(self) -> None:
+        """Flush ``sys.stdout`` (it stays open)."""
+        self.flush()
+
+
+class FileSink:
+    """Appends to a file, creating its parent directories.
+
+    The file is opened at construction so that a path that cannot be written
+    fails set-up (in the caller's thread) rather than every later export (in the
+    exporter's background thread). Append mode: a restarted rank with the same
+    path adds to its earlier output instead of destroying it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        parent = os.path.dirname(self.path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        self._lock = threading.Lock()
+        self._stream: IO[str] | None = open(  # noqa: SIM115 - closed by close()
+            self.path, "a", encoding="utf-8", newline="\n"
+        )
+
+    def write(self, text: str) -> None:
+        """Append *text* and flush; raises ``ValueError`` after :meth:`close`."""
+        with self._lock:
+            if self._stream is None:
+                raise ValueError(f"{self.path} is closed")
+            self._stream.write(text)
+            self._stream.flush()
+
+    def flush(self) -> None:
+        """Flush buffered output (nothing after :meth:`close`)."""
+        with self._lock:
+            if self._stream is not None:
+                self._stream.flush()
+
+    def close(self) -> None:
+        """Flush and close the file; idempotent."""
+        with self._lock:
+            if self._stream is not None:
+                self._stream.close()
+                self._stream = None
+
+
+class JsonLinesSpanExporter(SpanExporter):
+    """Writes each span as one JSON object per line (see :mod:`~nemo.lens.exporters.encoding`)."""
+
+    def __init__(self, sink: LineSink) -> None:
+        self.sink = sink
+        self._shut_down = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Write one line per span."""
+        if self._shut_down:
+            return SpanExportResult.FAILURE
+        try:
+            self.sink.write("".join(encode_span(span) + "\n" for span in spans))
+        except Exception:  # the SDK would only log it too; say which exporter failed
+            _logger.exception("nemo.lens: writing %d span(s) as JSON lines failed", len(spans))
+            return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Flush the sink."""
+        self.sink.flush()
+        return True
+
+    def shutdown(self) -> None:
+        """Flush and close the sink; later exports fail."""
+        self._shut_down = True
+        self.sink.close()
+
+
+class JsonLinesMetricExporter(MetricExporter):
+    """Writes each metrics export as one JSON object per line."""
+
+    def __init__(self, sink: LineSink) -> None:
+        super().__init__()
+        self.sink = sink
+        self._shut_down = False
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
+        """Write one line for this collection."""
+        if self._shut_down:
+            return MetricExportResult.FAILURE
+        try:
+            self.sink.write(metrics_data.to_json(indent=None) + "\n")
+        except Exception:
+            _logger.exception("nemo.lens: writing metrics as JSON lines failed")
+            return MetricExportResult.FAILURE
+        return MetricExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        """Flush the sink."""
+        self.sink.flush()
+        return True
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        """Flush and close the sink."""
+        self._shut_down = True
+        self.sink.close()
+
+
+class JsonLinesLogExporter(LogRecordExporter):
+    """Writes each log record as one JSON object per line (the SDK's own record shape)."""
+
+    def __init__(self, sink: LineSink) -> None:
+        self.sink = sink
+        self._shut_down = False
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        """Write one line per record."""
+        if self._shut_down:
+            return LogRecordExportResult.FAILURE
+        try:
+            self.sink.write("".join(record.to_json(indent=None) + "\n" for record in batch))
+        except Exception:
+            _logger.exception("nemo.lens: writing %d log record(s) failed", len(batch))
+            return LogRecordExportResult.FAILURE
+        return LogRecordExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Flush the sink."""
+        self.sink.flush()
+        return True
+
+    def shutdown(self) -> None:
+        """Flush and close the sink."""
+        self._shut_down = True
+        self.sink.close()

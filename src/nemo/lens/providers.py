@@ -1,0 +1,453 @@
+"""Build the OpenTelemetry SDK providers for one process (the SDK side of the wall).
+
+:func:`build_pipeline` constructs everything set-up needs -- resource,
+exporters, processors, tracer/meter/logger providers -- without touching any
+global state; :mod:`nemo.lens.handle` publishes the result in one step, or
+discards it with :meth:`Pipeline.shutdown` when something failed first. Only
+:mod:`nemo.lens.handle` imports this module, and only on the enabled path.
+
+Choices made here, and why:
+
+* **Ids** come from :class:`UrandomIdGenerator` (``os.urandom``), not the SDK's
+  ``random``-based generator, so ranks that all call ``random.seed(0)`` still
+  produce distinct span and trace ids (cost: see :mod:`nemo.lens._ids`).
+* **Batching.** The SDK's defaults (queue 2048, batch 512, every 5 s) drop spans
+  once a burst outruns the export thread, and a per-step job with microbatch
+  and communication spans easily makes such bursts. OTLP (and any exporter
+  passed in) gets a queue of :data:`OTLP_MAX_QUEUE_SIZE` spans exported in
+  batches of :data:`OTLP_MAX_EXPORT_BATCH_SIZE` every
+  :data:`OTLP_SCHEDULE_DELAY_MILLIS` ms (a few tens of MB at most when full);
+  the file exporter, which is local and fast, gets
+  :data:`FILE_MAX_QUEUE_SIZE` / :data:`FILE_MAX_EXPORT_BATCH_SIZE` every
+  :data:`FILE_SCHEDULE_DELAY_MILLIS` ms. ``OTEL_BSP_MAX_QUEUE_SIZE``,
+  ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` and ``OTEL_BSP_SCHEDULE_DELAY`` still
+  override these when set.
+* **Synchronous exporters** -- ``console`` and the SDK's
+  ``InMemorySpanExporter`` -- get a ``SimpleSpanProcessor``: a span is visible
+  the moment it ends, which is what a person at a terminal or a test wants,
+  and neither can block on a network.
+* **Open spans** are tracked by :class:`OpenSpanTracker` on exporting ranks and
+  ended at shutdown with ``nemo.span.truncated = True``, so a job killed
+  mid-step still shows the step it died in.
+* **Bounded shutdown.** The SDK's flush and shutdown can block for 10-30 s on
+  an unreachable collector (and ``force_flush`` ignores its timeout), so each
+  signal shuts down in its own daemon thread and the caller waits at most its
+  timeout. The SDK's own ``atexit`` hooks are disabled (``shutdown_on_exit=False``);
+  :mod:`nemo.lens.handle` registers a bounded one instead.
+* **Non-exporting ranks** get real providers without exporters: spans exist
+  and propagate (so a context broadcast from such a rank is valid and sampled)
+  but go nowhere. With ``sampler_enabled`` they get a
+  :class:`~nemo.lens.sampling.RankAwareSampler` that drops every span at
+  creation, which is cheaper when the trace context of those ranks is not
+  needed elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from opentelemetry.context import Context
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import (
+    BatchLogRecordProcessor,
+    LogRecordExporter,
+    SimpleLogRecordProcessor,
+)
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+)
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry.util.types import AttributeValue
+
+from nemo.lens._ids import random_span_id, random_trace_id
+from nemo.lens.config import NemoLensConfig
+from nemo.lens.exporters.factory import (
+    create_log_exporter,
+    create_metric_exporter,
+    create_span_exporter,
+)
+from nemo.lens.exporters.jsonl import JsonLinesLogExporter, JsonLinesSpanExporter, StdoutSink
+from nemo.lens.resources import build_resource
+from nemo.lens.sampling import RankAwareSampler
+
+__all__ = [
+    "FILE_MAX_EXPORT_BATCH_SIZE",
+    "FILE_MAX_QUEUE_SIZE",
+    "FILE_SCHEDULE_DELAY_MILLIS",
+    "OTLP_MAX_EXPORT_BATCH_SIZE",
+    "OTLP_MAX_QUEUE_SIZE",
+    "OTLP_SCHEDULE_DELAY_MILLIS",
+    "TRUNCATED_ATTRIBUTE",
+    "OpenSpanTracker",
+    "Pipeline",
+    "UrandomIdGenerator",
+    "build_pipeline",
+    "run_bounded",
+]
+
+_logger = logging.getLogger(__name__)
+
+TRUNCATED_ATTRIBUTE: Final = "nemo.span.truncated"
+"""Set to ``True`` on spans that were still open at shutdown and ended by it."""
+
+OTLP_MAX_QUEUE_SIZE: Final = 16384
+"""Spans buffered per process before the OTLP batch processor drops (SDK default 2048)."""
+OTLP_MAX_EXPORT_BATCH_SIZE: Final = 1024
+"""Spans per OTLP request (SDK default 512); about 1 MB, well under gRPC's 4 MB limit."""
+OTLP_SCHEDULE_DELAY_MILLIS: Final = 2000
+"""Longest wait between OTLP exports when the queue is not filling (SDK default 5000)."""
+FILE_MAX_QUEUE_SIZE: Final = 65536
+"""Spans buffered per process by the file exporter's batch processor."""
+FILE_MAX_EXPORT_BATCH_SIZE: Final = 4096
+"""Spans written per batch by the file exporter."""
+FILE_SCHEDULE_DELAY_MILLIS: Final = 1000
+"""Longest wait between file writes when the queue is not filling."""
+
+
+class UrandomIdGenerator(IdGenerator):
+    """Span and trace ids from ``os.urandom``: unaffected by ``random.seed``, fork-safe."""
+
+    def generate_span_id(self) -> int:
+        """Return a random non-zero 64-bit span id."""
+        return random_span_id()
+
+    def generate_trace_id(self) -> int:
+        """Return a random non-zero 128-bit trace id."""
+        return random_trace_id()
+
+    def is_trace_id_random(self) -> bool:
+        """All 128 bits are random (W3C ``random-trace-id`` flag)."""
+        return True
+
+
+class OpenSpanTracker(SpanProcessor):
+    """Remembers spans that started and have not ended, so shutdown can end them.
+
+    Spans are held strongly: a span that was started and never ended (a crash
+    path, a generator never resumed) is exported, marked truncated, at shutdown
+    instead of vanishing. Keyed by (trace id, span id) because ``on_end``
+    receives a read-only copy, not the object ``on_start`` saw.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[tuple[int, int], Span] = {}
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        """Remember *span*."""
+        context = span.context
+        if context is not None:
+            with self._lock:
+                self._open[(context.trace_id, context.span_id)] = span
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Forget *span*."""
+        context = span.context
+        if context is not None:
+            with self._lock:
+                self._open.pop((context.trace_id, context.span_id), None)
+
+    @property
+    def open_count(self) -> int:
+        """How many spans are open right now."""
+        with self._lock:
+            return len(self._open)
+
+    def end_open_spans(self) -> int:
+        """End every open span with ``nemo.span.truncated = True``; return how many."""
+        with self._lock:
+            spans = list(self._open.values())
+            self._open.clear()
+        ended = 0
+        # Children were started after their parents: end them first so that each
+        # span's end time is not later than its parent's.
+        for span in reversed(spans):
+            if span.end_time is None:
+                span.set_attribute(TRUNCATED_ATTRIBUTE, True)
+                span.end()
+                ended += 1
+        return ended
+
+    def shutdown(self) -> None:
+        """Nothing to release (ending open spans is the pipeline's first shutdown step)."""
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing is buffered here."""
+        return True
+
+
+def run_bounded(tasks: Mapping[str, Callable[[], object]], timeout_s: float) -> list[str]:
+    """Run each task in its own daemon thread; wait at most *timeout_s* in total.
+
+    Returns the names of the tasks still running at the deadline (they keep
+    running in the background; daemon threads never hold up interpreter exit).
+    Exceptions raised by a task are logged, not raised.
+    """
+
+    def guarded(name: str, task: Callable[[], object]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                task()
+            except Exception:
+                _logger.exception("nemo.lens: %s failed", name)
+
+        return run
+
+    threads = {
+        name: threading.Thread(target=guarded(name, task), name=f"nemo.lens {name}", daemon=True)
+        for name, task in tasks.items()
+    }
+    for thread in threads.values():
+        thread.start()
+    deadline = time.monotonic() + max(0.0, timeout_s)
+    for thread in threads.values():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [name for name, thread in threads.items() if thread.is_alive()]
+
+
+def _env_int(variable: str, default: int) -> int:
+    raw = os.environ.get(variable, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        _logger.warning("nemo.lens: ignoring %s=%r (not an integer)", variable, raw)
+        return default
+    if value <= 0:
+        _logger.warning("nemo.lens: ignoring %s=%r (must be positive)", variable, raw)
+        return default
+    return value
+
+
+def _batch_span_processor(exporter: SpanExporter, *, file: bool) -> BatchSpanProcessor:
+    queue = _env_int(
+        "OTEL_BSP_MAX_QUEUE_SIZE", FILE_MAX_QUEUE_SIZE if file else OTLP_MAX_QUEUE_SIZE
+    )
+    batch = _env_int(
+        "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+        FILE_MAX_EXPORT_BATCH_SIZE if file else OTLP_MAX_EXPORT_BATCH_SIZE,
+    )
+    delay = _env_int(
+        "OTEL_BSP_SCHEDULE_DELAY",
+        FILE_SCHEDULE_DELAY_MILLIS if file else OTLP_SCHEDULE_DELAY_MILLIS,
+    )
+    # The SDK rejects a batch larger than the queue; an env override of one
+    # without the other must not make set-up fail.
+    return BatchSpanProcessor(
+        exporter,
+        max_queue_size=queue,
+        schedule_delay_millis=delay,
+        max_export_batch_size=min(batch, queue),
+    )
+
+
+def _span_processor(exporter: SpanExporter, exporter_name: str) -> SpanProcessor:
+    synchronous = isinstance(exporter, InMemorySpanExporter) or (
+        isinstance(exporter, JsonLinesSpanExporter) and isinstance(exporter.sink, StdoutSink)
+    )
+    if synchronous:
+        return SimpleSpanProcessor(exporter)
+    is_file = isinstance(exporter, JsonLinesSpanExporter) and exporter_name == "file"
+    return _batch_span_processor(exporter, file=is_file)
+
+
+@dataclass
+class Pipeline:
+    """The providers and exporters built for one process, not yet published."""
+
+    resource: Resource
+    tracer_provider: TracerProvider | None = None
+    meter_provider: MeterProvider | None = None
+    logger_provider: LoggerProvider | None = None
+    span_exporter: SpanExporter | None = None
+    metric_reader: MetricReader | None = None
+    log_exporter: LogRecordExporter | None = None
+    tracker: OpenSpanTracker | None = None
+    _closed: bool = field(default=False, repr=False)
+
+    @property
+    def exports(self) -> bool:
+        """Whether anything leaves the process (an exporter or reader is attached)."""
+        return (
+            self.span_exporter is not None
+            or self.metric_reader is not None
+            or self.log_exporter is not None
+        )
+
+    def force_flush(self, timeout_ms: int) -> bool:
+        """Flush every signal, waiting at most *timeout_ms*; ``True`` if all finished."""
+        tasks: dict[str, Callable[[], object]] = {}
+        if self.tracer_provider is not None:
+            tracer_provider = self.tracer_provider
+            tasks["trace flush"] = lambda: tracer_provider.force_flush(timeout_ms)
+        if self.meter_provider is not None:
+            meter_provider = self.meter_provider
+            tasks["metric flush"] = lambda: meter_provider.force_flush(timeout_ms)
+        if self.logger_provider is not None:
+            logger_provider = self.logger_provider
+            tasks["log flush"] = lambda: logger_provider.force_flush(timeout_ms)
+        pending = run_bounded(tasks, timeout_ms / 1000)
+        if pending:
+            _logger.warning(
+                "nemo.lens: flush did not finish within %d ms (%s still running); is the "
+                "collector reachable?",
+                timeout_ms,
+                ", ".join(pending),
+            )
+        return not pending
+
+    def shutdown(self, timeout_ms: int) -> bool:
+        """End open spans, flush and shut down everything; wait at most *timeout_ms*.
+
+        Idempotent. Returns ``True`` when every signal finished in time.
+        """
+        if self._closed:
+            return True
+        self._closed = True
+        tasks: dict[str, Callable[[], object]] = {}
+        if self.tracer_provider is not None:
+            tracer_provider = self.tracer_provider
+            tracker = self.tracker
+
+            def shutdown_traces() -> None:
+                if tracker is not None:
+                    truncated = tracker.end_open_spans()
+                    if truncated:
+                        _logger.info(
+                            "nemo.lens: ended %d span(s) still open at shutdown (%s=True)",
+                            truncated,
+                            TRUNCATED_ATTRIBUTE,
+                        )
+                tracer_provider.shutdown()
+
+            tasks["trace shutdown"] = shutdown_traces
+        if self.meter_provider is not None:
+            meter_provider = self.meter_provider
+            tasks["metric shutdown"] = lambda: meter_provider.shutdown(timeout_millis=timeout_ms)
+        if self.logger_provider is not None:
+            logger_provider = self.logger_provider
+            tasks["log shutdown"] = logger_provider.shutdown
+        pending = run_bounded(tasks, timeout_ms / 1000)
+        if pending:
+            _logger.warning(
+                "nemo.lens: shutdown did not finish within %d ms (%s still running in the "
+                "background); telemetry not yet exported may be lost. Is the collector "
+                "reachable?",
+                timeout_ms,
+                ", ".join(pending),
+            )
+        return not pending
+
+
+def build_pipeline(
+    config: NemoLensConfig,
+    *,
+    rank: int,
+    world_size: int,
+    exporting: bool,
+    trace_path: str | None,
+    resource_attributes: Mapping[str, AttributeValue] | None = None,
+    span_exporter: SpanExporter | None = None,
+    metric_reader: MetricReader | None = None,
+) -> Pipeline:
+    """Build (but do not publish) the providers for one process.
+
+    *config* must be validated and resolved. *exporting* is the export
+    strategy's answer for this rank: when ``False`` no exporter or reader is
+    attached, including the ones passed in. *span_exporter* / *metric_reader*
+    replace the configured exporter for their signal only. On failure,
+    everything already built is shut down before the exception propagates.
+    """
+    resource = build_resource(config, rank, world_size, resource_attributes)
+    name = config.exporter.strip().lower()
+
+    # Exporters first: they are what can fail (a file that cannot be opened, a
+    # missing OTLP package) and they start no threads. Only the ones created
+    # here are released on failure; the caller's exporter and reader are left
+    # untouched so that a corrected call can reuse them.
+    created: list[Callable[[], object]] = []
+    span_exp: SpanExporter | None = None
+    metric_exp = None
+    log_exp: LogRecordExporter | None = None
+    try:
+        if exporting and config.traces_enabled:
+            span_exp = span_exporter
+            if span_exp is None:
+                span_exp = create_span_exporter(name, path=trace_path)
+                if span_exp is not None:
+                    created.append(span_exp.shutdown)
+        if exporting and config.metrics_enabled and metric_reader is None:
+            metric_exp = create_metric_exporter(name, path=trace_path)
+            if metric_exp is not None:
+                created.append(metric_exp.shutdown)
+        if exporting and config.logs_enabled:
+            log_exp = create_log_exporter(name, path=trace_path)
+            if log_exp is not None:
+                created.append(log_exp.shutdown)
+    except BaseException:
+        run_bounded({f"discard exporter {i}": fn for i, fn in enumerate(created)}, 1.0)
+        raise
+
+    pipeline = Pipeline(resource=resource, span_exporter=span_exp, log_exporter=log_exp)
+    try:
+        if exporting and config.metrics_enabled:
+            if metric_reader is not None:
+                pipeline.metric_reader = metric_reader
+            elif metric_exp is not None:
+                reader = PeriodicExportingMetricReader(metric_exp)
+                created.append(reader.shutdown)
+                pipeline.metric_reader = reader
+        # The meter provider first: it is the one step that fails in practice (the
+        # SDK refuses a reader already registered with another provider), and
+        # nothing holding the caller's span exporter exists yet to be released.
+        if config.metrics_enabled:
+            readers = [pipeline.metric_reader] if pipeline.metric_reader is not None else []
+            pipeline.meter_provider = MeterProvider(
+                metric_readers=readers, resource=resource, shutdown_on_exit=False
+            )
+        if config.traces_enabled:
+            sampler = RankAwareSampler(exporting, rank=rank) if config.sampler_enabled else None
+            tracer_provider = TracerProvider(
+                sampler=sampler,
+                resource=resource,
+                shutdown_on_exit=False,
+                id_generator=UrandomIdGenerator(),
+            )
+            pipeline.tracer_provider = tracer_provider
+            if span_exp is not None:
+                pipeline.tracker = OpenSpanTracker()
+                tracer_provider.add_span_processor(pipeline.tracker)
+                tracer_provider.add_span_processor(_span_processor(span_exp, name))
+        if config.logs_enabled:
+            logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+            pipeline.logger_provider = logger_provider
+            if log_exp is not None:
+                console = isinstance(log_exp, JsonLinesLogExporter) and isinstance(
+                    log_exp.sink, StdoutSink
+                )
+                logger_provider.add_log_record_processor(
+                    SimpleLogRecordProcessor(log_exp)
+                    if console
+                    else BatchLogRecordProcessor(log_exp)
+                )
+    except BaseException:
+        # Release what exists: the providers built so far (which may include a
+        # caller's exporter already attached), then what this call created.
+        pipeline.shutdown(timeout_ms=1000)
+        run_bounded({f"discard {i}": fn for i, fn in enumerate(created)}, 1.0)
+        raise
+    return pipeline

@@ -1,0 +1,350 @@
+"""Exporters by name: console and file JSON lines, OTLP transport selection, replacement."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+    OTLPMetricExporter as GrpcMetricExporter,
+)
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as GrpcSpanExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+    OTLPMetricExporter as HttpMetricExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+    OTLPSpanExporter as HttpSpanExporter,
+)
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry.util._once import Once
+
+from nemo.lens import state
+from nemo.lens.config import NemoLensConfig
+from nemo.lens.exporters import otlp_protocol, sibling_path
+from nemo.lens.exporters.factory import create_metric_exporter, create_span_exporter
+from nemo.lens.handle import _reset_for_testing, setup_telemetry
+from nemo.lens.providers import (
+    FILE_MAX_EXPORT_BATCH_SIZE,
+    FILE_MAX_QUEUE_SIZE,
+    OTLP_MAX_QUEUE_SIZE,
+)
+
+_ENV_PREFIXES = ("NEMO_LENS_", "OTEL_", "SLURM_", "TORCHELASTIC_")
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for key in list(os.environ):
+        if key.startswith(_ENV_PREFIXES):
+            monkeypatch.delenv(key)
+    # Anything that tries the network goes to a closed local port.
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    _reset_for_testing()
+    # A pristine OpenTelemetry trace global for each test; restored afterwards.
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER_SET_ONCE", Once())
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    yield
+    _reset_for_testing()
+
+
+def _strict_json(line: str) -> dict[str, Any]:
+    def reject(constant: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {constant} in {line!r}")
+
+    loaded: dict[str, Any] = json.loads(line, parse_constant=reject)
+    return loaded
+
+
+def _emit_three(tracer: trace.Tracer) -> None:
+    with tracer.start_as_current_span("parent", attributes={"iteration": 7}) as parent:
+        parent.add_event("checkpoint.saved", {"bytes": 1024})
+        with tracer.start_as_current_span(
+            "child",
+            kind=SpanKind.CLIENT,
+            links=[Link(parent.get_span_context(), {"why": "test"})],
+        ) as child:
+            child.set_status(Status(StatusCode.ERROR, "boom"))
+    tracer.start_span("sibling").end()
+
+
+# -- console ----------------------------------------------------------------------------------
+
+
+def test_console_writes_one_json_object_per_span_line(capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = NemoLensConfig(enabled=True, exporter="console", metrics_enabled=False, run_id="r")
+    handle = setup_telemetry(cfg, rank=0, world_size=1)
+    _emit_three(handle.tracer)
+    lines = capsys.readouterr().out.splitlines()
+
+    assert len(lines) == 3  # console export is synchronous: visible before shutdown
+    spans = {record["name"]: record for record in map(_strict_json, lines)}
+    parent, child, sibling = spans["parent"], spans["child"], spans["sibling"]
+
+    assert re.fullmatch(r"[0-9a-f]{32}", parent["trace_id"])
+    assert re.fullmatch(r"[0-9a-f]{16}", parent["span_id"])
+    assert parent["parent_span_id"] is None
+    assert child["parent_span_id"] == parent["span_id"]
+    assert child["trace_id"] == parent["trace_id"]
+    assert sibling["trace_id"] != parent["trace_id"]
+    assert parent["kind"] == "INTERNAL" and child["kind"] == "CLIENT"
+    assert parent["status"] == {"code": "UNSET", "description": None}
+    assert child["status"] == {"code": "ERROR", "description": "boom"}
+    assert parent["attributes"] == {"iteration": 7}
+    (event,) = parent["events"]
+    assert event["name"] == "checkpoint.saved" and event["attributes"] == {"bytes": 1024}
+    assert isinstance(event["time_unix_nano"], int)
+    assert child["links"] == [
+        {
+            "trace_id": parent["trace_id"],
+            "span_id": parent["span_id"],
+            "attributes": {"why": "test"},
+        }
+    ]
+    assert parent["start_time_unix_nano"] <= child["start_time_unix_nano"]
+    assert child["end_time_unix_nano"] <= parent["end_time_unix_nano"]
+    assert parent["resource"]["service.instance.id"] == "r-rank0"
+    assert parent["scope"]["name"] == "nemo.lens"
+
+
+def test_non_finite_floats_stay_strict_json(capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = NemoLensConfig(enabled=True, exporter="console", metrics_enabled=False)
+    handle = setup_telemetry(cfg)
+    with handle.tracer.start_as_current_span("step") as span:
+        span.set_attribute("loss", float("nan"))
+        span.set_attribute("grad_norm", float("inf"))
+        span.set_attribute("values", [1.0, float("-inf")])
+    (line,) = capsys.readouterr().out.splitlines()
+    record = _strict_json(line)
+    assert record["attributes"] == {
+        "loss": "NaN",
+        "grad_norm": "Infinity",
+        "values": [1.0, "-Infinity"],
+    }
+
+
+def test_console_metrics_are_json_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = NemoLensConfig(enabled=True, exporter="console", traces_enabled=False)
+    handle = setup_telemetry(cfg)
+    handle.meter.create_counter("tokens").add(5)
+    handle.shutdown()
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1
+    metrics = _strict_json(lines[0])["resource_metrics"][0]["scope_metrics"][0]["metrics"]
+    assert metrics[0]["name"] == "tokens"
+    assert metrics[0]["data"]["data_points"][0]["value"] == 5
+
+
+# -- file ----------------------------------------------------------------------------------------
+
+
+def test_file_exporter_writes_one_valid_line_per_span(tmp_path: Path) -> None:
+    template = str(tmp_path / "deep" / "er" / "{service_name}-{run_id}-r{rank}.jsonl")
+    cfg = NemoLensConfig(
+        enabled=True,
+        exporter="file",
+        metrics_enabled=False,
+        run_id="abc",
+        service_name="svc",
+        trace_file=template,
+    )
+    handle = setup_telemetry(cfg, rank=2, world_size=4, export_strategy="all_ranks")
+    for i in range(25):
+        with handle.tracer.start_as_current_span(f"span-{i}"):
+            pass
+    assert handle.shutdown() is True
+
+    path = tmp_path / "deep" / "er" / "svc-abc-r2.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 25
+    records = [_strict_json(line) for line in lines]
+    assert sorted(r["name"] for r in records) == sorted(f"span-{i}" for i in range(25))
+    assert all(r["resource"]["nemo.rank"] == 2 for r in records)
+
+
+def test_file_exporter_default_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cfg = NemoLensConfig(enabled=True, exporter="file", metrics_enabled=False, run_id="xyz")
+    handle = setup_telemetry(cfg)
+    handle.tracer.start_span("one").end()
+    handle.shutdown()
+    path = tmp_path / "traces" / "nemo-xyz-rank0.jsonl"
+    assert [_strict_json(line)["name"] for line in path.read_text().splitlines()] == ["one"]
+
+
+def test_file_exporter_is_safe_across_threads(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    cfg = NemoLensConfig(enabled=True, exporter="file", metrics_enabled=False, trace_file=str(path))
+    handle = setup_telemetry(cfg)
+
+    def work(worker: int) -> None:
+        for i in range(200):
+            with handle.tracer.start_as_current_span(f"w{worker}-{i}"):
+                pass
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    handle.shutdown()
+
+    names = [_strict_json(line)["name"] for line in path.read_text().splitlines()]
+    assert len(names) == 1600
+    assert len(set(names)) == 1600
+
+
+def test_force_flush_makes_file_spans_visible_without_shutdown(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    cfg = NemoLensConfig(enabled=True, exporter="file", metrics_enabled=False, trace_file=str(path))
+    handle = setup_telemetry(cfg)
+    handle.tracer.start_span("early").end()
+    assert handle.force_flush(timeout_ms=2000) is True
+    assert [_strict_json(line)["name"] for line in path.read_text().splitlines()] == ["early"]
+
+
+def test_file_exporter_uses_the_large_batch_queue(tmp_path: Path) -> None:
+    cfg = NemoLensConfig(
+        enabled=True, exporter="file", metrics_enabled=False, trace_file=str(tmp_path / "t.jsonl")
+    )
+    handle = setup_telemetry(cfg)
+    processors = handle._pipeline.tracer_provider._active_span_processor._span_processors  # type: ignore[union-attr]
+    (batch,) = [p for p in processors if isinstance(p, BatchSpanProcessor)]
+    assert batch._batch_processor._max_queue_size == FILE_MAX_QUEUE_SIZE
+    assert batch._batch_processor._max_export_batch_size == FILE_MAX_EXPORT_BATCH_SIZE
+
+
+def test_file_metrics_go_to_a_sibling_file(tmp_path: Path) -> None:
+    trace_file = tmp_path / "run.jsonl"
+    cfg = NemoLensConfig(enabled=True, exporter="file", trace_file=str(trace_file))
+    handle = setup_telemetry(cfg)
+    handle.meter.create_counter("steps").add(3)
+    handle.tracer.start_span("s").end()
+    handle.shutdown()
+    assert sibling_path(str(trace_file), "metrics") == str(tmp_path / "run.metrics.jsonl")
+    (metrics_line,) = (tmp_path / "run.metrics.jsonl").read_text().splitlines()
+    assert '"steps"' in metrics_line
+    assert len(trace_file.read_text().splitlines()) == 1
+
+
+def test_unwritable_trace_file_fails_set_up_and_installs_nothing(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    bad = NemoLensConfig(
+        enabled=True,
+        exporter="file",
+        metrics_enabled=False,
+        trace_file=str(blocker / "t.jsonl"),
+    )
+    with pytest.raises(OSError):
+        setup_telemetry(bad)
+    assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    assert state.enabled_span_groups() == frozenset()
+
+    good = NemoLensConfig(
+        enabled=True, exporter="file", metrics_enabled=False, trace_file=str(tmp_path / "t.jsonl")
+    )
+    handle = setup_telemetry(good)
+    assert handle.is_exporting is True
+
+
+# -- otlp ------------------------------------------------------------------------------------------
+
+
+def test_otlp_defaults_to_grpc() -> None:
+    assert otlp_protocol("traces") == "grpc"
+    assert isinstance(create_span_exporter("otlp"), GrpcSpanExporter)
+    assert isinstance(create_metric_exporter("otlp"), GrpcMetricExporter)
+
+
+def test_otlp_http_for_every_signal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+    assert isinstance(create_span_exporter("otlp"), HttpSpanExporter)
+    assert isinstance(create_metric_exporter("otlp"), HttpMetricExporter)
+
+
+def test_otlp_per_signal_protocol_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
+    assert isinstance(create_span_exporter("otlp"), GrpcSpanExporter)
+    assert isinstance(create_metric_exporter("otlp"), HttpMetricExporter)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", " GRPC ")
+    assert isinstance(create_metric_exporter("otlp"), GrpcMetricExporter)
+
+
+def test_set_up_picks_the_otlp_transport_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
+    cfg = NemoLensConfig(enabled=True, exporter="otlp", metrics_enabled=False)
+    handle = setup_telemetry(cfg)
+    assert isinstance(handle._pipeline.span_exporter, HttpSpanExporter)  # type: ignore[union-attr]
+    processors = handle._pipeline.tracer_provider._active_span_processor._span_processors  # type: ignore[union-attr]
+    (batch,) = [p for p in processors if isinstance(p, BatchSpanProcessor)]
+    assert batch._batch_processor._max_queue_size == OTLP_MAX_QUEUE_SIZE
+
+
+def test_unsupported_otlp_protocol_fails_before_set_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "http/json")
+    cfg = NemoLensConfig(enabled=True, exporter="otlp")
+    with pytest.raises(ValueError) as info:
+        setup_telemetry(cfg)
+    assert "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL='http/json' is not supported" in str(info.value)
+    assert "grpc, http/protobuf" in str(info.value)
+    assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+# -- replacement and none --------------------------------------------------------------------------
+
+
+def test_passed_span_exporter_replaces_only_traces(tmp_path: Path) -> None:
+    trace_file = tmp_path / "run.jsonl"
+    memory = InMemorySpanExporter()
+    cfg = NemoLensConfig(enabled=True, exporter="file", trace_file=str(trace_file))
+    handle = setup_telemetry(cfg, span_exporter=memory)
+    handle.tracer.start_span("to-memory").end()
+    handle.meter.create_counter("still-to-file").add(1)
+    handle.shutdown()
+
+    assert [s.name for s in memory.get_finished_spans()] == ["to-memory"]
+    assert not trace_file.exists()
+    assert '"still-to-file"' in (tmp_path / "run.metrics.jsonl").read_text()
+
+
+def test_passed_metric_reader_replaces_only_metrics(capsys: pytest.CaptureFixture[str]) -> None:
+    reader = InMemoryMetricReader()
+    cfg = NemoLensConfig(enabled=True, exporter="console", run_id="m")
+    handle = setup_telemetry(cfg, metric_reader=reader)
+    handle.meter.create_histogram("step_time", unit="s").record(0.5)
+    handle.tracer.start_span("to-console").end()
+
+    data = reader.get_metrics_data()
+    assert data is not None
+    (resource_metrics,) = data.resource_metrics
+    assert resource_metrics.resource.attributes["service.instance.id"] == "m-rank0"
+    names = [m.name for sm in resource_metrics.scope_metrics for m in sm.metrics]
+    assert names == ["step_time"]
+    (line,) = capsys.readouterr().out.splitlines()
+    assert _strict_json(line)["name"] == "to-console"
+
+
+def test_exporter_none_exports_nothing_but_spans_are_real(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    handle = setup_telemetry(NemoLensConfig(enabled=True, exporter="none"))
+    assert handle.is_exporting is False
+    with handle.tracer.start_as_current_span("quiet") as span:
+        assert span.get_span_context().is_valid
+    handle.shutdown()
+    assert capsys.readouterr().out == ""

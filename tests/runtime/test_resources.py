@@ -1,0 +1,255 @@
+"""Resource attributes: detection, configuration, and the precedence between sources."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from nemo.lens.config import NemoLensConfig
+from nemo.lens.handle import _reset_for_testing, setup_telemetry
+from nemo.lens.resources import (
+    attributes as attr,
+)
+from nemo.lens.resources import (
+    build_resource,
+    config_attributes,
+    detect_attributes,
+    package_version,
+    visible_gpu_count,
+)
+
+_ENV_PREFIXES = (
+    "NEMO_LENS_",
+    "OTEL_",
+    "SLURM_",
+    "KUBERNETES_",
+    "POD_NAMESPACE",
+    "DEPLOYMENT_ENVIRONMENT",
+    "CUDA_VISIBLE_DEVICES",
+    "LOCAL_RANK",
+    "TORCHELASTIC_",
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for key in list(os.environ):
+        if key.startswith(_ENV_PREFIXES):
+            monkeypatch.delenv(key)
+    _reset_for_testing()
+    yield
+    _reset_for_testing()
+
+
+# -- detection ----------------------------------------------------------------------------
+
+
+def test_detects_host_and_process_only_on_a_bare_machine(tmp_path: Path) -> None:
+    found = detect_attributes({}, namespace_file=str(tmp_path / "missing"))
+    assert found == {attr.HOST_NAME: socket.gethostname(), attr.PROCESS_PID: os.getpid()}
+
+
+def test_detects_slurm_with_numeric_fields_as_ints() -> None:
+    env = {
+        "SLURM_JOB_ID": "4242_7",
+        "SLURM_JOB_NAME": "pretrain",
+        "SLURM_PROCID": "13",
+        "SLURM_NODEID": "1",
+        "SLURM_LOCALID": "5",
+        "SLURM_NTASKS": "16",
+        "SLURM_JOB_NUM_NODES": "2",
+        "SLURM_CLUSTER_NAME": "eos",
+    }
+    found = detect_attributes(env)
+    assert found[attr.SLURM_JOB_ID] == "4242_7"
+    assert found[attr.SLURM_JOB_NAME] == "pretrain"
+    assert found[attr.SLURM_PROCID] == 13
+    assert found[attr.SLURM_NODEID] == 1
+    assert found[attr.SLURM_LOCALID] == 5
+    assert found[attr.SLURM_NTASKS] == 16
+    assert found[attr.SLURM_JOB_NUM_NODES] == 2
+    assert found[attr.SLURM_CLUSTER_NAME] == "eos"
+    assert attr.SLURM_STEP_ID not in found
+
+
+def test_detects_kubernetes_pod_and_namespace_from_env(tmp_path: Path) -> None:
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "HOSTNAME": "trainer-0", "POD_NAMESPACE": "ml"}
+    found = detect_attributes(env, namespace_file=str(tmp_path / "missing"))
+    assert found[attr.K8S_POD_NAME] == "trainer-0"
+    assert found[attr.K8S_NAMESPACE_NAME] == "ml"
+
+
+def test_kubernetes_namespace_from_the_service_account_file(tmp_path: Path) -> None:
+    namespace_file = tmp_path / "namespace"
+    namespace_file.write_text("research\n", encoding="utf-8")
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "HOSTNAME": "pod-7"}
+    found = detect_attributes(env, namespace_file=str(namespace_file))
+    assert found[attr.K8S_NAMESPACE_NAME] == "research"
+
+
+def test_no_kubernetes_attributes_outside_kubernetes(tmp_path: Path) -> None:
+    namespace_file = tmp_path / "namespace"
+    namespace_file.write_text("research", encoding="utf-8")
+    found = detect_attributes({"HOSTNAME": "pod-7"}, namespace_file=str(namespace_file))
+    assert attr.K8S_POD_NAME not in found
+    assert attr.K8S_NAMESPACE_NAME not in found
+
+
+def test_unreadable_namespace_file_is_skipped(tmp_path: Path) -> None:
+    env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "HOSTNAME": "p"}
+    found = detect_attributes(env, namespace_file=str(tmp_path))  # a directory: unreadable
+    assert attr.K8S_NAMESPACE_NAME not in found
+    assert found[attr.K8S_POD_NAME] == "p"
+
+
+@pytest.mark.parametrize(
+    ("value", "count"),
+    [
+        ("0,1,2,3", 4),
+        ("3", 1),
+        ("", 0),
+        ("-1", 0),
+        ("0,-1,2", 1),
+        ("GPU-a1,GPU-b2", 2),
+        ("0,,1", 1),
+    ],
+)
+def test_gpu_count_from_cuda_visible_devices(value: str, count: int) -> None:
+    assert visible_gpu_count(value) == count
+    assert detect_attributes({"CUDA_VISIBLE_DEVICES": value})[attr.GPU_COUNT] == count
+
+
+def test_no_gpu_count_when_cuda_visible_devices_is_unset() -> None:
+    assert attr.GPU_COUNT not in detect_attributes({})
+
+
+def test_deployment_environment_prefers_nemo_lens_variable() -> None:
+    found = detect_attributes(
+        {"DEPLOYMENT_ENVIRONMENT": "prod", "NEMO_LENS_ENVIRONMENT": "staging"}
+    )
+    assert found[attr.DEPLOYMENT_ENVIRONMENT] == "staging"
+    assert found[attr.DEPLOYMENT_ENVIRONMENT_NAME] == "staging"
+    assert (
+        detect_attributes({"DEPLOYMENT_ENVIRONMENT": "prod"})[attr.DEPLOYMENT_ENVIRONMENT] == "prod"
+    )
+
+
+def test_local_rank_is_recorded() -> None:
+    assert detect_attributes({"LOCAL_RANK": "2"})[attr.LOCAL_RANK] == 2
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+def test_config_attributes() -> None:
+    cfg = NemoLensConfig(
+        service_name="trainer",
+        run_id="run9",
+        user="alice",
+        wandb_entity="team",
+        wandb_project="llm",
+    )
+    assert config_attributes(cfg, rank=3, world_size=8) == {
+        attr.SERVICE_NAME: "trainer",
+        attr.SERVICE_VERSION: package_version(),
+        attr.RANK: 3,
+        attr.WORLD_SIZE: 8,
+        attr.RUN_ID: "run9",
+        attr.SERVICE_INSTANCE_ID: "run9-rank3",
+        attr.USER: "alice",
+        attr.WANDB_ENTITY: "team",
+        attr.WANDB_PROJECT: "llm",
+    }
+
+
+def test_empty_optional_fields_are_left_out() -> None:
+    found = config_attributes(NemoLensConfig(run_id="r"), rank=0, world_size=1)
+    assert attr.USER not in found
+    assert attr.WANDB_ENTITY not in found
+    assert attr.WANDB_PROJECT not in found
+
+
+def test_service_version_is_the_package_version() -> None:
+    import nemo.lens
+
+    assert package_version() == nemo.lens.__version__
+
+
+def test_built_resource_carries_sdk_attributes() -> None:
+    resource = build_resource(NemoLensConfig(run_id="r"), rank=0, world_size=1)
+    assert resource.attributes["telemetry.sdk.language"] == "python"
+    assert resource.attributes[attr.SERVICE_INSTANCE_ID] == "r-rank0"
+
+
+# -- precedence, as seen on exported spans -----------------------------------------------
+
+
+def test_precedence_detected_then_env_then_config_then_caller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SLURM_JOB_NAME", "from-detection")
+    monkeypatch.setenv("SLURM_CLUSTER_NAME", "detected-only")
+    monkeypatch.setenv(
+        "OTEL_RESOURCE_ATTRIBUTES",
+        "slurm.job.name=from-env,service.name=env-svc,nemo.rank=99,"
+        "team=env-team,cost.center=env-cc",
+    )
+    exporter = InMemorySpanExporter()
+    cfg = NemoLensConfig(
+        enabled=True, exporter="none", metrics_enabled=False, service_name="cfg-svc", run_id="r1"
+    )
+    handle = setup_telemetry(
+        cfg,
+        rank=0,
+        world_size=2,
+        span_exporter=exporter,
+        export_strategy="all_ranks",
+        resource_attributes={"cost.center": "caller-cc", "service.name": "caller-svc"},
+    )
+    with handle.tracer.start_as_current_span("s"):
+        pass
+
+    (span,) = exporter.get_finished_spans()
+    resource = span.resource.attributes
+    assert resource["slurm.cluster.name"] == "detected-only"  # detected, nobody overrides
+    assert resource["slurm.job.name"] == "from-env"  # env beats detected
+    assert resource["team"] == "env-team"  # env only
+    assert resource["nemo.rank"] == 0  # config beats env
+    assert resource["cost.center"] == "caller-cc"  # caller beats env
+    assert resource["service.name"] == "caller-svc"  # caller beats config and env
+    assert resource["service.instance.id"] == "r1-rank0"
+    assert dict(handle.resource_attributes) == dict(resource)
+
+
+def test_otel_service_name_is_below_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "from-env")
+    exporter = InMemorySpanExporter()
+    cfg = NemoLensConfig(enabled=True, exporter="none", metrics_enabled=False)
+    handle = setup_telemetry(cfg, span_exporter=exporter)
+    # A config built in code keeps its service name; from_env() is how the variable applies.
+    assert handle.resource_attributes["service.name"] == "nemo"
+    handle.shutdown()
+    handle = setup_telemetry(_enabled_from_env(monkeypatch), span_exporter=exporter)
+    assert handle.resource_attributes["service.name"] == "from-env"
+
+
+def _enabled_from_env(monkeypatch: pytest.MonkeyPatch) -> NemoLensConfig:
+    monkeypatch.setenv("NEMO_LENS_ENABLED", "1")
+    monkeypatch.setenv("NEMO_LENS_EXPORTER", "none")
+    monkeypatch.setenv("NEMO_LENS_METRICS_ENABLED", "0")
+    return NemoLensConfig.from_env()
+
+
+def test_invalid_caller_attribute_is_rejected_before_set_up() -> None:
+    cfg = NemoLensConfig(enabled=True, exporter="none", metrics_enabled=False)
+    with pytest.raises(TypeError) as info:
+        setup_telemetry(cfg, resource_attributes={"bad": {"nested": 1}})  # type: ignore[dict-item]
+    assert "resource attribute 'bad' has value {'nested': 1} of type dict" in str(info.value)
+    # Nothing was installed, so a corrected call is a first call.
+    handle = setup_telemetry(cfg, resource_attributes={"good": ["a", "b"]})
+    assert handle.resource_attributes["good"] == ("a", "b")
