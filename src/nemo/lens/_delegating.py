@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from opentelemetry import _logs as otel_logs
 from opentelemetry import metrics, trace
@@ -64,6 +64,48 @@ def _scope_key(
     except TypeError:
         return None
     return (name, version, schema_url, frozen)
+
+
+_P = TypeVar("_P")
+_P_contra = TypeVar("_P_contra", contravariant=True)
+_B = TypeVar("_B", bound="_Bindable[Any]")
+
+
+class _Bindable(Protocol[_P_contra]):
+    def _bind(self, provider: _P_contra) -> None: ...
+
+
+class _Registry(Generic[_P, _B]):
+    """The delegating objects a hub handed out, one per scope, rebound at every swap.
+
+    Shared by the three hubs: they differ only in what they hand out.
+    """
+
+    def __init__(self, noop: _P) -> None:
+        self._lock = threading.Lock()
+        self._noop = noop
+        self.delegate: _P = noop
+        self._by_scope: dict[Hashable, _B] = {}
+        # Scopes with unhashable attributes cannot be cached, but must still follow swaps.
+        self._uncached: list[_B] = []
+
+    def get(self, key: Hashable | None, make: Callable[[], _B]) -> _B:
+        with self._lock:
+            if key is not None and key in self._by_scope:
+                return self._by_scope[key]
+            made = make()
+            made._bind(self.delegate)
+            if key is None:
+                self._uncached.append(made)
+            else:
+                self._by_scope[key] = made
+            return made
+
+    def swap(self, provider: _P | None) -> None:
+        with self._lock:
+            self.delegate = provider if provider is not None else self._noop
+            for made in [*self._by_scope.values(), *self._uncached]:
+                made._bind(self.delegate)
 
 
 # -- traces ----------------------------------------------------------------------------
@@ -133,15 +175,14 @@ class TracerHub(trace.TracerProvider):
     """A tracer provider that forwards to a replaceable delegate (no-op by default)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._delegate: trace.TracerProvider = trace.NoOpTracerProvider()
-        self._tracers: dict[Hashable, _DelegatingTracer] = {}
-        self._uncached: list[_DelegatingTracer] = []
+        self._registry: _Registry[trace.TracerProvider, _DelegatingTracer] = _Registry(
+            trace.NoOpTracerProvider()
+        )
 
     @property
     def delegate(self) -> trace.TracerProvider:
         """The provider tracers currently forward to."""
-        return self._delegate
+        return self._registry.delegate
 
     def get_tracer(
         self,
@@ -151,28 +192,12 @@ class TracerHub(trace.TracerProvider):
         attributes: Attributes = None,
     ) -> trace.Tracer:
         """Return a tracer that follows every later change of delegate."""
-        key = _scope_key(
-            instrumenting_module_name, instrumenting_library_version, schema_url, attributes
-        )
-        with self._lock:
-            if key is not None and key in self._tracers:
-                return self._tracers[key]
-            tracer = _DelegatingTracer(
-                instrumenting_module_name, instrumenting_library_version, schema_url, attributes
-            )
-            tracer._bind(self._delegate)
-            if key is None:
-                self._uncached.append(tracer)
-            else:
-                self._tracers[key] = tracer
-            return tracer
+        scope = (instrumenting_module_name, instrumenting_library_version, schema_url, attributes)
+        return self._registry.get(_scope_key(*scope), lambda: _DelegatingTracer(*scope))
 
     def set_delegate(self, provider: trace.TracerProvider | None) -> None:
         """Forward to *provider* from now on (``None``: the no-op provider)."""
-        with self._lock:
-            self._delegate = provider if provider is not None else trace.NoOpTracerProvider()
-            for tracer in [*self._tracers.values(), *self._uncached]:
-                tracer._bind(self._delegate)
+        self._registry.swap(provider)
 
 
 # -- metrics ---------------------------------------------------------------------------
@@ -350,15 +375,14 @@ class MeterHub(metrics.MeterProvider):
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._delegate: metrics.MeterProvider = metrics.NoOpMeterProvider()
-        self._meters: dict[Hashable, _DelegatingMeter] = {}
-        self._uncached: list[_DelegatingMeter] = []
+        self._registry: _Registry[metrics.MeterProvider, _DelegatingMeter] = _Registry(
+            metrics.NoOpMeterProvider()
+        )
 
     @property
     def delegate(self) -> metrics.MeterProvider:
         """The provider meters currently forward to."""
-        return self._delegate
+        return self._registry.delegate
 
     def get_meter(
         self,
@@ -368,24 +392,12 @@ class MeterHub(metrics.MeterProvider):
         attributes: Attributes = None,
     ) -> metrics.Meter:
         """Return a meter that follows every later change of delegate."""
-        key = _scope_key(name, version, schema_url, attributes)
-        with self._lock:
-            if key is not None and key in self._meters:
-                return self._meters[key]
-            meter = _DelegatingMeter(name, version, schema_url, attributes)
-            meter._bind(self._delegate)
-            if key is None:
-                self._uncached.append(meter)
-            else:
-                self._meters[key] = meter
-            return meter
+        scope = (name, version, schema_url, attributes)
+        return self._registry.get(_scope_key(*scope), lambda: _DelegatingMeter(*scope))
 
     def set_delegate(self, provider: metrics.MeterProvider | None) -> None:
         """Forward to *provider* from now on (``None``: the no-op provider)."""
-        with self._lock:
-            self._delegate = provider if provider is not None else metrics.NoOpMeterProvider()
-            for meter in [*self._meters.values(), *self._uncached]:
-                meter._bind(self._delegate)
+        self._registry.swap(provider)
 
 
 # -- logs ------------------------------------------------------------------------------
@@ -418,15 +430,14 @@ class LoggerHub(otel_logs.LoggerProvider):
     """A logger provider that forwards to a replaceable delegate (no-op by default)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._delegate: otel_logs.LoggerProvider = otel_logs.NoOpLoggerProvider()
-        self._loggers: dict[Hashable, _DelegatingLogger] = {}
-        self._uncached: list[_DelegatingLogger] = []
+        self._registry: _Registry[otel_logs.LoggerProvider, _DelegatingLogger] = _Registry(
+            otel_logs.NoOpLoggerProvider()
+        )
 
     @property
     def delegate(self) -> otel_logs.LoggerProvider:
         """The provider loggers currently forward to."""
-        return self._delegate
+        return self._registry.delegate
 
     def get_logger(
         self,
@@ -436,24 +447,12 @@ class LoggerHub(otel_logs.LoggerProvider):
         attributes: Attributes = None,
     ) -> otel_logs.Logger:
         """Return a logger that follows every later change of delegate."""
-        key = _scope_key(name, version, schema_url, attributes)
-        with self._lock:
-            if key is not None and key in self._loggers:
-                return self._loggers[key]
-            found = _DelegatingLogger(name, version, schema_url, attributes)
-            found._bind(self._delegate)
-            if key is None:
-                self._uncached.append(found)
-            else:
-                self._loggers[key] = found
-            return found
+        scope = (name, version, schema_url, attributes)
+        return self._registry.get(_scope_key(*scope), lambda: _DelegatingLogger(*scope))
 
     def set_delegate(self, provider: otel_logs.LoggerProvider | None) -> None:
         """Forward to *provider* from now on (``None``: the no-op provider)."""
-        with self._lock:
-            self._delegate = provider if provider is not None else otel_logs.NoOpLoggerProvider()
-            for found in [*self._loggers.values(), *self._uncached]:
-                found._bind(self._delegate)
+        self._registry.swap(provider)
 
 
 TRACER_HUB = TracerHub()
