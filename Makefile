@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv generate check-generated test lint format typecheck check demo clean
+.PHONY: help venv generate check-generated test lint format typecheck check demo clean phoenix-venv integration
 
 help:
 	@echo "make test             run the test suite (bootstraps .venv)"
@@ -12,6 +12,7 @@ help:
 	@echo "make generate         render schema/ into the generated modules and docs"
 	@echo "make check-generated  fail with a diff when a generated file is stale"
 	@echo "make check            lint, format check, mypy --strict, generated check, tests"
+	@echo "make integration      round-trip spans through Arize Phoenix (OTLP gRPC + HTTP)"
 
 venv: $(STAMP)
 
@@ -47,5 +48,11 @@ demo:
 	@echo "make demo arrives with issue 7 (an instrumented example job); until then see README."
 	@exit 1
 
+phoenix-venv:
+	bash scripts/phoenix-venv.sh
+
+integration: $(STAMP) phoenix-venv
+	NEMO_LENS_REQUIRE_PHOENIX=1 $(PY) -m pytest tests/integration
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info src/*.egg-info
+	rm -rf $(VENV) .cache .mypy_cache .pytest_cache .ruff_cache build *.egg-info src/*.egg-info
