@@ -21,6 +21,8 @@ from codegen.model import ALL_PRESET, PRODUCTION_PRESET, TIER_MEANING, Group, Gr
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 LINE = 100
 DEFAULT_COMMAND = "make generate"
+SIGNATURES_MODULE = "nemo.lens._signatures"
+"""Where the signatures that type nemo.lens's own primitives are generated."""
 
 
 def pystr(text: str) -> str:
@@ -80,6 +82,48 @@ class GroupView:
 
 
 @dataclass(frozen=True)
+class RenameView:
+    """A renamed group: its old constant becomes a deprecated descriptor."""
+
+    constant: str
+    """The old constant (`ITERATION`)."""
+    descriptor: str
+    """The generated descriptor class the constant is typed as (`_RenamedIteration`)."""
+    old: str
+    """The old name, as a literal."""
+    new_expr: str
+    """Expression of the new group's constant in the class body (`STEP`)."""
+    new_literal: str
+    """The new name, as a literal (the type of reading the old constant)."""
+    decorator: str
+    """`@deprecated(...)` with the message, wrapped to the line length (at 8 spaces)."""
+    message_lines: tuple[str, ...]
+    """The same message as string-literal lines for the descriptor's argument."""
+    doc: str
+
+
+@dataclass(frozen=True)
+class DeprecatedNameView:
+    """A deprecated group name: one `@deprecated` overload of each group-taking primitive."""
+
+    literal: str
+    decorator: str
+    """`@deprecated(...)` with the message, wrapped to the line length (at 4 spaces)."""
+
+
+@dataclass(frozen=True)
+class PrimitivesView:
+    """The group-checked declarations of `managed_span`, `trace_fn`, `is_span_group_enabled`."""
+
+    group_type: str
+    """What the group parameter takes (a `Literal` alias or'ed with `DynamicSpanGroup`)."""
+    renamed: tuple[DeprecatedNameView, ...]
+    managed_span_doc: str
+    trace_fn_doc: str
+    is_enabled_doc: str
+
+
+@dataclass(frozen=True)
 class PresetView:
     literal: str
     description: str
@@ -104,6 +148,73 @@ class ClassView:
     """Expressions of the inherited groups (for documentation only)."""
     presets: tuple[PresetView, ...]
     renames: tuple[tuple[str, str], ...]
+    renamed_constants: tuple[RenameView, ...]
+    primitives: PrimitivesView
+
+
+def decorator(name: str, text: str, indent: int) -> str:
+    """`@name("text")` at *indent*, the text split into implicitly joined literals if too long."""
+    pad = " " * indent
+    one_line = f"{pad}@{name}({pystr(text)})"
+    if len(one_line) <= LINE:
+        return one_line
+    lines = string_lines(text, indent + 4)
+    return f"{pad}@{name}(\n" + "\n".join(lines) + f"\n{pad})"
+
+
+def string_lines(text: str, indent: int) -> tuple[str, ...]:
+    """*text* as string literals, one per line at *indent*, that together fit the line length."""
+    pad = " " * indent
+    if indent + len(pystr(text)) + 1 <= LINE:
+        return (pad + pystr(text),)
+    chunks = textwrap.wrap(text, width=LINE - indent - 4, drop_whitespace=False)
+    return tuple(pad + pystr(chunk) for chunk in chunks)
+
+
+def _camel(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def rename_message(owner: str, old: str, targets: list[tuple[str, str]]) -> str:
+    """What a type checker (and the run-time warning) says about a renamed group's old name.
+
+    *targets* are (class name, new name) pairs: the same old name may have been
+    renamed by more than one class.
+    """
+    uses = " or ".join(f"{cls}.{new.upper()}" for cls, new in targets)
+    if len({new for _, new in targets}) == 1:
+        what = f"span group {old!r} was renamed to {targets[0][1]!r}"
+    else:
+        what = f"span group {old!r} was renamed"
+    return f"{owner}{what}; use {uses}"
+
+
+def primitives_view(
+    group_type: str, owner: str, renames: list[tuple[str, list[tuple[str, str]]]]
+) -> PrimitivesView:
+    """The declarations of the three primitives for one vocabulary.
+
+    *renames* are (old name, [(class name, new name), ...]) pairs, each becoming
+    a `@deprecated` overload that names the new group.
+    """
+
+    def doc(primitive: str) -> str:
+        return docstring(
+            f":func:`nemo.lens.{primitive}`, checked against the groups of {owner}.", 8
+        )
+
+    return PrimitivesView(
+        group_type=group_type,
+        managed_span_doc=doc("managed_span"),
+        trace_fn_doc=doc("trace_fn"),
+        is_enabled_doc=doc("is_span_group_enabled"),
+        renamed=tuple(
+            DeprecatedNameView(
+                literal=pystr(old), decorator=decorator("deprecated", rename_message("", old, t), 4)
+            )
+            for old, t in renames
+        ),
+    )
 
 
 def _expr(cls: GroupClass, name: str) -> str:
@@ -176,6 +287,72 @@ def class_view(schema: Schema, cls: GroupClass, command: str) -> ClassView:
         renames=tuple(
             (pystr(g.name), _expr(cls, g.renamed_to)) for g in cls.groups if g.renamed_to
         ),
+        renamed_constants=tuple(_rename_view(cls, g) for g in cls.groups if g.renamed_to),
+        primitives=primitives_view(
+            f"{cls.class_name}Name | DynamicSpanGroup",
+            f":class:`{cls.class_name}`",
+            [(g.name, [(cls.class_name, g.renamed_to)]) for g in _renamed_groups(cls)],
+        ),
+    )
+
+
+def _renamed_groups(cls: GroupClass) -> list[Group]:
+    """Every renamed group a class answers to, inherited ones included, by name."""
+    inherited = cls.base.groups if cls.base else ()
+    return sorted((g for g in (*inherited, *cls.groups) if g.renamed_to), key=lambda g: g.name)
+
+
+def _rename_view(cls: GroupClass, group: Group) -> RenameView:
+    message = rename_message(
+        f"{cls.class_name}.{group.constant}: ",
+        group.name,
+        [(cls.class_name, group.renamed_to)],
+    )
+    return RenameView(
+        constant=group.constant,
+        descriptor=f"_Renamed{_camel(group.name)}",
+        old=pystr(group.name),
+        new_expr=_expr(cls, group.renamed_to),
+        new_literal=pystr(group.renamed_to),
+        decorator=decorator("deprecated", message, 8),
+        message_lines=_with_trailing_comma(string_lines(message, 8)),
+        doc=docstring(group_doc(group), 4),
+    )
+
+
+def _with_trailing_comma(lines: tuple[str, ...]) -> tuple[str, ...]:
+    return (*lines[:-1], lines[-1] + ",")
+
+
+@dataclass(frozen=True)
+class SignaturesView:
+    header: str
+    module_doc: str
+    names: tuple[str, ...]
+    names_doc: str
+    primitives: PrimitivesView
+
+
+def signatures_view(schema: Schema, classes: list[GroupClass], command: str) -> SignaturesView:
+    """The module that types nemo.lens's own primitives: every group of every class."""
+    current = sorted({g.name for cls in classes for g in cls.all_groups})
+    targets: dict[str, list[tuple[str, str]]] = {}
+    for cls in classes:
+        for g in cls.groups:
+            if g.renamed_to:
+                targets.setdefault(g.name, []).append((cls.class_name, g.renamed_to))
+    # A name still current in another class is not deprecated as such: only that
+    # class's own module (and its constant) can say it was renamed.
+    renames = [(old, sorted(t)) for old, t in sorted(targets.items()) if old not in current]
+    names = ", ".join(cls.class_name for cls in classes)
+    return SignaturesView(
+        header=header(schema, command),
+        module_doc=docstring(
+            "The group-checked signatures of nemo.lens's primitives, for type checkers.", 0
+        ),
+        names=tuple(pystr(n) for n in current),
+        names_doc=docstring(f"Every group name of every span-group class: {names}.", 0),
+        primitives=primitives_view("SpanGroupArg", f"any span-group class ({names})", renames),
     )
 
 
@@ -255,6 +432,10 @@ def render_all(
         template = env.get_template("base.py.j2" if cls.base is None else "consumer.py.j2")
         view = class_view(schema, cls, command)
         files[module_path(out_root, cls.module)] = template.render(view=view)
+    if not schema.extends_base:
+        files[module_path(out_root, SIGNATURES_MODULE)] = env.get_template(
+            "signatures.py.j2"
+        ).render(view=signatures_view(schema, classes, command))
     if docs is not None:
         tiers = tuple((tier, meaning) for tier, meaning in TIER_MEANING.items())
         files[docs] = env.get_template("span-groups.md.j2").render(

@@ -479,16 +479,20 @@ def _read_consumers(
 def _parse(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SchemaError(
-            [Problem(shown, None, (), f"cannot read the schema: {exc.strerror}")]
-        ) from exc
     except UnicodeDecodeError as exc:
         raise SchemaError(
             [Problem(shown, None, (), f"the schema is not UTF-8 text: {exc.reason}")]
         ) from exc
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise SchemaError([Problem(shown, None, (), f"cannot read the schema: {reason}")]) from exc
     try:
         data = tomllib.loads(text)
+    except RecursionError as exc:
+        # tomllib parses nested arrays and inline tables recursively.
+        raise SchemaError(
+            [Problem(shown, None, (), "not valid TOML here: arrays or tables nested too deeply")]
+        ) from exc
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
         match = re.search(r"line (\d+)", str(exc))
@@ -518,12 +522,15 @@ def _read_base(chk: _Checker, data: Mapping[str, Any]) -> GroupClass:
     )
 
 
-def load_schema(path: Path, shown: str | None = None) -> Schema:
+def load_schema(
+    path: Path, shown: str | None = None, *, _extending: tuple[Path, ...] = ()
+) -> Schema:
     """Parse and validate the schema at *path*; raise :class:`SchemaError` on any problem.
 
     *shown* is how the file is named in messages and headers (default: as given).
     A schema with ``extends`` defines consumers only and builds on the base
     vocabulary of another file (``"nemo.lens"`` names the one bundled here).
+    *_extending* lists the files that extend this one, to report a cycle.
     """
     shown = shown or path.as_posix()
     data, locator = _parse(path, shown)
@@ -553,7 +560,24 @@ def load_schema(path: Path, shown: str | None = None) -> Schema:
                 )
         base_path = BUNDLED_BASE_PATH if extends == BUNDLED_BASE else (path.parent / extends)
         try:
-            parent = load_schema(base_path, BUNDLED_BASE if extends == BUNDLED_BASE else extends)
+            chain = (*_extending, path.resolve())
+            cycle = base_path.resolve() in chain
+        except (OSError, ValueError) as exc:  # a NUL byte, a symlink loop
+            chk.error(("extends",), f"extends {extends!r} is not a usable path: {exc}")
+            raise SchemaError(chk.problems) from None
+        if cycle:
+            chk.error(
+                ("extends",),
+                f"extends {extends!r} leads back to this schema (an extends cycle); "
+                "extend the base schema instead",
+            )
+            raise SchemaError(chk.problems)
+        try:
+            parent = load_schema(
+                base_path,
+                BUNDLED_BASE if extends == BUNDLED_BASE else extends,
+                _extending=chain,
+            )
         except SchemaError as exc:
             raise SchemaError([*chk.problems, *exc.problems]) from None
         base, base_digest = parent.base, parent.digest

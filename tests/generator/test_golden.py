@@ -22,6 +22,7 @@ def test_fixture_matches_golden_files(tmp_path: Path) -> None:
     rendered = _rendered(tmp_path)
     assert sorted(rendered) == [
         "docs.md",
+        "src/nemo/lens/_signatures.py",
         "src/nemo/lens/consumers/serve.py",
         "src/nemo/lens/groups.py",
     ]
@@ -49,8 +50,8 @@ def test_reordering_toml_keys_changes_nothing(tmp_path: Path) -> None:
         "# DO NOT EDIT: generated from fixtures/small.toml by codegen.",
         "# Edit the schema, then run `python -m codegen generate --schema fixtures/small.toml`.",
         "# schema-sha256: ",
-        # a renamed group is an alias of its new name, not a group of its own
-        "    ITERATION: Final = STEP\n",
+        # a renamed group is a deprecated alias of its new name, not a group of its own
+        '    ITERATION: Final = _RenamedIteration(\n        "iteration",\n        STEP,\n',
         '            "iteration": STEP,\n',
         # a deprecated group keeps working and says so
         'deprecated="Synchronisation is now part of step."',

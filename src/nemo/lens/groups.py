@@ -9,11 +9,15 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import ClassVar, Final, Literal, TypeAlias
 
+from nemo.lens._names import DynamicSpanGroup
+from nemo.lens._signatures import SpanGroupArg
 from nemo.lens._spec import GroupInfo, SpecStep, explain_spec, resolve_spec
 
 __all__ = [
+    "DynamicSpanGroup",
     "GroupInfo",
     "SpanGroup",
+    "SpanGroupArg",
     "SpanGroupName",
     "SpanGroupPresetName",
 ]

@@ -7,15 +7,27 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import ClassVar, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
+from nemo.lens._names import primitive
 from nemo.lens._spec import GroupInfo
-from nemo.lens.groups import SpanGroup
+from nemo.lens.groups import DynamicSpanGroup, SpanGroup
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from contextlib import AbstractContextManager
+
+    from opentelemetry.trace import Link, Span, SpanKind, Tracer
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     "GymSpanGroup",
     "GymSpanGroupName",
     "GymSpanGroupPresetName",
+    "is_span_group_enabled",
+    "managed_span",
+    "trace_fn",
 ]
 
 GymSpanGroupName: TypeAlias = Literal[
@@ -166,3 +178,44 @@ class GymSpanGroup(SpanGroup):
         }
     )
     """Group name -> what the schema says about it."""
+
+
+# managed_span, trace_fn and is_span_group_enabled of nemo.lens, re-exported with
+# the group parameter typed for this class: code that instruments with its own
+# groups imports them from here. They are the very same functions at run time.
+if TYPE_CHECKING:
+
+    def managed_span(
+        group: GymSpanGroupName | DynamicSpanGroup,
+        name: str,
+        tracer: Tracer | None = None,
+        *,
+        kind: SpanKind | None = None,
+        links: Sequence[Link] | None = None,
+        **attributes: object,
+    ) -> AbstractContextManager[Span | None]:
+        """:func:`nemo.lens.managed_span`, checked against the groups of :class:`GymSpanGroup`."""
+        ...
+
+    def trace_fn(
+        group: GymSpanGroupName | DynamicSpanGroup,
+        name: str,
+        tracer: Tracer | None = None,
+    ) -> Callable[[_F], _F]:
+        """:func:`nemo.lens.trace_fn`, checked against the groups of :class:`GymSpanGroup`."""
+        ...
+
+    def is_span_group_enabled(
+        group: GymSpanGroupName | DynamicSpanGroup,
+    ) -> bool:
+        """:func:`nemo.lens.is_span_group_enabled`, checked against the groups of
+        :class:`GymSpanGroup`.
+        """
+        ...
+else:
+
+    def __getattr__(name: str) -> object:
+        # Imported on first use, so importing this module stays free of OpenTelemetry.
+        value = primitive(__name__, name)
+        globals()[name] = value
+        return value
