@@ -1,14 +1,19 @@
 """Resource attributes detected from the process and its launcher.
 
-Pure standard library: reading the environment, the host name and, under
-Kubernetes, the service account's namespace file. Nothing here fails set-up: an
-unreadable file or a malformed variable is skipped.
+Pure standard library: reading the environment, the host name, under
+Kubernetes the service account's namespace file and, when
+``CUDA_VISIBLE_DEVICES`` is unset, one short ``nvidia-smi`` query for the GPU
+count. Nothing here fails set-up: an unreadable file, a malformed variable, a
+missing or hanging ``nvidia-smi`` is skipped and its attribute left out.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
 import socket
+import subprocess
 from collections.abc import Mapping
 from typing import Final
 
@@ -16,10 +21,27 @@ from opentelemetry.util.types import AttributeValue
 
 from nemo.lens.resources import attributes as attr
 
-__all__ = ["K8S_NAMESPACE_FILE", "detect_attributes", "visible_gpu_count"]
+__all__ = [
+    "K8S_NAMESPACE_FILE",
+    "NVIDIA_SMI",
+    "NVIDIA_SMI_TIMEOUT_S",
+    "detect_attributes",
+    "nvidia_smi_gpu_count",
+    "visible_gpu_count",
+]
 
 K8S_NAMESPACE_FILE: Final = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 """Where Kubernetes mounts the pod's namespace (read when ``POD_NAMESPACE`` is unset)."""
+
+NVIDIA_SMI: Final = "nvidia-smi"
+"""The program asked for the GPU count when ``CUDA_VISIBLE_DEVICES`` is unset."""
+
+NVIDIA_SMI_TIMEOUT_S: Final = 2.0
+"""How long set-up waits for ``nvidia-smi`` before leaving the GPU count out.
+
+It answers in well under a second on a healthy node; a wedged driver can make
+it hang for minutes, and telemetry must never hold a job's start-up hostage.
+"""
 
 # (environment variable, attribute, is an integer). Integer-valued SLURM fields
 # become ints so backends can sort and filter them numerically.
@@ -63,6 +85,50 @@ def visible_gpu_count(value: str) -> int:
     return count
 
 
+def nvidia_smi_gpu_count(
+    executable: str = NVIDIA_SMI,
+    *,
+    timeout: float = NVIDIA_SMI_TIMEOUT_S,
+    search_path: str | None = None,
+) -> int | None:
+    """Ask ``nvidia-smi`` how many GPUs this machine has; ``None`` when it cannot tell.
+
+    *executable* is a path or a program name looked up on *search_path* (a
+    ``PATH``-style string; ``None`` means the process's ``PATH``). ``None`` is
+    returned, never an exception, when the program is missing, fails, prints
+    nothing recognisable or does not answer within *timeout* seconds (it is
+    killed). Answers are cached per resolved program and timeout: the count of
+    a machine does not change while a job runs, and a hanging ``nvidia-smi``
+    should cost its timeout once, not at every set-up.
+    """
+    found = shutil.which(executable, path=search_path)
+    if found is None:
+        return None
+    return _query_nvidia_smi(os.path.abspath(found), timeout)
+
+
+@functools.lru_cache(maxsize=8)
+def _query_nvidia_smi(program: str, timeout: float) -> int | None:
+    try:
+        completed = subprocess.run(
+            [program, "--query-gpu=uuid", "--format=csv,noheader"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    if completed.returncode != 0:
+        return None
+    # One "GPU-<uuid>" line per device. Counting only those lines keeps a
+    # warning or banner on stdout from being taken for a GPU.
+    count = sum(1 for line in completed.stdout.splitlines() if line.strip().startswith("GPU-"))
+    return count or None
+
+
 def _read_namespace(path: str) -> str:
     try:
         with open(path, encoding="utf-8") as handle:
@@ -75,13 +141,20 @@ def detect_attributes(
     environ: Mapping[str, str] | None = None,
     *,
     namespace_file: str = K8S_NAMESPACE_FILE,
+    nvidia_smi: str | None = NVIDIA_SMI,
 ) -> dict[str, AttributeValue]:
     """Return the attributes detected for this process.
 
     Host name, pid, ``deployment.environment`` (``NEMO_LENS_ENVIRONMENT``, else
-    ``DEPLOYMENT_ENVIRONMENT``), GPU count (from ``CUDA_VISIBLE_DEVICES`` when
-    set), ``LOCAL_RANK``, SLURM job attributes and, when
-    ``KUBERNETES_SERVICE_HOST`` is set, the pod name and namespace.
+    ``DEPLOYMENT_ENVIRONMENT``), the GPU count, ``LOCAL_RANK``, SLURM job
+    attributes and, when ``KUBERNETES_SERVICE_HOST`` is set, the pod name and
+    namespace.
+
+    The GPU count is the number of devices ``CUDA_VISIBLE_DEVICES`` exposes
+    when that variable is set (what this process can use), else what
+    *nvidia_smi* reports (see :func:`nvidia_smi_gpu_count`; looked up on the
+    ``PATH`` of *environ*), else it is left out. ``nvidia_smi=None`` skips the
+    query.
     """
     env = os.environ if environ is None else environ
     found: dict[str, AttributeValue] = {
@@ -98,6 +171,10 @@ def detect_attributes(
     devices = env.get("CUDA_VISIBLE_DEVICES")
     if devices is not None:
         found[attr.GPU_COUNT] = visible_gpu_count(devices)
+    elif nvidia_smi is not None:
+        gpus = nvidia_smi_gpu_count(nvidia_smi, search_path=env.get("PATH"))
+        if gpus is not None:
+            found[attr.GPU_COUNT] = gpus
     local_rank = _as_int(env.get("LOCAL_RANK", "").strip())
     if local_rank is not None:
         found[attr.LOCAL_RANK] = local_rank

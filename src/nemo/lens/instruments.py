@@ -1,0 +1,575 @@
+"""Metric helpers: one call records a unit of work's numbers under fixed names.
+
+Three helpers, one per kind of job:
+
+* :func:`record_inference_metrics` -- one GenAI request or operation, under the
+  OpenTelemetry GenAI semantic-convention names (``gen_ai.client.token.usage``
+  split by ``gen_ai.token.type``, ``gen_ai.client.operation.duration``,
+  ``gen_ai.server.request.duration``, ``gen_ai.server.time_to_first_token``,
+  ``gen_ai.server.time_per_output_token``);
+* :func:`record_rl_step_metrics` -- one RL training step: reward statistics,
+  phase durations, generated tokens and throughput (``nemo.rl.*``);
+* :func:`record_gym_rollout_metrics` -- one finished Gym rollout: its duration,
+  verification outcome and tool / sandbox calls (``nemo.gym.*``).
+
+Every name, unit and attribute key is a constant in :mod:`nemo.lens.semconv`;
+``docs/metrics-and-logs.md`` has the full table.
+
+Behaviour shared by the helpers:
+
+* **Keyword-only arguments; ``None`` means "not measured"** and records nothing
+  for that metric, so one call site can pass whatever it has.
+* **``meter=None`` is nemo.lens's meter** (:func:`nemo.lens.handle.get_meter`):
+  the provider ``setup_telemetry`` installed, following re-initialisation and
+  forwarding to nothing after shutdown; before set-up, OpenTelemetry's global
+  meter provider. Pass ``meter=`` to record elsewhere (e.g. ``handle.meter`` or
+  a test's ``MeterProvider``).
+* **Instruments are created once per meter**, on first use, and cached in a
+  table keyed (weakly) on the meter object: creating an instrument takes a lock
+  and a registry lookup in the SDK, far more than recording a value. A meter
+  from nemo.lens's provider hub keeps working across ``setup_telemetry(...,
+  _allow_reinit=True)`` because its instruments are re-bound, not recreated.
+* **Metrics never break the job.** A value that is not a finite number (or is
+  negative where only non-negative values make sense: durations, counts) is
+  skipped; an instrument that cannot be created or recorded is skipped. The
+  first problem with each metric is logged as a warning on the
+  ``nemo.lens.instruments`` logger, later ones at debug level only, so a bad
+  value inside a training loop does not flood the log. NumPy scalars and
+  one-element tensors (anything with ``.item()``) are accepted as numbers.
+* **Attributes** given in ``attributes=`` are added to every point the call
+  records; the helpers' own keywords (``model=``, ``environment=``, ...) win
+  over the same key there. Only ``str``, ``bool``, ``int`` and ``float`` values
+  are kept (metric attributes are aggregation keys: keep them low-cardinality,
+  never a step number or a request id).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+import reprlib
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from opentelemetry import metrics
+from opentelemetry.util.types import AttributeValue
+
+from nemo.lens import handle as _handle
+from nemo.lens import semconv as sc
+
+__all__ = [
+    "record_gym_rollout_metrics",
+    "record_inference_metrics",
+    "record_rl_step_metrics",
+]
+
+_logger = logging.getLogger(__name__)
+
+# -- what each metric is --------------------------------------------------------------
+
+# Histogram bucket boundaries. The GenAI ones are those the GenAI semantic
+# conventions ask for, so dashboards built for them line up; the SDK's default
+# boundaries (0 .. 10000) would put every time-to-first-token in one bucket.
+_TOKEN_BUCKETS: Final = (
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0,
+    1048576.0, 4194304.0, 16777216.0, 67108864.0,
+)  # fmt: skip
+_GEN_AI_DURATION_BUCKETS_S: Final = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)  # fmt: skip
+_TIME_TO_FIRST_TOKEN_BUCKETS_S: Final = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+)  # fmt: skip
+_TIME_PER_OUTPUT_TOKEN_BUCKETS_S: Final = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5,
+)  # fmt: skip
+# RL phases and Gym rollouts take from a fraction of a second to hours.
+_PHASE_BUCKETS_S: Final = (
+    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0,
+    5000.0, 10000.0,
+)  # fmt: skip
+# Zero is a boundary of its own: "made no call" is the most common answer.
+_CALL_BUCKETS: Final = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
+
+_Kind = Literal["counter", "histogram", "gauge"]
+
+
+@dataclass(frozen=True)
+class _Spec:
+    kind: _Kind
+    unit: str
+    description: str
+    buckets: tuple[float, ...] | None = None
+    non_negative: bool = True
+
+
+_SPECS: Final[Mapping[str, _Spec]] = {
+    sc.GEN_AI_CLIENT_TOKEN_USAGE: _Spec(
+        "histogram", "{token}", "Tokens used by one GenAI operation, by token type.", _TOKEN_BUCKETS
+    ),
+    sc.GEN_AI_CLIENT_OPERATION_DURATION: _Spec(
+        "histogram",
+        "s",
+        "Duration of one GenAI operation as its caller saw it.",
+        _GEN_AI_DURATION_BUCKETS_S,
+    ),
+    sc.GEN_AI_SERVER_REQUEST_DURATION: _Spec(
+        "histogram",
+        "s",
+        "Duration of one request in the model server, to its last output token.",
+        _GEN_AI_DURATION_BUCKETS_S,
+    ),
+    sc.GEN_AI_SERVER_TIME_TO_FIRST_TOKEN: _Spec(
+        "histogram",
+        "s",
+        "Time from a request's arrival to its first generated token.",
+        _TIME_TO_FIRST_TOKEN_BUCKETS_S,
+    ),
+    sc.GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN: _Spec(
+        "histogram",
+        "s",
+        "Mean time per output token after the first, for one request.",
+        _TIME_PER_OUTPUT_TOKEN_BUCKETS_S,
+    ),
+    sc.RL_STEP: _Spec("gauge", "{step}", "The last RL step reported."),
+    sc.RL_REWARD_MEAN: _Spec("gauge", "1", "Mean reward of the last step.", non_negative=False),
+    sc.RL_REWARD_STD: _Spec("gauge", "1", "Standard deviation of the last step's rewards."),
+    sc.RL_REWARD_MIN: _Spec("gauge", "1", "Lowest reward of the last step.", non_negative=False),
+    sc.RL_REWARD_MAX: _Spec("gauge", "1", "Highest reward of the last step.", non_negative=False),
+    sc.RL_STEP_DURATION: _Spec("histogram", "s", "Duration of one RL step.", _PHASE_BUCKETS_S),
+    sc.RL_ROLLOUT_DURATION: _Spec(
+        "histogram", "s", "Duration of one step's rollout phase.", _PHASE_BUCKETS_S
+    ),
+    sc.RL_GENERATION_DURATION: _Spec(
+        "histogram", "s", "Duration of one step's generation phase.", _PHASE_BUCKETS_S
+    ),
+    sc.RL_POLICY_UPDATE_DURATION: _Spec(
+        "histogram", "s", "Duration of one step's policy update.", _PHASE_BUCKETS_S
+    ),
+    sc.RL_GENERATION_TOKENS: _Spec("counter", "{token}", "Tokens generated."),
+    sc.RL_GENERATION_THROUGHPUT: _Spec(
+        "gauge", "{token}/s", "Generation throughput of the last step."
+    ),
+    sc.GYM_ROLLOUTS: _Spec("counter", "{rollout}", "Finished rollouts."),
+    sc.GYM_ROLLOUT_DURATION: _Spec(
+        "histogram", "s", "Duration of one rollout, to its verified result.", _PHASE_BUCKETS_S
+    ),
+    sc.GYM_VERIFY_DURATION: _Spec(
+        "histogram", "s", "Duration of one rollout's verification.", _PHASE_BUCKETS_S
+    ),
+    sc.GYM_ROLLOUT_TOOL_CALLS: _Spec(
+        "histogram", "{call}", "Tool calls made by one rollout.", _CALL_BUCKETS
+    ),
+    sc.GYM_ROLLOUT_SANDBOX_CALLS: _Spec(
+        "histogram", "{call}", "Sandbox calls made by one rollout.", _CALL_BUCKETS
+    ),
+}
+
+# -- reporting problems once ----------------------------------------------------------
+
+_reported: set[tuple[str, str]] = set()
+
+
+def _report(key: str, problem: str, message: str, *args: object, error: bool = False) -> None:
+    """Log *message* as a warning the first time (*key*, *problem*) occurs, then at debug."""
+    if (key, problem) in _reported:
+        _logger.debug(message, *args, exc_info=error)
+        return
+    _reported.add((key, problem))
+    _logger.warning(
+        message + "; later occurrences are logged at debug level", *args, exc_info=error
+    )
+
+
+# -- instruments, cached per meter ----------------------------------------------------
+
+_Record = Callable[[float, Mapping[str, AttributeValue]], None]
+
+
+def _discard(value: float, attributes: Mapping[str, AttributeValue]) -> None:
+    """Stands in for an instrument that could not be created, so creation is tried once."""
+
+
+_instruments: weakref.WeakKeyDictionary[metrics.Meter, dict[str, _Record]] = (
+    weakref.WeakKeyDictionary()
+)
+_instruments_lock = threading.Lock()
+
+
+def _create(meter: metrics.Meter, name: str) -> _Record:
+    spec = _SPECS[name]
+    try:
+        if spec.kind == "counter":
+            return meter.create_counter(name, spec.unit, spec.description).add
+        if spec.kind == "gauge":
+            return meter.create_gauge(name, spec.unit, spec.description).set
+        return meter.create_histogram(
+            name,
+            spec.unit,
+            spec.description,
+            explicit_bucket_boundaries_advisory=spec.buckets,
+        ).record
+    except Exception:
+        _report(name, "create", "nemo.lens: could not create metric %s", name, error=True)
+        return _discard
+
+
+def _instrument(meter: metrics.Meter, name: str) -> _Record:
+    try:
+        return _instruments[meter][name]
+    except KeyError:
+        pass
+    except TypeError:  # a meter that cannot be weakly referenced: work uncached
+        _report(
+            type(meter).__name__,
+            "cache",
+            "nemo.lens: cannot cache instruments for meter %r (not weakly referenceable); "
+            "each record creates its instruments again",
+            meter,
+        )
+        return _create(meter, name)
+    # Created under a lock: two threads creating the same instrument would make
+    # the SDK log a duplicate-registration warning and keep only one of them.
+    with _instruments_lock:
+        per_meter = _instruments.get(meter)
+        if per_meter is None:
+            per_meter = {}
+            _instruments[meter] = per_meter
+        found = per_meter.get(name)
+        if found is None:
+            found = _create(meter, name)
+            per_meter[name] = found
+        return found
+
+
+# -- the default meter ----------------------------------------------------------------
+
+# (source, meter): the source is a marker while nemo.lens is set up (its hub
+# meter is one object for the life of the process), else the global meter
+# provider the meter came from. handle.get_meter() itself is not called per
+# record: it reads the package version from its installed metadata.
+_SET_UP: Final = object()
+_default: tuple[object, metrics.Meter] | None = None
+
+
+def _default_meter() -> metrics.Meter:
+    global _default
+    source: object = _SET_UP if _handle._current is not None else metrics.get_meter_provider()
+    cached = _default
+    if cached is not None and cached[0] is source:
+        return cached[1]
+    meter = _handle.get_meter()
+    _default = (source, meter)
+    return meter
+
+
+def _resolve_meter(meter: metrics.Meter | None) -> metrics.Meter | None:
+    if meter is not None:
+        return meter
+    try:
+        return _default_meter()
+    except Exception:
+        _report("meter", "default", "nemo.lens: could not get the default meter", error=True)
+        return None
+
+
+# -- values and attributes ------------------------------------------------------------
+
+
+def _number(value: object) -> int | float | None:
+    """Return *value* as a finite ``int`` or ``float``, or ``None`` when it is not one."""
+    # Plain ints and floats first: the abstract numbers.Real check costs more than
+    # the rest of this function for the values nearly every caller passes.
+    if type(value) is int:
+        return value
+    if type(value) is float:
+        return value if math.isfinite(value) else None
+    if isinstance(value, bool):
+        return None
+    if not isinstance(value, numbers.Real):
+        item = getattr(value, "item", None)  # NumPy scalars, one-element tensors
+        if not callable(item):
+            return None
+        try:
+            value = item()
+        except Exception:
+            return None
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _attributes(
+    extra: Mapping[str, object] | None, known: Mapping[str, object]
+) -> dict[str, AttributeValue]:
+    """Merge the caller's *extra* attributes and the helper's *known* ones (which win)."""
+    merged: dict[str, AttributeValue] = {}
+    for source in (extra or {}, known):
+        for key, value in source.items():
+            if value is None:
+                continue
+            if isinstance(value, (str, bool, int, float)):
+                merged[key] = value
+            else:
+                _report(
+                    str(key),
+                    "attribute",
+                    "nemo.lens: dropping metric attribute %r: %s is not a str, bool, int or float",
+                    key,
+                    type(value).__name__,
+                )
+    return merged
+
+
+def _record(
+    meter: metrics.Meter, name: str, value: object, attributes: Mapping[str, AttributeValue]
+) -> None:
+    if value is None:
+        return
+    number = _number(value)
+    spec = _SPECS[name]
+    if number is None or (spec.non_negative and number < 0):
+        requirement = "a finite, non-negative number" if spec.non_negative else "a finite number"
+        _report(
+            name,
+            "value",
+            "nemo.lens: skipping %s for metric %s (needs %s)",
+            reprlib.repr(value),
+            name,
+            requirement,
+        )
+        return
+    try:
+        _instrument(meter, name)(number, attributes)
+    except Exception:
+        _report(name, "record", "nemo.lens: recording metric %s failed", name, error=True)
+
+
+# -- the helpers ----------------------------------------------------------------------
+
+
+def record_inference_metrics(
+    *,
+    operation: str,
+    model: str | None = None,
+    response_model: str | None = None,
+    provider: str | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    operation_duration_s: float | None = None,
+    request_duration_s: float | None = None,
+    time_to_first_token_s: float | None = None,
+    time_per_output_token_s: float | None = None,
+    error_type: str | None = None,
+    attributes: Mapping[str, object] | None = None,
+    meter: metrics.Meter | None = None,
+) -> None:
+    """Record one GenAI operation (a request to a model) under the GenAI metric names.
+
+    Each measurement goes to its own metric; ``None`` records nothing:
+
+    =========================== ============================================ ========
+    argument                    metric                                       unit
+    =========================== ============================================ ========
+    ``input_tokens``            ``gen_ai.client.token.usage``,               {token}
+                                ``gen_ai.token.type=input``
+    ``output_tokens``           ``gen_ai.client.token.usage``,               {token}
+                                ``gen_ai.token.type=output``
+    ``operation_duration_s``    ``gen_ai.client.operation.duration``         s
+    ``request_duration_s``      ``gen_ai.server.request.duration``           s
+    ``time_to_first_token_s``   ``gen_ai.server.time_to_first_token``        s
+    ``time_per_output_token_s`` ``gen_ai.server.time_per_output_token``      s
+    =========================== ============================================ ========
+
+    The ``client`` metrics describe the call as its caller saw it (an RL
+    trainer or an agent calling a model); the ``server`` ones describe the
+    request inside the engine that generated it (an inference server, an
+    in-process engine). Record whichever the code at hand measures.
+
+    Args:
+        operation: ``gen_ai.operation.name``, required by the conventions:
+            ``"chat"``, ``"text_completion"``, ``"generate_content"``, ...
+        model: ``gen_ai.request.model``, the model asked for.
+        response_model: ``gen_ai.response.model``, the model that answered.
+        provider: ``gen_ai.provider.name`` (``"vllm"``, ``"openai"``, ...).
+        input_tokens: Prompt tokens.
+        output_tokens: Generated tokens.
+        operation_duration_s: Whole operation, as the caller measured it.
+        request_duration_s: Whole request, as the server measured it.
+        time_to_first_token_s: Request arrival to first generated token
+            (successful requests only, as the conventions define it).
+        time_per_output_token_s: Mean time per output token after the first
+            (successful requests only).
+        error_type: ``error.type`` when the operation failed (a low-cardinality
+            class such as the exception's name or ``"timeout"``); added to the
+            duration metrics, not to token usage.
+        attributes: Further attributes for every point recorded.
+        meter: Where to record; ``None`` is nemo.lens's meter.
+    """
+    target = _resolve_meter(meter)
+    if target is None:
+        return
+    base = _attributes(
+        attributes,
+        {
+            sc.GEN_AI_OPERATION_NAME: operation,
+            sc.GEN_AI_PROVIDER_NAME: provider,
+            sc.GEN_AI_REQUEST_MODEL: model,
+            sc.GEN_AI_RESPONSE_MODEL: response_model,
+        },
+    )
+    if input_tokens is not None:
+        input_attributes = {**base, sc.GEN_AI_TOKEN_TYPE: sc.GEN_AI_TOKEN_TYPE_INPUT}
+        _record(target, sc.GEN_AI_CLIENT_TOKEN_USAGE, input_tokens, input_attributes)
+    if output_tokens is not None:
+        output_attributes = {**base, sc.GEN_AI_TOKEN_TYPE: sc.GEN_AI_TOKEN_TYPE_OUTPUT}
+        _record(target, sc.GEN_AI_CLIENT_TOKEN_USAGE, output_tokens, output_attributes)
+    timed = base if error_type is None else _attributes(base, {sc.ERROR_TYPE: error_type})
+    _record(target, sc.GEN_AI_CLIENT_OPERATION_DURATION, operation_duration_s, timed)
+    _record(target, sc.GEN_AI_SERVER_REQUEST_DURATION, request_duration_s, timed)
+    _record(target, sc.GEN_AI_SERVER_TIME_TO_FIRST_TOKEN, time_to_first_token_s, timed)
+    _record(target, sc.GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN, time_per_output_token_s, timed)
+
+
+def record_rl_step_metrics(
+    *,
+    step: int | None = None,
+    reward_mean: float | None = None,
+    reward_std: float | None = None,
+    reward_min: float | None = None,
+    reward_max: float | None = None,
+    step_duration_s: float | None = None,
+    rollout_duration_s: float | None = None,
+    generation_duration_s: float | None = None,
+    policy_update_duration_s: float | None = None,
+    generated_tokens: int | None = None,
+    tokens_per_second: float | None = None,
+    attributes: Mapping[str, object] | None = None,
+    meter: metrics.Meter | None = None,
+) -> None:
+    """Record one RL training step; call it once per step, after the step.
+
+    ============================== ==================================== ===========
+    argument                       metric                               kind, unit
+    ============================== ==================================== ===========
+    ``step``                       ``nemo.rl.step``                     gauge, {step}
+    ``reward_mean`` / ``_std`` /   ``nemo.rl.reward.mean`` / ``.std`` / gauge, 1
+    ``_min`` / ``_max``            ``.min`` / ``.max``
+    ``step_duration_s``            ``nemo.rl.step.duration``            histogram, s
+    ``rollout_duration_s``         ``nemo.rl.rollout.duration``         histogram, s
+    ``generation_duration_s``      ``nemo.rl.generation.duration``      histogram, s
+    ``policy_update_duration_s``   ``nemo.rl.policy_update.duration``   histogram, s
+    ``generated_tokens``           ``nemo.rl.generation.tokens``        counter, {token}
+    ``tokens_per_second``          ``nemo.rl.generation.throughput``    gauge, {token}/s
+    ============================== ==================================== ===========
+
+    The step number is a gauge, not an attribute: an attribute per step would
+    make every step its own time series. ``tokens_per_second`` defaults to
+    ``generated_tokens / generation_duration_s`` when both are given and the
+    duration is positive.
+
+    Args:
+        step: The step just finished.
+        reward_mean: Mean reward over the step's samples (any sign).
+        reward_std: Standard deviation of those rewards.
+        reward_min: Lowest reward (any sign).
+        reward_max: Highest reward (any sign).
+        step_duration_s: The whole step.
+        rollout_duration_s: The rollout phase (generation, environment, reward).
+        generation_duration_s: The generation phase.
+        policy_update_duration_s: The policy update (training) phase.
+        generated_tokens: Tokens generated in the step (added to a counter).
+        tokens_per_second: Generation throughput of the step.
+        attributes: Further attributes for every point recorded.
+        meter: Where to record; ``None`` is nemo.lens's meter.
+    """
+    target = _resolve_meter(meter)
+    if target is None:
+        return
+    common = _attributes(attributes, {})
+    if tokens_per_second is None and generated_tokens is not None:
+        tokens = _number(generated_tokens)
+        seconds = _number(generation_duration_s)
+        if tokens is not None and seconds is not None and seconds > 0:
+            tokens_per_second = tokens / seconds
+    for name, value in (
+        (sc.RL_STEP, step),
+        (sc.RL_REWARD_MEAN, reward_mean),
+        (sc.RL_REWARD_STD, reward_std),
+        (sc.RL_REWARD_MIN, reward_min),
+        (sc.RL_REWARD_MAX, reward_max),
+        (sc.RL_STEP_DURATION, step_duration_s),
+        (sc.RL_ROLLOUT_DURATION, rollout_duration_s),
+        (sc.RL_GENERATION_DURATION, generation_duration_s),
+        (sc.RL_POLICY_UPDATE_DURATION, policy_update_duration_s),
+        (sc.RL_GENERATION_TOKENS, generated_tokens),
+        (sc.RL_GENERATION_THROUGHPUT, tokens_per_second),
+    ):
+        _record(target, name, value, common)
+
+
+def record_gym_rollout_metrics(
+    *,
+    environment: str | None = None,
+    agent: str | None = None,
+    passed: bool | None = None,
+    duration_s: float | None = None,
+    verify_duration_s: float | None = None,
+    tool_calls: int | None = None,
+    sandbox_calls: int | None = None,
+    error_type: str | None = None,
+    attributes: Mapping[str, object] | None = None,
+    meter: metrics.Meter | None = None,
+) -> None:
+    """Record one finished Gym rollout; call it exactly once per rollout.
+
+    ========================= ==================================== ================
+    argument                  metric                               kind, unit
+    ========================= ==================================== ================
+    (always)                  ``nemo.gym.rollouts``                counter, {rollout}
+    ``duration_s``            ``nemo.gym.rollout.duration``        histogram, s
+    ``verify_duration_s``     ``nemo.gym.verify.duration``         histogram, s
+    ``tool_calls``            ``nemo.gym.rollout.tool_calls``      histogram, {call}
+    ``sandbox_calls``         ``nemo.gym.rollout.sandbox_calls``   histogram, {call}
+    ========================= ==================================== ================
+
+    Every point carries ``nemo.gym.environment``, ``nemo.gym.agent``,
+    ``nemo.gym.verify.passed`` and ``error.type`` when given, so a pass rate is
+    ``nemo.gym.rollouts{nemo.gym.verify.passed=true}`` over all rollouts.
+
+    Args:
+        environment: The environment (resource server) the rollout ran in.
+        agent: The agent that produced it.
+        passed: The verification outcome; ``None`` when it was not verified.
+        duration_s: The whole rollout, to its verified result.
+        verify_duration_s: The verification alone.
+        tool_calls: Tool calls the rollout made.
+        sandbox_calls: Sandbox (code execution) calls the rollout made.
+        error_type: ``error.type`` when the rollout failed.
+        attributes: Further attributes for every point recorded.
+        meter: Where to record; ``None`` is nemo.lens's meter.
+    """
+    target = _resolve_meter(meter)
+    if target is None:
+        return
+    common = _attributes(
+        attributes,
+        {
+            sc.GYM_ENVIRONMENT: environment,
+            sc.GYM_AGENT: agent,
+            sc.GYM_VERIFY_PASSED: passed,
+            sc.ERROR_TYPE: error_type,
+        },
+    )
+    _record(target, sc.GYM_ROLLOUTS, 1, common)
+    _record(target, sc.GYM_ROLLOUT_DURATION, duration_s, common)
+    _record(target, sc.GYM_VERIFY_DURATION, verify_duration_s, common)
+    _record(target, sc.GYM_ROLLOUT_TOOL_CALLS, tool_calls, common)
+    _record(target, sc.GYM_ROLLOUT_SANDBOX_CALLS, sandbox_calls, common)

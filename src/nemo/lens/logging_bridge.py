@@ -1,0 +1,338 @@
+"""Send standard-library ``logging`` records through nemo.lens's logger provider.
+
+Opt-in, never installed by ``setup_telemetry``::
+
+    handle = setup_telemetry(NemoLensConfig.from_env())  # NEMO_LENS_LOGS_ENABLED=1
+    bridge = setup_logging_bridge()                      # the root logger, INFO and up
+    ...
+    remove_logging_bridge()                              # or keep it for the job's life
+
+What a bridged record becomes
+    An OpenTelemetry log record with the record's time, severity
+    (``severity_number`` mapped from the level, ``severity_text`` its level
+    name), body (the message, or the handler's formatter output if you give it
+    a formatter), the logger's name as instrumentation scope, and the trace
+    context that was current where ``logger.info(...)`` was called, so a
+    backend shows the log under the span it belongs to. Attributes: the
+    ``extra={...}`` fields (``str``, ``bool``, ``int``, ``float`` and lists of
+    them as they are, anything else as ``str()``), ``code.file.path``,
+    ``code.function.name``, ``code.line.number`` and, for a logged exception,
+    ``exception.type``, ``exception.message``, ``exception.stacktrace``.
+
+Trace ids in your own log lines
+    :class:`TraceContextFilter` sets ``otelTraceID``, ``otelSpanID`` and
+    ``otelTraceSampled`` on each record it sees (``"0"``, ``"0"``, ``False``
+    outside a span), so any formatter can print them::
+
+        console = logging.StreamHandler()
+        console.addFilter(TraceContextFilter())
+        console.setFormatter(logging.Formatter("%(levelname)s [%(otelTraceID)s] %(message)s"))
+
+    The bridge's handler applies the filter too, so handlers that run after it
+    (added later to the same logger, or on an ancestor logger) see the fields
+    as well. They are not exported as attributes: the exported record carries
+    the ids in its own trace-context fields.
+
+When nothing is installed
+    :func:`setup_logging_bridge` returns ``None`` and installs nothing when no
+    logger provider is active -- telemetry not set up (yet, or disabled by
+    ``NEMO_LENS_ENABLED=0``), or set up with ``logs_enabled=False`` -- so the
+    same code runs with telemetry off. Call it *after* ``setup_telemetry``. An
+    installed bridge outlives its set-up harmlessly: after shutdown it forwards
+    to nothing, and after ``setup_telemetry(..., _allow_reinit=True)`` it
+    forwards to the new provider.
+
+Levels
+    ``level`` is the handler's level. The logger's own level is left alone:
+    records the logger filters out (the root logger's default is ``WARNING``)
+    reach no handler, so set it with ``logging.basicConfig(level=...)`` or
+    ``logger.setLevel(...)``. On ranks that export nothing, records are
+    dropped before they are translated.
+
+Only the OpenTelemetry Logs API is used, not the SDK's ``LoggingHandler``:
+that one is deprecated since SDK 1.40 in favour of
+``opentelemetry-instrumentation-logging``, a package pinned to one exact SDK
+release, which nemo.lens does not want to impose on its users.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+import time
+import traceback
+from typing import Final
+
+from opentelemetry import _logs as otel_logs
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.util.types import AnyValue, AttributeValue
+
+from nemo.lens import semconv as sc
+
+__all__ = [
+    "LoggingBridgeHandler",
+    "TraceContextFilter",
+    "remove_logging_bridge",
+    "setup_logging_bridge",
+]
+
+_logger = logging.getLogger(__name__)
+
+_NO_ID: Final = "0"
+
+# Every attribute a plain LogRecord has, plus the ones logging adds while
+# formatting; whatever else a record carries came from extra={...}. Computed
+# from a real record so that a Python version adding a field (3.12: taskName)
+# does not turn it into an exported attribute.
+_STANDARD_FIELDS: Final = frozenset(
+    vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None))
+) | {"message", "asctime", "taskName"}
+
+# Set on a record once a bridge exported it, so a record that propagates through
+# two bridged loggers (a named one and the root) is exported once.
+_EXPORTED_MARK: Final = "_nemo_lens_exported"
+
+_NOT_EXPORTED: Final = _STANDARD_FIELDS | {
+    sc.LOG_TRACE_ID,
+    sc.LOG_SPAN_ID,
+    sc.LOG_TRACE_SAMPLED,
+    _EXPORTED_MARK,
+}
+
+# Python levels onto OpenTelemetry severity numbers: each Python band (DEBUG is
+# 10-19, ...) maps onto the four numbers of the matching OpenTelemetry band, so
+# custom levels between the standard ones keep their order.
+_BANDS: Final = (
+    (logging.CRITICAL, otel_logs.SeverityNumber.FATAL),
+    (logging.ERROR, otel_logs.SeverityNumber.ERROR),
+    (logging.WARNING, otel_logs.SeverityNumber.WARN),
+    (logging.INFO, otel_logs.SeverityNumber.INFO),
+    (logging.DEBUG, otel_logs.SeverityNumber.DEBUG),
+    (1, otel_logs.SeverityNumber.TRACE),
+)
+
+
+def _severity(levelno: int) -> otel_logs.SeverityNumber:
+    for floor, base in _BANDS:
+        if levelno >= floor:
+            step = min(3, (levelno - floor) * 4 // 10)
+            return otel_logs.SeverityNumber(base.value + step)
+    return otel_logs.SeverityNumber.UNSPECIFIED
+
+
+class TraceContextFilter(logging.Filter):
+    """Adds the current trace context to each record as ``otelTraceID``, ``otelSpanID``, ...
+
+    Never filters anything out. A record that already has the fields keeps
+    them: it was stamped where it was created (before a ``QueueHandler`` moved
+    it to another thread, say), which is the context that matters.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Stamp *record* and let it through."""
+        fields = record.__dict__
+        if sc.LOG_TRACE_ID in fields:
+            return True
+        span_context = trace.get_current_span().get_span_context()
+        if span_context.is_valid:
+            fields[sc.LOG_TRACE_ID] = trace.format_trace_id(span_context.trace_id)
+            fields[sc.LOG_SPAN_ID] = trace.format_span_id(span_context.span_id)
+            fields[sc.LOG_TRACE_SAMPLED] = span_context.trace_flags.sampled
+        else:
+            fields[sc.LOG_TRACE_ID] = _NO_ID
+            fields[sc.LOG_SPAN_ID] = _NO_ID
+            fields[sc.LOG_TRACE_SAMPLED] = False
+        return True
+
+
+def _attribute_value(value: object) -> AttributeValue:
+    if isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)) and all(
+        isinstance(item, (str, bool, int, float)) for item in value
+    ):
+        kinds = {type(item) for item in value}
+        if len(kinds) <= 1:
+            return list(value)
+    return str(value)
+
+
+def _exception_type(error_type: type[BaseException]) -> str:
+    module = error_type.__module__
+    if module == "builtins":
+        return error_type.__qualname__
+    return f"{module}.{error_type.__qualname__}"
+
+
+class LoggingBridgeHandler(logging.Handler):
+    """A ``logging.Handler`` that emits records as OpenTelemetry log records.
+
+    Emits through nemo.lens's logger provider hub (see
+    :mod:`nemo.lens._delegating`), so it follows re-initialisation and goes
+    quiet after shutdown. Made by :func:`setup_logging_bridge`; construct one
+    directly only to attach it somewhere that function does not reach (a
+    ``QueueListener``, say).
+    """
+
+    # Emitting can log (the SDK warns about a dropped attribute, an exporter
+    # about a failure); if that log comes back to this handler it must not
+    # recurse. Per context, so other threads keep logging meanwhile.
+    _emitting: contextvars.ContextVar[bool] = contextvars.ContextVar(
+        "nemo_lens_bridge_emitting", default=False
+    )
+
+    def __init__(self, level: int = logging.NOTSET) -> None:
+        super().__init__(level)
+        from nemo.lens._delegating import LOGGER_HUB
+
+        self._provider: otel_logs.LoggerProvider = LOGGER_HUB
+        self.addFilter(TraceContextFilter())
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Translate *record* and emit it (once, however many bridges it passes)."""
+        fields = record.__dict__
+        if fields.get(_EXPORTED_MARK) or self._emitting.get():
+            return
+        token = self._emitting.set(True)
+        try:
+            fields[_EXPORTED_MARK] = True
+            logger = self._provider.get_logger(record.name)
+            severity = _severity(record.levelno)
+            context = otel_context.get_current()
+            # False on ranks that export nothing and after shutdown: skip the work.
+            try:
+                wanted = logger.enabled(context=context, severity_number=severity)
+            except AttributeError:  # an API from before Logger.enabled (1.40 and older)
+                wanted = True
+            if not wanted:
+                return
+            logger.emit(
+                timestamp=int(record.created * 1e9),
+                observed_timestamp=time.time_ns(),
+                context=context,
+                severity_number=severity,
+                severity_text=record.levelname,
+                body=self._body(record),
+                attributes=self._attributes(record),
+            )
+        except Exception:
+            self.handleError(record)
+        finally:
+            self._emitting.reset(token)
+
+    def _body(self, record: logging.LogRecord) -> AnyValue:
+        if self.formatter is not None:
+            return self.format(record)
+        return record.getMessage()
+
+    def _attributes(self, record: logging.LogRecord) -> dict[str, AnyValue]:
+        attributes: dict[str, AnyValue] = {
+            key: _attribute_value(value)
+            for key, value in record.__dict__.items()
+            if key not in _NOT_EXPORTED and value is not None
+        }
+        attributes[sc.CODE_FILE_PATH] = record.pathname
+        attributes[sc.CODE_FUNCTION_NAME] = record.funcName
+        attributes[sc.CODE_LINE_NUMBER] = record.lineno
+        if record.exc_info and record.exc_info[0] is not None:
+            error_type, error, tb = record.exc_info
+            attributes[sc.EXCEPTION_TYPE] = _exception_type(error_type)
+            if error is not None:
+                attributes[sc.EXCEPTION_MESSAGE] = str(error)
+            attributes[sc.EXCEPTION_STACKTRACE] = "".join(
+                traceback.format_exception(error_type, error, tb)
+            )
+        return attributes
+
+    def flush(self) -> None:
+        """Nothing to do: the provider's processors flush (``handle.force_flush()``)."""
+
+
+_LOCK = threading.Lock()
+
+
+def _level(level: int | str) -> int:
+    if isinstance(level, bool) or not isinstance(level, (int, str)):
+        raise TypeError(f"level must be a logging level (int or name), got {level!r}")
+    if isinstance(level, int):
+        return level
+    number = logging.getLevelName(level.strip().upper())
+    if not isinstance(number, int):
+        raise ValueError(
+            f"unknown logging level {level!r}; use DEBUG, INFO, WARNING, ERROR or CRITICAL"
+        )
+    return number
+
+
+def _installed(logger: logging.Logger) -> LoggingBridgeHandler | None:
+    for handler in logger.handlers:
+        if isinstance(handler, LoggingBridgeHandler):
+            return handler
+    return None
+
+
+def _logs_active() -> bool:
+    from nemo.lens._delegating import LOGGER_HUB
+
+    return not isinstance(LOGGER_HUB.delegate, otel_logs.NoOpLoggerProvider)
+
+
+def setup_logging_bridge(
+    logger_name: str = "", level: int | str = logging.INFO
+) -> LoggingBridgeHandler | None:
+    """Export the records of logger *logger_name* (``""``: the root) at *level* and up.
+
+    Attaches a :class:`LoggingBridgeHandler` to the logger and returns it;
+    records of the logger's descendants arrive too, as far as they propagate.
+    Calling it again for the same logger returns the handler already there,
+    with its level set to *level*.
+
+    Returns ``None`` and installs nothing when no logger provider is active:
+    telemetry is not set up (yet, or disabled) or ``logs_enabled`` is false.
+
+    Raises:
+        TypeError: *logger_name* is not a ``str`` or *level* is not a level.
+        ValueError: *level* is an unknown level name.
+    """
+    if not isinstance(logger_name, str):
+        raise TypeError(f"logger_name must be a str ('' for the root logger), got {logger_name!r}")
+    number = _level(level)
+    if not _logs_active():
+        from nemo.lens import handle
+
+        reason = (
+            "telemetry is not set up"
+            if handle._current is None
+            else "telemetry is set up with logs_enabled=False"
+        )
+        _logger.debug("nemo.lens: logging bridge not installed: %s", reason)
+        return None
+    logger = logging.getLogger(logger_name)
+    with _LOCK:
+        found = _installed(logger)
+        if found is None:
+            found = LoggingBridgeHandler(number)
+            logger.addHandler(found)
+        else:
+            found.setLevel(number)
+    return found
+
+
+def remove_logging_bridge(logger_name: str = "") -> bool:
+    """Detach the bridge from logger *logger_name*; ``True`` if one was attached.
+
+    Records already handed to the logger provider are still exported (call
+    ``handle.force_flush()`` to hurry them).
+    """
+    if not isinstance(logger_name, str):
+        raise TypeError(f"logger_name must be a str ('' for the root logger), got {logger_name!r}")
+    logger = logging.getLogger(logger_name)
+    with _LOCK:
+        found = _installed(logger)
+        if found is None:
+            return False
+        logger.removeHandler(found)
+    found.close()
+    return True

@@ -1,0 +1,292 @@
+"""Every name nemo.lens emits: attribute keys, metric names and their fixed values.
+
+One ``Final`` string per name, each with a docstring, so an IDE hover shows
+what the name means and where its value comes from, and a misspelt name is an
+``AttributeError`` (and a mypy error) instead of a silently different attribute.
+The library itself uses these constants rather than string literals.
+
+Where an OpenTelemetry semantic convention exists, its name is used
+(``service.*``, ``host.name``, ``process.pid``, ``deployment.environment``,
+``k8s.*``, ``code.*``, ``exception.*``, ``error.type`` and the GenAI
+``gen_ai.*`` metrics and attributes); nemo.lens's own names start with
+``nemo.``, and launcher or tool fields without a convention with ``slurm.`` or
+``wandb.``. The GenAI names follow the OpenTelemetry GenAI conventions, which
+are still in development: if they change, the change lands here, in one place.
+
+This module is plain strings: it imports nothing of OpenTelemetry, so code that
+only needs the names (a dashboard generator, a test, a log parser) can import
+it anywhere.
+
+Sections:
+
+* instrumentation scope: :data:`SCOPE_NAME`;
+* span attributes: :data:`SPAN_GROUP`, :data:`SPAN_TRUNCATED`;
+* resource attributes: :data:`SERVICE_NAME` ... :data:`K8S_NAMESPACE_NAME`
+  (also importable from :mod:`nemo.lens.resources.attributes`);
+* logs: the trace-context fields the logging bridge adds to standard-library
+  ``logging.LogRecord`` objects (:data:`LOG_TRACE_ID` ...) and the attributes
+  it puts on exported log records (``code.*``, ``exception.*``);
+* metrics: the names, units and attributes recorded by
+  :mod:`nemo.lens.instruments` (GenAI inference, RL steps, Gym rollouts).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "CODE_FILE_PATH",
+    "CODE_FUNCTION_NAME",
+    "CODE_LINE_NUMBER",
+    "DEPLOYMENT_ENVIRONMENT",
+    "DEPLOYMENT_ENVIRONMENT_NAME",
+    "ERROR_TYPE",
+    "EXCEPTION_MESSAGE",
+    "EXCEPTION_STACKTRACE",
+    "EXCEPTION_TYPE",
+    "GEN_AI_CLIENT_OPERATION_DURATION",
+    "GEN_AI_CLIENT_TOKEN_USAGE",
+    "GEN_AI_OPERATION_NAME",
+    "GEN_AI_PROVIDER_NAME",
+    "GEN_AI_REQUEST_MODEL",
+    "GEN_AI_RESPONSE_MODEL",
+    "GEN_AI_SERVER_REQUEST_DURATION",
+    "GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN",
+    "GEN_AI_SERVER_TIME_TO_FIRST_TOKEN",
+    "GEN_AI_TOKEN_TYPE",
+    "GEN_AI_TOKEN_TYPE_INPUT",
+    "GEN_AI_TOKEN_TYPE_OUTPUT",
+    "GPU_COUNT",
+    "GYM_AGENT",
+    "GYM_ENVIRONMENT",
+    "GYM_ROLLOUTS",
+    "GYM_ROLLOUT_DURATION",
+    "GYM_ROLLOUT_SANDBOX_CALLS",
+    "GYM_ROLLOUT_TOOL_CALLS",
+    "GYM_VERIFY_DURATION",
+    "GYM_VERIFY_PASSED",
+    "HOST_NAME",
+    "K8S_NAMESPACE_NAME",
+    "K8S_POD_NAME",
+    "LOCAL_RANK",
+    "LOG_SPAN_ID",
+    "LOG_TRACE_ID",
+    "LOG_TRACE_SAMPLED",
+    "PROCESS_PID",
+    "RANK",
+    "RL_GENERATION_DURATION",
+    "RL_GENERATION_THROUGHPUT",
+    "RL_GENERATION_TOKENS",
+    "RL_POLICY_UPDATE_DURATION",
+    "RL_REWARD_MAX",
+    "RL_REWARD_MEAN",
+    "RL_REWARD_MIN",
+    "RL_REWARD_STD",
+    "RL_ROLLOUT_DURATION",
+    "RL_STEP",
+    "RL_STEP_DURATION",
+    "RUN_ID",
+    "SCOPE_NAME",
+    "SERVICE_INSTANCE_ID",
+    "SERVICE_NAME",
+    "SERVICE_VERSION",
+    "SLURM_ARRAY_JOB_ID",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_CLUSTER_NAME",
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NAME",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_LOCALID",
+    "SLURM_NODEID",
+    "SLURM_NTASKS",
+    "SLURM_PROCID",
+    "SLURM_STEP_ID",
+    "SPAN_GROUP",
+    "SPAN_TRUNCATED",
+    "USER",
+    "WANDB_ENTITY",
+    "WANDB_PROJECT",
+    "WORLD_SIZE",
+]
+
+# -- instrumentation scope ------------------------------------------------------------
+
+SCOPE_NAME: Final = "nemo.lens"
+"""Instrumentation scope of nemo.lens's own tracer and meter (``get_tracer()``, ``get_meter()``)."""
+
+# -- span attributes ------------------------------------------------------------------
+
+SPAN_GROUP: Final = "nemo.span_group"
+"""The span group a gated span was emitted for (``managed_span``, ``trace_fn``).
+
+Set at span start, so samplers see it. ``span_cm`` is ungated and sets none.
+"""
+
+SPAN_TRUNCATED: Final = "nemo.span.truncated"
+"""``True`` on a span that was still open at shutdown and was ended by it.
+
+Its end time is the shutdown time, not the end of the work it traced.
+"""
+
+# -- resource attributes --------------------------------------------------------------
+
+SERVICE_NAME: Final = "service.name"
+"""``NemoLensConfig.service_name`` (``OTEL_SERVICE_NAME``, default ``nemo``)."""
+SERVICE_VERSION: Final = "service.version"
+"""Version of the nemo-lens package."""
+SERVICE_INSTANCE_ID: Final = "service.instance.id"
+"""``"{run_id}-rank{rank}"``: one instance per rank of a run."""
+RANK: Final = "nemo.rank"
+"""Global rank passed to ``setup_telemetry``."""
+WORLD_SIZE: Final = "nemo.world_size"
+"""World size passed to ``setup_telemetry``."""
+RUN_ID: Final = "nemo.run_id"
+"""``NemoLensConfig.run_id`` (resolved: ``SLURM_JOB_ID``, else a random 12-hex id)."""
+USER: Final = "nemo.user"
+"""``NemoLensConfig.user`` (``NEMO_LENS_USER_ID``), when set."""
+WANDB_ENTITY: Final = "wandb.entity"
+"""``NemoLensConfig.wandb_entity`` (``WANDB_ENTITY``), when set."""
+WANDB_PROJECT: Final = "wandb.project"
+"""``NemoLensConfig.wandb_project`` (``WANDB_PROJECT``), when set."""
+DEPLOYMENT_ENVIRONMENT: Final = "deployment.environment"
+"""From ``NEMO_LENS_ENVIRONMENT``, else ``DEPLOYMENT_ENVIRONMENT``."""
+DEPLOYMENT_ENVIRONMENT_NAME: Final = "deployment.environment.name"
+"""Same value as :data:`DEPLOYMENT_ENVIRONMENT`, under the name newer semantic conventions use."""
+HOST_NAME: Final = "host.name"
+"""The machine's host name."""
+PROCESS_PID: Final = "process.pid"
+"""The process id."""
+GPU_COUNT: Final = "nemo.gpu.count"
+"""Number of GPUs: those ``CUDA_VISIBLE_DEVICES`` exposes when set, else what ``nvidia-smi`` finds.
+
+Left out when neither can tell.
+"""
+LOCAL_RANK: Final = "nemo.local_rank"
+"""``LOCAL_RANK`` as set by torchrun, when set."""
+SLURM_JOB_ID: Final = "slurm.job.id"
+"""``SLURM_JOB_ID``."""
+SLURM_JOB_NAME: Final = "slurm.job.name"
+"""``SLURM_JOB_NAME``."""
+SLURM_PROCID: Final = "slurm.procid"
+"""``SLURM_PROCID``: the task's global rank within the step."""
+SLURM_NODEID: Final = "slurm.nodeid"
+"""``SLURM_NODEID``: the node's index within the allocation."""
+SLURM_LOCALID: Final = "slurm.localid"
+"""``SLURM_LOCALID``: the task's index on its node."""
+SLURM_NTASKS: Final = "slurm.ntasks"
+"""``SLURM_NTASKS``."""
+SLURM_JOB_NUM_NODES: Final = "slurm.job.num_nodes"
+"""``SLURM_JOB_NUM_NODES``."""
+SLURM_STEP_ID: Final = "slurm.step.id"
+"""``SLURM_STEP_ID``."""
+SLURM_ARRAY_JOB_ID: Final = "slurm.array.job.id"
+"""``SLURM_ARRAY_JOB_ID``."""
+SLURM_ARRAY_TASK_ID: Final = "slurm.array.task.id"
+"""``SLURM_ARRAY_TASK_ID``."""
+SLURM_CLUSTER_NAME: Final = "slurm.cluster.name"
+"""``SLURM_CLUSTER_NAME``."""
+K8S_POD_NAME: Final = "k8s.pod.name"
+"""The pod name (``HOSTNAME``) when running under Kubernetes."""
+K8S_NAMESPACE_NAME: Final = "k8s.namespace.name"
+"""``POD_NAMESPACE``, else the service account's namespace file, under Kubernetes."""
+
+# -- logs -----------------------------------------------------------------------------
+# The first three are fields of the standard library's logging.LogRecord (so a
+# format string can say %(otelTraceID)s), not OpenTelemetry attributes: their
+# spelling is the one opentelemetry-instrumentation-logging made familiar, so
+# existing log formats and parsers keep working. Exported log records carry the
+# ids in their own trace_id/span_id fields instead.
+
+LOG_TRACE_ID: Final = "otelTraceID"
+"""``LogRecord`` field: the current trace id, 32 lower-case hex digits; ``"0"`` outside a span."""
+LOG_SPAN_ID: Final = "otelSpanID"
+"""``LogRecord`` field: the current span id, 16 lower-case hex digits; ``"0"`` outside a span."""
+LOG_TRACE_SAMPLED: Final = "otelTraceSampled"
+"""``LogRecord`` field: whether the current span is sampled (``False`` outside a span)."""
+
+CODE_FILE_PATH: Final = "code.file.path"
+"""Exported log attribute: the source file that logged (``LogRecord.pathname``)."""
+CODE_FUNCTION_NAME: Final = "code.function.name"
+"""Exported log attribute: the function that logged (``LogRecord.funcName``)."""
+CODE_LINE_NUMBER: Final = "code.line.number"
+"""Exported log attribute: the line that logged (``LogRecord.lineno``)."""
+EXCEPTION_TYPE: Final = "exception.type"
+"""Exported log attribute: the fully qualified class name of a logged exception."""
+EXCEPTION_MESSAGE: Final = "exception.message"
+"""Exported log attribute: ``str()`` of a logged exception."""
+EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
+"""Exported log attribute: the formatted traceback of a logged exception."""
+
+# -- metrics: GenAI inference (OpenTelemetry GenAI semantic conventions) --------------
+
+GEN_AI_CLIENT_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+"""Histogram, ``{token}``: tokens of one operation, one point per :data:`GEN_AI_TOKEN_TYPE`."""
+GEN_AI_CLIENT_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+"""Histogram, ``s``: one GenAI operation end to end, as the caller saw it."""
+GEN_AI_SERVER_REQUEST_DURATION: Final = "gen_ai.server.request.duration"
+"""Histogram, ``s``: one request as the model server handled it (to the last output token)."""
+GEN_AI_SERVER_TIME_TO_FIRST_TOKEN: Final = "gen_ai.server.time_to_first_token"
+"""Histogram, ``s``: from the request's arrival to its first generated token."""
+GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN: Final = "gen_ai.server.time_per_output_token"
+"""Histogram, ``s``: mean time per output token after the first, for one request."""
+
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+"""Metric attribute: the operation (``chat``, ``text_completion``, ``generate_content``, ...)."""
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+"""Metric attribute: who serves the model (``openai``, ``vllm``, ``megatron``, ...)."""
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+"""Metric attribute: the model the request asked for."""
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+"""Metric attribute: the model that actually answered, when it differs or is more precise."""
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+"""Metric attribute of :data:`GEN_AI_CLIENT_TOKEN_USAGE`: ``input`` or ``output``."""
+GEN_AI_TOKEN_TYPE_INPUT: Final = "input"
+"""Value of :data:`GEN_AI_TOKEN_TYPE` for prompt (input) tokens."""
+GEN_AI_TOKEN_TYPE_OUTPUT: Final = "output"
+"""Value of :data:`GEN_AI_TOKEN_TYPE` for generated (output) tokens."""
+ERROR_TYPE: Final = "error.type"
+"""Metric attribute: a low-cardinality class of the error an operation ended with."""
+
+# -- metrics: RL training steps -------------------------------------------------------
+
+RL_STEP: Final = "nemo.rl.step"
+"""Gauge, ``{step}``: the last RL step reported (progress, without a per-step attribute)."""
+RL_REWARD_MEAN: Final = "nemo.rl.reward.mean"
+"""Gauge, ``1``: the mean reward of the last step's samples."""
+RL_REWARD_STD: Final = "nemo.rl.reward.std"
+"""Gauge, ``1``: the standard deviation of the last step's rewards."""
+RL_REWARD_MIN: Final = "nemo.rl.reward.min"
+"""Gauge, ``1``: the lowest reward of the last step."""
+RL_REWARD_MAX: Final = "nemo.rl.reward.max"
+"""Gauge, ``1``: the highest reward of the last step."""
+RL_STEP_DURATION: Final = "nemo.rl.step.duration"
+"""Histogram, ``s``: one whole RL step."""
+RL_ROLLOUT_DURATION: Final = "nemo.rl.rollout.duration"
+"""Histogram, ``s``: the rollout phase of one step (generation plus environment and reward)."""
+RL_GENERATION_DURATION: Final = "nemo.rl.generation.duration"
+"""Histogram, ``s``: the generation phase of one step."""
+RL_POLICY_UPDATE_DURATION: Final = "nemo.rl.policy_update.duration"
+"""Histogram, ``s``: the policy-update (training) phase of one step."""
+RL_GENERATION_TOKENS: Final = "nemo.rl.generation.tokens"
+"""Counter, ``{token}``: tokens generated, summed over steps."""
+RL_GENERATION_THROUGHPUT: Final = "nemo.rl.generation.throughput"
+"""Gauge, ``{token}/s``: generation throughput of the last step."""
+
+# -- metrics: Gym rollouts ------------------------------------------------------------
+
+GYM_ROLLOUTS: Final = "nemo.gym.rollouts"
+"""Counter, ``{rollout}``: finished rollouts, by :data:`GYM_VERIFY_PASSED` when known."""
+GYM_ROLLOUT_DURATION: Final = "nemo.gym.rollout.duration"
+"""Histogram, ``s``: one rollout, from start to verified result."""
+GYM_VERIFY_DURATION: Final = "nemo.gym.verify.duration"
+"""Histogram, ``s``: the verification of one rollout."""
+GYM_ROLLOUT_TOOL_CALLS: Final = "nemo.gym.rollout.tool_calls"
+"""Histogram, ``{call}``: tool calls one rollout made."""
+GYM_ROLLOUT_SANDBOX_CALLS: Final = "nemo.gym.rollout.sandbox_calls"
+"""Histogram, ``{call}``: sandbox (code execution) calls one rollout made."""
+GYM_ENVIRONMENT: Final = "nemo.gym.environment"
+"""Metric attribute: the environment (resource server) a rollout ran in."""
+GYM_AGENT: Final = "nemo.gym.agent"
+"""Metric attribute: the agent that produced a rollout."""
+GYM_VERIFY_PASSED: Final = "nemo.gym.verify.passed"
+"""Metric attribute: ``True`` when the rollout passed verification, ``False`` when it failed."""
