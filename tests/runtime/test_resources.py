@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.util.types import AttributeValue
 
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import _reset_for_testing, setup_telemetry
@@ -19,6 +20,7 @@ from nemo.lens.resources import (
     build_resource,
     config_attributes,
     detect_attributes,
+    nvidia_smi_gpu_count,
     package_version,
     visible_gpu_count,
 )
@@ -50,8 +52,20 @@ def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_detects_host_and_process_only_on_a_bare_machine(tmp_path: Path) -> None:
-    found = detect_attributes({}, namespace_file=str(tmp_path / "missing"))
+    # PATH points at an empty directory: no nvidia-smi, whatever this machine has.
+    found = detect_attributes({"PATH": str(tmp_path)}, namespace_file=str(tmp_path / "missing"))
     assert found == {attr.HOST_NAME: socket.gethostname(), attr.PROCESS_PID: os.getpid()}
+
+
+def _fake_nvidia_smi(directory: Path, body: str) -> Path:
+    """Write an executable ``nvidia-smi`` shell script into *directory*."""
+    program = directory / "nvidia-smi"
+    program.write_text("#!/bin/sh\n" + body + "\n", encoding="utf-8")
+    program.chmod(0o755)
+    return program
+
+
+_FOUR_GPUS = "\n".join(f"echo GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(4))
 
 
 def test_detects_slurm_with_numeric_fields_as_ints() -> None:
@@ -124,8 +138,61 @@ def test_gpu_count_from_cuda_visible_devices(value: str, count: int) -> None:
     assert detect_attributes({"CUDA_VISIBLE_DEVICES": value})[attr.GPU_COUNT] == count
 
 
-def test_no_gpu_count_when_cuda_visible_devices_is_unset() -> None:
-    assert attr.GPU_COUNT not in detect_attributes({})
+def test_no_gpu_count_when_cuda_visible_devices_is_unset_and_no_nvidia_smi(
+    tmp_path: Path,
+) -> None:
+    assert attr.GPU_COUNT not in detect_attributes({"PATH": str(tmp_path)})
+    assert nvidia_smi_gpu_count(search_path=str(tmp_path)) is None
+
+
+def test_gpu_count_from_nvidia_smi_when_cuda_visible_devices_is_unset(tmp_path: Path) -> None:
+    _fake_nvidia_smi(tmp_path, _FOUR_GPUS)
+    assert detect_attributes({"PATH": str(tmp_path)})[attr.GPU_COUNT] == 4
+
+
+def test_cuda_visible_devices_wins_over_nvidia_smi(tmp_path: Path) -> None:
+    # The variable says what this process may use; nvidia-smi counts the machine.
+    _fake_nvidia_smi(tmp_path, _FOUR_GPUS)
+    found = detect_attributes({"PATH": str(tmp_path), "CUDA_VISIBLE_DEVICES": "2"})
+    assert found[attr.GPU_COUNT] == 1
+
+
+def test_nvidia_smi_query_can_be_turned_off(tmp_path: Path) -> None:
+    _fake_nvidia_smi(tmp_path, _FOUR_GPUS)
+    assert attr.GPU_COUNT not in detect_attributes({"PATH": str(tmp_path)}, nvidia_smi=None)
+
+
+def test_nvidia_smi_by_path_ignores_banner_lines(tmp_path: Path) -> None:
+    program = _fake_nvidia_smi(
+        tmp_path, "echo 'WARNING: infoROM is corrupted at gpu 0000:00:00.0'\n" + _FOUR_GPUS
+    )
+    assert nvidia_smi_gpu_count(str(program)) == 4
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param("echo 'NVIDIA-SMI has failed' >&2\nexit 9", id="fails"),
+        pytest.param("echo 'No devices were found'", id="nothing recognisable"),
+        pytest.param("exit 0", id="silent"),
+    ],
+)
+def test_nvidia_smi_that_cannot_tell_leaves_the_count_out(tmp_path: Path, body: str) -> None:
+    _fake_nvidia_smi(tmp_path, body)
+    assert nvidia_smi_gpu_count(search_path=str(tmp_path)) is None
+    assert attr.GPU_COUNT not in detect_attributes({"PATH": str(tmp_path)})
+
+
+def test_hanging_nvidia_smi_is_killed_and_left_out(tmp_path: Path) -> None:
+    # exec: the shell becomes the sleeper, so the kill on timeout reaches it.
+    program = _fake_nvidia_smi(tmp_path, "exec sleep 30")
+    assert nvidia_smi_gpu_count(str(program), timeout=0.2) is None
+
+
+def test_nvidia_smi_that_is_not_executable_is_left_out(tmp_path: Path) -> None:
+    program = tmp_path / "nvidia-smi"
+    program.write_text(_FOUR_GPUS, encoding="utf-8")  # no shebang, no exec bit
+    assert nvidia_smi_gpu_count(str(program)) is None
 
 
 def test_deployment_environment_prefers_nemo_lens_variable() -> None:
@@ -226,6 +293,48 @@ def test_precedence_detected_then_env_then_config_then_caller(
     assert dict(handle.resource_attributes) == dict(resource)
 
 
+def test_caller_attributes_win_over_detected_ones(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Detection must never silently override what the caller passed.
+    monkeypatch.setenv("SLURM_JOB_NAME", "detected-job")
+    monkeypatch.setenv("SLURM_PROCID", "3")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("POD_NAMESPACE", "detected-ns")
+    exporter = InMemorySpanExporter()
+    cfg = NemoLensConfig(enabled=True, exporter="none", metrics_enabled=False, run_id="r")
+    caller: dict[str, AttributeValue] = {
+        "host.name": "caller-host",
+        "process.pid": 1,
+        "nemo.gpu.count": 8,
+        "slurm.job.name": "caller-job",
+        "slurm.procid": 0,
+        "k8s.namespace.name": "caller-ns",
+    }
+    handle = setup_telemetry(cfg, span_exporter=exporter, resource_attributes=caller)
+    with handle.tracer.start_as_current_span("s"):
+        pass
+    (span,) = exporter.get_finished_spans()
+    resource = span.resource.attributes
+    for key, value in caller.items():
+        assert resource[key] == value, key
+    # What the caller did not pass is still detected.
+    assert resource["k8s.pod.name"]
+
+
+def test_otel_resource_attributes_are_honoured_over_detection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "nemo.gpu.count=2,region=eu-west")
+    cfg = NemoLensConfig(enabled=True, exporter="none", metrics_enabled=False)
+    handle = setup_telemetry(cfg, span_exporter=InMemorySpanExporter())
+    # The SDK parses the variable's values as strings.
+    assert handle.resource_attributes["nemo.gpu.count"] == "2"
+    assert handle.resource_attributes["region"] == "eu-west"
+
+
 def test_otel_service_name_is_below_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_SERVICE_NAME", "from-env")
     exporter = InMemorySpanExporter()
@@ -248,7 +357,7 @@ def _enabled_from_env(monkeypatch: pytest.MonkeyPatch) -> NemoLensConfig:
 def test_invalid_caller_attribute_is_rejected_before_set_up() -> None:
     cfg = NemoLensConfig(enabled=True, exporter="none", metrics_enabled=False)
     with pytest.raises(TypeError) as info:
-        setup_telemetry(cfg, resource_attributes={"bad": {"nested": 1}})  # type: ignore[dict-item]
+        setup_telemetry(cfg, resource_attributes={"bad": {"nested": 1}})
     assert "resource attribute 'bad' has value {'nested': 1} of type dict" in str(info.value)
     # Nothing was installed, so a corrected call is a first call.
     handle = setup_telemetry(cfg, resource_attributes={"good": ["a", "b"]})

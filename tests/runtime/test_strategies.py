@@ -10,12 +10,14 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
+from nemo.lens import is_span_group_enabled
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import TelemetryHandle, _reset_for_testing, setup_telemetry
 from nemo.lens.sampling import RankAwareSampler
 from nemo.lens.strategies import (
+    LOCAL_RANK_VARIABLES,
     AllRanksStrategy,
     ExportStrategy,
     FirstRankPerNodeStrategy,
@@ -28,7 +30,15 @@ from nemo.lens.strategies import (
     unregister_export_strategy,
 )
 
-_ENV_PREFIXES = ("NEMO_LENS_", "OTEL_", "SLURM_", "LOCAL_RANK", "TORCHELASTIC_")
+_ENV_PREFIXES = (
+    "NEMO_LENS_",
+    "OTEL_",
+    "SLURM_",
+    "LOCAL_RANK",
+    "TORCHELASTIC_",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "MPI_LOCALRANKID",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -110,6 +120,37 @@ def test_first_rank_per_node_falls_back_to_slurm_localid(monkeypatch: pytest.Mon
     assert strategy.should_export(5, 8, NemoLensConfig()) is False
     monkeypatch.setenv("LOCAL_RANK", "0")  # LOCAL_RANK wins
     assert strategy.should_export(5, 8, NemoLensConfig()) is True
+
+
+@pytest.mark.parametrize("variable", ["OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"])
+def test_first_rank_per_node_under_mpi_launchers(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    strategy = FirstRankPerNodeStrategy()
+    monkeypatch.setenv(variable, "2")
+    assert strategy.should_export(2, 4, NemoLensConfig()) is False
+    monkeypatch.setenv(variable, "0")
+    assert strategy.should_export(2, 4, NemoLensConfig()) is True
+
+
+def test_first_rank_per_node_variables_are_read_in_documented_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every variable says "not first" except the one under test, which says "first";
+    # it must decide exactly when no variable before it in the list is set.
+    assert LOCAL_RANK_VARIABLES == (
+        "LOCAL_RANK",
+        "SLURM_LOCALID",
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+    )
+    for index, variable in enumerate(LOCAL_RANK_VARIABLES):
+        for other in LOCAL_RANK_VARIABLES:
+            monkeypatch.delenv(other, raising=False)
+        for later in LOCAL_RANK_VARIABLES[index + 1 :]:
+            monkeypatch.setenv(later, "1")
+        monkeypatch.setenv(variable, "0")
+        assert FirstRankPerNodeStrategy().should_export(0, 2, NemoLensConfig()) is True, variable
 
 
 def test_first_rank_per_node_without_variables_exports() -> None:
@@ -198,6 +239,18 @@ def test_bad_names_and_objects() -> None:
         register_export_strategy("obj", object())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="name must be a str"):
         register_export_strategy(3, AllRanksStrategy())  # type: ignore[arg-type]
+
+
+def test_registering_a_class_instead_of_an_instance_names_the_fix() -> None:
+    class EveryOther:
+        def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
+            return rank % 2 == 0
+
+    with pytest.raises(TypeError) as info:
+        register_export_strategy("every_other", EveryOther)  # type: ignore[arg-type]
+    assert "is the class EveryOther, not an instance" in str(info.value)
+    assert "register_export_strategy('every_other', EveryOther())" in str(info.value)
+    assert "every_other" not in registered_strategies()
 
 
 def test_unknown_name_lists_registered() -> None:
@@ -289,6 +342,48 @@ def test_custom_strategy_gets_the_resolved_config(monkeypatch: pytest.MonkeyPatc
     assert seen == ["777"]
 
 
+def test_sampled_strategy_at_set_up_follows_the_hash_rule() -> None:
+    for rank in range(6):
+        handle, exporter = _setup(
+            rank=rank, world_size=6, export_strategy="sampled", export_sample_rate=0.5, run_id="r7"
+        )
+        expected = rank_sample_fraction("r7", rank) < 0.5
+        assert handle.is_exporting is expected
+        assert len(exporter.get_finished_spans()) == (1 if expected else 0)
+        handle.shutdown()
+
+
+def test_first_rank_per_node_at_set_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    handle, exporter = _setup(rank=5, world_size=8, export_strategy="first_rank_per_node")
+    assert handle.is_exporting is False
+    assert exporter.get_finished_spans() == ()
+    handle.shutdown()
+
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    handle, exporter = _setup(rank=4, world_size=8, export_strategy="first_rank_per_node")
+    assert handle.is_exporting is True
+    assert len(exporter.get_finished_spans()) == 1
+
+
+def test_a_bad_local_rank_fails_set_up_before_anything_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LOCAL_RANK", "first")
+    cfg = NemoLensConfig(
+        enabled=True,
+        exporter="none",
+        metrics_enabled=False,
+        span_groups="per_step",
+        export_strategy="first_rank_per_node",
+    )
+    with pytest.raises(ValueError, match=r"LOCAL_RANK='first' is not an integer"):
+        setup_telemetry(cfg, rank=0, world_size=2)
+    assert is_span_group_enabled("step") is False
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert setup_telemetry(cfg, rank=0, world_size=2).enabled is True  # a first call again
+
+
 # -- RankAwareSampler ---------------------------------------------------------------------
 
 
@@ -320,6 +415,29 @@ def test_rank_aware_sampler_ignores_an_unsampled_parent() -> None:
     provider.get_tracer("t").start_span("child", context=context).end()
     (span,) = exporter.get_finished_spans()
     assert span.context is not None and span.context.trace_id == 1
+
+
+def test_rank_aware_sampler_keeps_the_parent_trace_state() -> None:
+    provider, exporter = _sampled_provider(True)
+    state = TraceState([("vendor", "opaque")])
+    parent = NonRecordingSpan(
+        SpanContext(
+            trace_id=5, span_id=6, is_remote=True, trace_flags=TraceFlags(1), trace_state=state
+        )
+    )
+    provider.get_tracer("t").start_span("child", context=trace.set_span_in_context(parent)).end()
+    (span,) = exporter.get_finished_spans()
+    assert span.context is not None and span.context.trace_state == state
+
+
+def test_rank_aware_sampler_takes_one_decision_per_rank() -> None:
+    # One sampler per rank, each the strategy's answer for that rank: a world of
+    # samplers reproduces the strategy's selection exactly.
+    cfg = NemoLensConfig(run_id="job", export_strategy="sampled", export_sample_rate=0.3)
+    samplers = [RankAwareSampler.for_rank(rank, 40, cfg) for rank in range(40)]
+    assert [r for r, s in enumerate(samplers) if s.sampled] == _exporting_ranks(
+        SampledStrategy(), 40, cfg
+    )
 
 
 def test_rank_aware_sampler_from_the_strategy() -> None:

@@ -19,13 +19,18 @@ Built-in strategies (selected by name through ``NemoLensConfig.export_strategy``
     its decision; ranks of one job should share a run id (set ``run_id`` or rely
     on ``SLURM_JOB_ID`` / ``TORCHELASTIC_RUN_ID``).
 ``first_rank_per_node``
-    The process whose ``LOCAL_RANK`` is 0 (``SLURM_LOCALID`` when
-    ``LOCAL_RANK`` is unset). With neither variable set, every process is taken
-    to be alone on its node and exports.
+    The process whose rank on its node is 0. The node-local rank is read from
+    the first of :data:`LOCAL_RANK_VARIABLES` that is set: torchrun's
+    ``LOCAL_RANK``, SLURM's ``SLURM_LOCALID``, Open MPI's
+    ``OMPI_COMM_WORLD_LOCAL_RANK``, MPICH's ``MPI_LOCALRANKID``. With none of
+    them set, every process is taken to be alone on its node and exports; a
+    value that is not an integer is an error at set-up.
 
 Custom strategies register by name with :func:`register_export_strategy`; any
 object with a ``should_export`` method, or a plain function with the same
-signature, will do. Names are case-insensitive.
+signature, will do. Names are case-insensitive. The decision is taken once per
+process, at set-up; :class:`nemo.lens.sampling.RankAwareSampler` turns the same
+decision into a sampler.
 
 This module imports nothing from the OpenTelemetry SDK.
 """
@@ -39,13 +44,14 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from nemo.lens.config import NemoLensConfig
 
 __all__ = [
     "BUILTIN_STRATEGIES",
+    "LOCAL_RANK_VARIABLES",
     "AllRanksStrategy",
     "ExportStrategy",
     "FirstRankPerNodeStrategy",
@@ -113,8 +119,21 @@ class SampledStrategy:
         return "SampledStrategy()"
 
 
+LOCAL_RANK_VARIABLES: Final = (
+    "LOCAL_RANK",
+    "SLURM_LOCALID",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "MPI_LOCALRANKID",
+)
+"""Where ``first_rank_per_node`` reads the node-local rank, first set wins.
+
+torchrun sets ``LOCAL_RANK``; ``srun`` sets ``SLURM_LOCALID`` (also around a
+torchrun it launches, hence second); ``mpirun`` sets one of the MPI names.
+"""
+
+
 def _local_rank() -> int | None:
-    for variable in ("LOCAL_RANK", "SLURM_LOCALID"):
+    for variable in LOCAL_RANK_VARIABLES:
         raw = os.environ.get(variable, "").strip()
         if not raw:
             continue
@@ -129,7 +148,10 @@ def _local_rank() -> int | None:
 
 
 class FirstRankPerNodeStrategy:
-    """Export from the first process of each node (``LOCAL_RANK == 0``)."""
+    """Export from the first process of each node: node-local rank 0.
+
+    The node-local rank comes from :data:`LOCAL_RANK_VARIABLES`.
+    """
 
     def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
         """Return ``True`` when this process is local rank 0 (or alone on its node)."""
@@ -196,7 +218,8 @@ def register_export_strategy(
     function with that signature. Raises :class:`ValueError` when the name is
     malformed or already registered (unregister it first to replace a custom
     strategy; built-in names cannot be replaced) and :class:`TypeError` when
-    *strategy* has no ``should_export`` and is not callable.
+    *strategy* is a class rather than an instance, or has no ``should_export``
+    and is not callable.
     """
     key = _normalise(name)
     if not _NAME_RE.fullmatch(key):
@@ -205,6 +228,13 @@ def register_export_strategy(
             "'-', starting with a letter or digit (e.g. 'every_other_rank')"
         )
     adapted: ExportStrategy
+    if isinstance(strategy, type):
+        # A class has a should_export attribute too, so the protocol check below
+        # would accept it and the first call would fail on a missing argument.
+        raise TypeError(
+            f"export strategy {key!r} is the class {strategy.__name__}, not an instance; "
+            f"register an instance: register_export_strategy({key!r}, {strategy.__name__}())"
+        )
     if isinstance(strategy, ExportStrategy):
         adapted = strategy
     elif callable(strategy):

@@ -1,0 +1,153 @@
+"""The providers the HTTP helpers hand to OpenTelemetry's instrumentations.
+
+By default they are nemo.lens's process-wide hubs (:mod:`nemo.lens._delegating`),
+which forward to whatever ``setup_telemetry`` installed last and to no-ops
+before set-up and after shutdown. An instrumentation asks for its tracer once,
+when it is installed, so handing it the hub rather than the provider of the
+moment is what lets an app be instrumented at import time and still export
+after a later set-up or re-initialisation.
+
+:class:`GatedTracerProvider` ties an instrumentation to a span group: the
+group is checked each time a span would start (one ``frozenset`` lookup).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from opentelemetry import metrics, trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanKind
+from opentelemetry.util.types import Attributes
+
+from nemo.lens import state as _state
+
+if TYPE_CHECKING:
+    from opentelemetry.util._decorator import _AgnosticContextManager
+
+__all__ = ["GatedTracerProvider", "resolve_providers"]
+
+
+class _GatedTracer(trace.Tracer):
+    """Starts real spans while *group* is enabled, pass-through ones otherwise."""
+
+    def __init__(self, tracer: trace.Tracer, group: str) -> None:
+        self._tracer = tracer
+        self._group = group
+
+    def start_span(
+        self,
+        name: str,
+        context: Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+    ) -> Span:
+        if self._group in _state._enabled:
+            return self._tracer.start_span(
+                name,
+                context,
+                kind,
+                attributes,
+                links,
+                start_time,
+                record_exception,
+                set_status_on_exception,
+            )
+        # No span, but the parent's identity passes through: made current, it
+        # parents the application's own spans and is what gets injected into
+        # outgoing headers, so the caller's trace is not cut here.
+        return NonRecordingSpan(trace.get_current_span(context).get_span_context())
+
+    def start_as_current_span(
+        self,
+        name: str,
+        context: Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+        end_on_exit: bool = True,
+    ) -> _AgnosticContextManager[Span]:
+        span = self.start_span(
+            name,
+            context,
+            kind,
+            attributes,
+            links,
+            start_time,
+            record_exception,
+            set_status_on_exception,
+        )
+        return trace.use_span(
+            span,
+            end_on_exit=end_on_exit,
+            record_exception=record_exception,
+            set_status_on_exception=set_status_on_exception,
+        )
+
+
+class GatedTracerProvider(trace.TracerProvider):
+    """A tracer provider whose spans exist only while span group *group* is enabled."""
+
+    def __init__(self, delegate: trace.TracerProvider, group: str) -> None:
+        if not isinstance(group, str) or not group:
+            raise TypeError(f"group must be a span-group name (a non-empty str), got {group!r}")
+        self._delegate = delegate
+        self._group = group
+
+    @property
+    def group(self) -> str:
+        """The span group that gates this provider's spans."""
+        return self._group
+
+    def get_tracer(
+        self,
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Attributes = None,
+    ) -> trace.Tracer:
+        """Return a gated tracer over the delegate's tracer for this scope."""
+        tracer = self._delegate.get_tracer(
+            instrumenting_module_name, instrumenting_library_version, schema_url, attributes
+        )
+        return _GatedTracer(tracer, self._group)
+
+
+def resolve_providers(
+    tracer_provider: trace.TracerProvider | None,
+    meter_provider: metrics.MeterProvider | None,
+    group: str | None,
+    *,
+    helper: str,
+) -> tuple[trace.TracerProvider, metrics.MeterProvider]:
+    """Fill in nemo.lens's hubs for missing providers and apply the *group* gate.
+
+    Raises :class:`TypeError` naming *helper* when a provider is of the wrong kind
+    (a common slip: a service name where the provider goes).
+    """
+    from nemo.lens._delegating import METER_HUB, TRACER_HUB
+
+    if tracer_provider is not None and not isinstance(tracer_provider, trace.TracerProvider):
+        raise TypeError(
+            f"{helper}(tracer_provider=...) must be an OpenTelemetry TracerProvider or None "
+            f"(None: nemo.lens's provider), got {tracer_provider!r}; the service name comes "
+            "from setup_telemetry's config (NemoLensConfig.service_name)"
+        )
+    if meter_provider is not None and not isinstance(meter_provider, metrics.MeterProvider):
+        raise TypeError(
+            f"{helper}(meter_provider=...) must be an OpenTelemetry MeterProvider or None "
+            f"(None: nemo.lens's provider), got {meter_provider!r}"
+        )
+    tracers: trace.TracerProvider = TRACER_HUB if tracer_provider is None else tracer_provider
+    meters: metrics.MeterProvider = METER_HUB if meter_provider is None else meter_provider
+    if group is not None:
+        tracers = GatedTracerProvider(tracers, group)
+    return tracers, meters

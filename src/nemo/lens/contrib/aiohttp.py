@@ -1,0 +1,97 @@
+"""Client spans and ``traceparent`` headers for aiohttp requests.
+
+::
+
+    from nemo.lens.consumers.gym import GymSpanGroup
+    from nemo.lens.contrib.aiohttp import instrument_aiohttp_client
+
+    instrument_aiohttp_client(group=GymSpanGroup.HTTP_CLIENT)   # every ClientSession
+    # or, for one session only:
+    session = aiohttp.ClientSession(trace_configs=[aiohttp_trace_config()])
+
+Each request gets a CLIENT span, and the W3C headers of the current context go
+out with it, so the server continues the caller's trace: no manual
+``inject_context`` per call. Needs ``pip install 'nemo-lens[aiohttp]'`` (aiohttp
+and ``opentelemetry-instrumentation-aiohttp-client``); this module imports
+neither until a helper is called.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry import metrics, trace
+
+from nemo.lens.contrib._extras import import_extra
+from nemo.lens.contrib._providers import resolve_providers
+
+__all__ = ["aiohttp_trace_config", "instrument_aiohttp_client", "uninstrument_aiohttp_client"]
+
+_MODULE = "opentelemetry.instrumentation.aiohttp_client"
+_EXTRA = "aiohttp"
+
+
+def instrument_aiohttp_client(
+    tracer_provider: trace.TracerProvider | None = None,
+    meter_provider: metrics.MeterProvider | None = None,
+    *,
+    group: str | None = None,
+    **options: Any,
+) -> None:
+    """Trace the requests of every ``aiohttp.ClientSession`` created from now on.
+
+    Args:
+        tracer_provider: Where spans go; ``None`` is nemo.lens's provider,
+            which follows ``setup_telemetry``.
+        meter_provider: Where the HTTP client metrics go; ``None`` is
+            nemo.lens's provider.
+        group: A span-group name (e.g. ``GymSpanGroup.HTTP_CLIENT``): request
+            spans are made only while it is enabled. While it is not, the
+            current trace context is still sent, so the server continues it.
+        **options: Passed on to ``AioHttpClientInstrumentor().instrument``,
+            e.g. ``url_filter`` or ``request_hook``.
+
+    Instrumenting twice only logs a warning from the instrumentation; call
+    :func:`uninstrument_aiohttp_client` first to change the arguments.
+
+    Raises:
+        MissingExtraError: ``opentelemetry-instrumentation-aiohttp-client`` (or
+            aiohttp) is not installed.
+        TypeError: a provider argument is not a provider.
+    """
+    instrumentation = import_extra(_MODULE, extra=_EXTRA, feature="instrument_aiohttp_client()")
+    tracers, meters = resolve_providers(
+        tracer_provider, meter_provider, group, helper="instrument_aiohttp_client"
+    )
+    instrumentation.AioHttpClientInstrumentor().instrument(
+        tracer_provider=tracers, meter_provider=meters, **options
+    )
+
+
+def uninstrument_aiohttp_client() -> None:
+    """Stop tracing sessions created from now on (sessions that exist keep their tracing)."""
+    instrumentation = import_extra(_MODULE, extra=_EXTRA, feature="uninstrument_aiohttp_client()")
+    instrumentation.AioHttpClientInstrumentor().uninstrument()
+
+
+def aiohttp_trace_config(
+    tracer_provider: trace.TracerProvider | None = None,
+    meter_provider: metrics.MeterProvider | None = None,
+    *,
+    group: str | None = None,
+    **options: Any,
+) -> Any:
+    """Return an ``aiohttp.TraceConfig`` that traces the requests of one session.
+
+    For ``aiohttp.ClientSession(trace_configs=[aiohttp_trace_config()])`` when
+    instrumenting every session is not wanted. Arguments as for
+    :func:`instrument_aiohttp_client`; *options* go to the instrumentation's
+    ``create_trace_config``.
+    """
+    instrumentation = import_extra(_MODULE, extra=_EXTRA, feature="aiohttp_trace_config()")
+    tracers, meters = resolve_providers(
+        tracer_provider, meter_provider, group, helper="aiohttp_trace_config"
+    )
+    return instrumentation.create_trace_config(
+        tracer_provider=tracers, meter_provider=meters, **options
+    )

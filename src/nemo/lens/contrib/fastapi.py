@@ -1,0 +1,74 @@
+"""Server spans for FastAPI apps, through nemo.lens's providers.
+
+::
+
+    from nemo.lens.consumers.gym import GymSpanGroup
+    from nemo.lens.contrib.fastapi import instrument_fastapi
+
+    app = FastAPI()
+    instrument_fastapi(app, group=GymSpanGroup.SERVER)
+
+Every request gets a SERVER span that continues the caller's trace (from its
+``traceparent`` header), and the handler's own ``managed_span`` spans become its
+children. Needs ``pip install 'nemo-lens[fastapi]'`` (FastAPI and
+``opentelemetry-instrumentation-fastapi``); this module imports neither until
+a helper is called.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry import metrics, trace
+
+from nemo.lens.contrib._extras import import_extra
+from nemo.lens.contrib._providers import resolve_providers
+
+__all__ = ["instrument_fastapi", "uninstrument_fastapi"]
+
+_MODULE = "opentelemetry.instrumentation.fastapi"
+_EXTRA = "fastapi"
+
+
+def instrument_fastapi(
+    app: Any,
+    tracer_provider: trace.TracerProvider | None = None,
+    meter_provider: metrics.MeterProvider | None = None,
+    *,
+    group: str | None = None,
+    **options: Any,
+) -> None:
+    """Trace every request *app* (a ``fastapi.FastAPI``) handles.
+
+    Args:
+        app: The application to instrument (once; a second call only logs a
+            warning from the instrumentation).
+        tracer_provider: Where spans go; ``None`` is nemo.lens's provider,
+            which follows ``setup_telemetry``, so the app may be instrumented
+            before set-up.
+        meter_provider: Where the HTTP server metrics go; ``None`` is
+            nemo.lens's provider.
+        group: A span-group name (e.g. ``GymSpanGroup.SERVER``): request spans
+            are made only while it is enabled. While it is not, the caller's
+            trace context still reaches the handler.
+        **options: Passed on to ``FastAPIInstrumentor.instrument_app``, e.g.
+            ``excluded_urls="/health,/metrics"`` or ``server_request_hook``.
+
+    Raises:
+        MissingExtraError: ``opentelemetry-instrumentation-fastapi`` (or
+            FastAPI) is not installed.
+        TypeError: a provider argument is not a provider.
+    """
+    instrumentation = import_extra(_MODULE, extra=_EXTRA, feature="instrument_fastapi()")
+    tracers, meters = resolve_providers(
+        tracer_provider, meter_provider, group, helper="instrument_fastapi"
+    )
+    instrumentation.FastAPIInstrumentor.instrument_app(
+        app, tracer_provider=tracers, meter_provider=meters, **options
+    )
+
+
+def uninstrument_fastapi(app: Any) -> None:
+    """Remove what :func:`instrument_fastapi` added to *app*."""
+    instrumentation = import_extra(_MODULE, extra=_EXTRA, feature="uninstrument_fastapi()")
+    instrumentation.FastAPIInstrumentor.uninstrument_app(app)

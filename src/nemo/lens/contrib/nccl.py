@@ -1,0 +1,112 @@
+"""Trace context as bytes or a ``uint8`` tensor, for transports that move only tensors.
+
+Pipeline-parallel stages hand activations to each other with
+``torch.distributed.send`` / ``recv`` (NCCL on GPUs, gloo on CPUs): no headers
+travel with them. To link a stage's span to the stage that fed it, send the
+sender's context as a small fixed-size tensor beside the activations::
+
+    # sender (stage r), with its stage span current
+    dist.send(context_to_tensor(device="cuda"), dst=r + 1)
+
+    # receiver (stage r + 1)
+    buffer = torch.empty(CONTEXT_BYTES, dtype=torch.uint8, device="cuda")
+    dist.recv(buffer, src=r)
+    span = create_linked_span("pipeline.stage", context_from_bytes(buffer))
+
+The bytes are the wire format of :mod:`nemo.lens.distributed` (a 7-byte
+header, then the W3C carrier as JSON, zero-padded to a fixed size when one is
+asked for). Decoding never raises: truncated, corrupted or foreign bytes give
+an empty carrier, hence a context with no remote span and a span with no link.
+
+Bytes work without torch; :func:`context_to_tensor` needs
+``pip install 'nemo-lens[torch]'``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry.context import Context
+
+from nemo.lens.contrib._extras import import_extra
+from nemo.lens.distributed import (
+    CONTEXT_BYTES,
+    MAGIC,
+    MIN_CONTEXT_BYTES,
+    carrier_from_bytes,
+    carrier_to_bytes,
+)
+from nemo.lens.propagation import extract_context, inject_context
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "CONTEXT_BYTES",
+    "MAGIC",
+    "MIN_CONTEXT_BYTES",
+    "carrier_from_bytes",
+    "carrier_to_bytes",
+    "context_from_bytes",
+    "context_to_bytes",
+    "context_to_tensor",
+    "deserialize_context",
+    "extract_nccl_context",
+    "serialize_context",
+]
+
+
+def context_to_bytes(context: Context | None = None, size: int | None = None) -> bytes:
+    """Encode the current (or the given) trace context and baggage.
+
+    Without *size*, length-prefixed bytes as long as needed; with *size*
+    (e.g. :data:`CONTEXT_BYTES`), exactly *size* bytes. See
+    :func:`nemo.lens.distributed.carrier_to_bytes`.
+    """
+    return carrier_to_bytes(inject_context(context=context), size)
+
+
+def context_from_bytes(data: object, context: Context | None = None) -> Context:
+    """Return *context* (default: an empty one) with the remote span that *data* encodes.
+
+    *data* is what :func:`context_to_bytes` or :func:`context_to_tensor`
+    produced, as bytes, a list of byte values or a ``uint8`` tensor on any
+    device. Use the result as the remote of :func:`nemo.lens.create_linked_span`
+    or with :func:`nemo.lens.propagation.continue_trace`. Never raises.
+    """
+    return extract_context(carrier_from_bytes(data), context)
+
+
+def context_to_tensor(
+    context: Context | None = None, size: int = CONTEXT_BYTES, device: Any = None
+) -> torch.Tensor:
+    """Return ``context_to_bytes(context, size)`` as a 1-D ``torch.uint8`` tensor.
+
+    *device* is where the tensor is made (``"cuda"`` for NCCL; default CPU).
+    Raises :class:`~nemo.lens.contrib.MissingExtraError` without torch.
+    """
+    torch_module = import_extra("torch", extra="torch", feature="context_to_tensor()")
+    encoded = context_to_bytes(context, size)
+    # From a list, not a buffer: torch.frombuffer warns on read-only bytes, and
+    # the NumPy route is not available in every torch install.
+    tensor: torch.Tensor = torch_module.tensor(list(encoded), dtype=torch_module.uint8)
+    return tensor if device is None else tensor.to(device)
+
+
+# -- the 0.1.0 names ------------------------------------------------------------------------
+
+
+def serialize_context() -> bytes:
+    """The 0.1.0 name of ``context_to_bytes()``: the current context, variable length."""
+    return context_to_bytes()
+
+
+def deserialize_context(data: object) -> dict[str, str] | None:
+    """The 0.1.0 name of :func:`carrier_from_bytes`, returning ``None`` when nothing decoded."""
+    return carrier_from_bytes(data) or None
+
+
+def extract_nccl_context(data: object) -> Context:
+    """The 0.1.0 helper: the current context, continued from *data* when it names a span."""
+    return context_from_bytes(data, otel_context.get_current())
