@@ -1,0 +1,322 @@
+"""Per-call costs, each timed against its baseline in this process (see :mod:`bench.harness`).
+
+Three phases, run in this order because each changes process-wide state:
+
+``disabled``
+    Before any set-up: every group is off, as in a job that did not enable
+    telemetry. Disabled ``managed_span`` against ``with nullcontext(): pass``;
+    a disabled ``trace_fn`` call against the undecorated function.
+``gating``
+    The ``default`` preset enabled (``step`` stays off, the common case in
+    production): ``is_span_group_enabled(g)`` against a function that tests
+    ``g in <module-level frozenset>`` holding the same groups.
+``enabled``
+    ``setup_telemetry`` with every group on and an in-memory exporter (so a
+    ``SimpleSpanProcessor``, exactly what set-up builds for it). The baseline is
+    OpenTelemetry's ``tracer.start_as_current_span`` on the held tracer of the
+    same provider. Each baseline starts the span its candidate starts -- same
+    name, same attributes, including the ``nemo.span_group`` attribute the
+    gated primitives add -- and :func:`_check_same_spans` verifies that before
+    timing, so a ratio is the cost of nemo.lens's own work and nothing else.
+    Informational rows: the issue's literal one-attribute baseline, a held
+    tracer passed in, and the span encoder of the ``file`` and ``console``
+    exporters against ``json.dumps`` of :func:`span_to_dict`'s dict (the
+    straightforward encoding it replaces, byte-identical output).
+
+Statements are written as an instrumented module writes them
+(``SpanGroup.STEP`` looked up at each call, keyword attributes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from bench.harness import Comparison, compare, compile_runner
+
+__all__ = ["MicroCase", "MicroResult", "Timing", "run_micro"]
+
+Phase = Literal["disabled", "gating", "enabled"]
+
+
+@dataclass(frozen=True)
+class MicroCase:
+    """One candidate statement and the baseline statement it is compared with."""
+
+    key: str
+    title: str
+    candidate: str
+    baseline_title: str
+    baseline: str
+    phase: Phase
+    informational: bool = False
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How long and how often to sample each phase."""
+
+    pairs: int
+    sample_s: float
+
+
+@dataclass(frozen=True)
+class MicroResult:
+    """A case and its comparison."""
+
+    case: MicroCase
+    comparison: Comparison
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "key": self.case.key,
+            "title": self.case.title,
+            "candidate": self.case.candidate,
+            "baseline_title": self.case.baseline_title,
+            "baseline": self.case.baseline,
+            "phase": self.case.phase,
+            "informational": self.case.informational,
+            **self.comparison.as_dict(),
+        }
+
+
+def work(x: int) -> int:
+    """The function the ``trace_fn`` cases decorate: as cheap as a call can be."""
+    return x
+
+
+def _frozenset_test(groups: frozenset[str]) -> Callable[[str], bool]:
+    """``def contains(group): return group in ENABLED``, ``ENABLED`` a module-level global.
+
+    Compiled into a namespace of its own so that the set is read as a global,
+    as in the issue's baseline (and as nemo.lens.state keeps its set).
+    """
+    scope: dict[str, Any] = {"ENABLED": groups}
+    exec("def contains(group):\n    return group in ENABLED\n", scope)
+    return cast(Callable[[str], bool], scope["contains"])
+
+
+def _cases(enabled_attributes: Mapping[str, str]) -> list[MicroCase]:
+    # The attributes the gated primitives add on their own (the span group), as
+    # literal dict entries: what a hand-written OpenTelemetry call would spell out.
+    extra = "".join(f", {key!r}: {value!r}" for key, value in enabled_attributes.items())
+    extra_only = "{" + extra.removeprefix(", ") + "}"
+    return [
+        MicroCase(
+            "disabled_managed_span",
+            "disabled managed_span with-block",
+            "with managed_span(SpanGroup.STEP, 'bench.span'): pass",
+            "with nullcontext(): pass",
+            "with nullcontext(): pass",
+            "disabled",
+        ),
+        MicroCase(
+            "disabled_managed_span_attribute",
+            "disabled managed_span, one attribute",
+            "with managed_span(SpanGroup.STEP, 'bench.span', iteration=1): pass",
+            "with nullcontext(): pass",
+            "with nullcontext(): pass",
+            "disabled",
+            informational=True,
+        ),
+        MicroCase(
+            "disabled_trace_fn",
+            "disabled trace_fn-decorated call",
+            "traced_work(1)",
+            "the undecorated function",
+            "work(1)",
+            "disabled",
+        ),
+        MicroCase(
+            "is_span_group_enabled",
+            "is_span_group_enabled(g)",
+            "is_span_group_enabled(GROUP)",
+            "g in frozenset, in a function",
+            "contains(GROUP)",
+            "gating",
+        ),
+        MicroCase(
+            "enabled_managed_span",
+            "enabled managed_span, tracer=None, 1 attribute",
+            "with managed_span(SpanGroup.STEP, 'bench.span', iteration=1): pass",
+            "start_as_current_span, same span",
+            f"with tracer.start_as_current_span('bench.span', "
+            f"attributes={{'iteration': 1{extra}}}): pass",
+            "enabled",
+        ),
+        MicroCase(
+            "enabled_trace_fn",
+            "enabled trace_fn call, tracer=None",
+            "traced_work(1)",
+            "start_as_current_span + call, same span",
+            f"with tracer.start_as_current_span('bench.work', attributes={extra_only}): work(1)",
+            "enabled",
+        ),
+        MicroCase(
+            "enabled_span_cm",
+            "enabled span_cm, tracer=None, 1 attribute",
+            "with span_cm('bench.span', iteration=1): pass",
+            "start_as_current_span, same span",
+            "with tracer.start_as_current_span('bench.span', attributes={'iteration': 1}): pass",
+            "enabled",
+        ),
+        MicroCase(
+            "enabled_managed_span_literal",
+            "enabled managed_span, tracer=None, 1 attribute",
+            "with managed_span(SpanGroup.STEP, 'bench.span', iteration=1): pass",
+            "start_as_current_span, 1 attribute",
+            "with tracer.start_as_current_span('bench.span', attributes={'iteration': 1}): pass",
+            "enabled",
+            informational=True,
+        ),
+        MicroCase(
+            "encode_span",
+            "file/console exporter: encode_span(span)",
+            "encode_span(SPAN)",
+            "json.dumps(span_to_dict(span))",
+            "dumps(span_to_dict(SPAN), separators=(',', ':'), ensure_ascii=False, allow_nan=False)",
+            "enabled",
+            informational=True,
+        ),
+        MicroCase(
+            "enabled_managed_span_held_tracer",
+            "enabled managed_span, held tracer, 1 attribute",
+            "with managed_span(SpanGroup.STEP, 'bench.span', tracer, iteration=1): pass",
+            "start_as_current_span, same span",
+            f"with tracer.start_as_current_span('bench.span', "
+            f"attributes={{'iteration': 1{extra}}}): pass",
+            "enabled",
+            informational=True,
+        ),
+    ]
+
+
+def _run_phase(
+    cases: list[MicroCase],
+    phase: Phase,
+    namespace: Mapping[str, object],
+    timing: Timing,
+    between: Callable[[], None] | None,
+    progress: Callable[[str], None],
+) -> list[MicroResult]:
+    results = []
+    for case in cases:
+        if case.phase != phase:
+            continue
+        progress(f"micro: {case.key}")
+        candidate = compile_runner(case.candidate, namespace, name=f"{case.key} candidate")
+        baseline = compile_runner(case.baseline, namespace, name=f"{case.key} baseline")
+        comparison = compare(
+            candidate,
+            baseline,
+            pairs=timing.pairs,
+            sample_s=timing.sample_s,
+            between=between,
+            collect_garbage=between is not None,
+        )
+        results.append(MicroResult(case, comparison))
+    return results
+
+
+# Rows whose baseline deliberately differs: the issue's literal baseline, and
+# the encoder row, which starts no span at all.
+_NOT_SAME_SPAN = frozenset({"enabled_managed_span_literal", "encode_span"})
+
+
+def _span_signature(span: Any) -> tuple[object, ...]:
+    return (span.name, span.kind, dict(span.attributes or {}), span.parent is None)
+
+
+def _check_same_spans(
+    cases: list[MicroCase], namespace: Mapping[str, object], exporter: Any
+) -> None:
+    """Fail unless each enabled baseline starts the same span as its candidate."""
+    for case in cases:
+        if case.phase != "enabled" or case.key in _NOT_SAME_SPAN:
+            continue
+        spans = []
+        for statement in (case.candidate, case.baseline):
+            exporter.clear()
+            compile_runner(statement, namespace, name=case.key, unroll=1)(1)
+            (span,) = exporter.get_finished_spans()
+            spans.append(_span_signature(span))
+        if spans[0] != spans[1]:
+            raise RuntimeError(f"{case.key}: baseline span {spans[1]} differs from {spans[0]}")
+    exporter.clear()
+
+
+def run_micro(
+    disabled: Timing, enabled: Timing, progress: Callable[[str], None]
+) -> list[MicroResult]:
+    """Run every micro case; leaves nemo.lens reset (no set-up, every group off)."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from nemo.lens import (
+        NemoLensConfig,
+        is_span_group_enabled,
+        managed_span,
+        set_enabled_span_groups,
+        setup_telemetry,
+        span_cm,
+        testing,
+        trace_fn,
+    )
+    from nemo.lens.exporters.encoding import encode_span, span_to_dict
+    from nemo.lens.groups import SpanGroup
+
+    testing.reset()
+    default_groups = frozenset(SpanGroup.resolve("default"))
+    namespace: dict[str, object] = {
+        "SpanGroup": SpanGroup,
+        "GROUP": SpanGroup.STEP,
+        "managed_span": managed_span,
+        "span_cm": span_cm,
+        "is_span_group_enabled": is_span_group_enabled,
+        "nullcontext": contextlib.nullcontext,
+        "work": work,
+        "traced_work": trace_fn(SpanGroup.STEP, "bench.work")(work),
+        "contains": _frozenset_test(default_groups),
+        "encode_span": encode_span,
+        "span_to_dict": span_to_dict,
+        "dumps": json.dumps,
+    }
+
+    exporter = InMemorySpanExporter()
+    config = NemoLensConfig(
+        enabled=True, span_groups="all", exporter="none", metrics_enabled=False, run_id="bench"
+    )
+    # Set up once to learn which attributes the gated primitives add, so the
+    # baselines can spell them out; then back to the disabled state.
+    handle = setup_telemetry(config, span_exporter=exporter)
+    with managed_span(SpanGroup.STEP, "probe"):
+        pass
+    (probe,) = exporter.get_finished_spans()
+    added = {str(k): str(v) for k, v in (probe.attributes or {}).items()}
+    handle.shutdown()
+    testing.reset()
+    cases = _cases(added)
+
+    results = _run_phase(cases, "disabled", namespace, disabled, None, progress)
+
+    set_enabled_span_groups(default_groups)
+    results += _run_phase(cases, "gating", namespace, disabled, None, progress)
+    testing.reset()
+
+    exporter = InMemorySpanExporter()
+    handle = setup_telemetry(config, span_exporter=exporter)
+    try:
+        namespace["tracer"] = handle.tracer
+        _check_same_spans(cases, namespace, exporter)
+        with managed_span(SpanGroup.STEP, "train.step", iteration=1, loss=0.25):
+            pass
+        (namespace["SPAN"],) = exporter.get_finished_spans()
+        exporter.clear()
+        results += _run_phase(cases, "enabled", namespace, enabled, exporter.clear, progress)
+    finally:
+        handle.shutdown()
+        testing.reset()
+    return results
