@@ -1,0 +1,60 @@
+"""Plain-text tables and durations for the command line's output.
+
+Plain text rather than a rich renderer: the output is the same on a terminal,
+in a log file and in a test, and a reader can ``grep`` and ``awk`` it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final, Literal
+
+__all__ = ["format_duration", "format_table"]
+
+Align = Literal["<", ">"]
+
+_NS_PER_US: Final = 1_000
+_NS_PER_MS: Final = 1_000_000
+_NS_PER_S: Final = 1_000_000_000
+
+
+def format_duration(nanoseconds: float) -> str:
+    """Return a duration with a unit that keeps it short: ``850 ns``, ``12.5 µs``, ``3.21 ms``.
+
+    Up to a second the value has three or four significant digits; from a
+    second on it is seconds with two decimals (``3612.40 s``), so long jobs
+    keep an exact-looking column instead of switching to hours.
+    """
+    if nanoseconds < _NS_PER_US:
+        return f"{nanoseconds:.0f} ns"
+    if nanoseconds < _NS_PER_MS:
+        return f"{nanoseconds / _NS_PER_US:.1f} µs"
+    if nanoseconds < _NS_PER_S:
+        return f"{nanoseconds / _NS_PER_MS:.2f} ms"
+    return f"{nanoseconds / _NS_PER_S:.2f} s"
+
+
+def format_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    align: Sequence[Align],
+    *,
+    indent: str = "",
+) -> list[str]:
+    """Return the lines of a table: a header row, then one line per row.
+
+    Columns are two spaces apart, each as wide as its widest cell and aligned
+    by ``align`` (``"<"`` left, ``">"`` right). Trailing spaces are stripped,
+    so a left-aligned last column (a description) never pads the line.
+    """
+    if len(headers) != len(align) or any(len(row) != len(headers) for row in rows):
+        raise ValueError("every row needs one cell per header, and one alignment per column")
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=True)]
+    lines = []
+    for row in (headers, *rows):
+        cells = [
+            cell.ljust(width) if how == "<" else cell.rjust(width)
+            for cell, width, how in zip(row, widths, align, strict=True)
+        ]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    return lines

@@ -1,0 +1,461 @@
+"""Read the JSON-lines spans the ``file`` and ``console`` exporters write.
+
+The line format is defined in :mod:`nemo.lens.exporters.encoding`; this module
+is its reader, for ``nemo-lens summarize`` and ``nemo-lens convert``. It imports
+nothing of OpenTelemetry (attribute names come from :mod:`nemo.lens.semconv`),
+so reading a trace needs neither the SDK nor a running job.
+
+What a line may be
+    * a span: a JSON object with ``start_time_unix_nano`` (its other fields are
+      checked: ``name`` a string, the times integers, ``end`` not before
+      ``start``, ``attributes``/``resource`` objects, ...);
+    * a metrics or log record, which the ``console`` exporter prints on the
+      same stream (``resource_metrics`` / ``severity_number``): skipped;
+    * a blank line: skipped.
+
+    Anything else -- text that is not JSON, a truncated last line left by a
+    killed job, a JSON value of another shape -- is an error naming the file
+    and the line. With ``skip_invalid`` such lines are skipped and reported as
+    :class:`Problem` entries instead, which is what captured console output
+    needs: the program's own prints are interleaved with the spans.
+
+Where a span belongs
+    Its process is its resource's ``nemo.rank``, ``nemo.run_id`` (else
+    ``service.instance.id``) and ``service.name``; its group is its
+    ``nemo.span_group`` attribute (:data:`NO_GROUP` when the span was not made
+    by a gated primitive, e.g. by ``span_cm``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import IO, Any, Final, Literal, TypeAlias
+
+from nemo.lens import semconv
+from nemo.lens._progress import progress
+
+__all__ = [
+    "NO_GROUP",
+    "STDIN",
+    "Location",
+    "Problem",
+    "Process",
+    "SpanEvent",
+    "SpanRecord",
+    "Trace",
+    "TraceInputError",
+    "read_traces",
+]
+
+
+NO_GROUP: Final = "(none)"
+"""The group of a span that carries no ``nemo.span_group`` attribute."""
+
+STDIN: Final = "-"
+"""The path that means standard input."""
+
+_STDIN_NAME: Final = "<stdin>"
+_SNIPPET_CHARS: Final = 60
+# Bytes read between progress updates: keeps the per-line cost of the bar negligible.
+_PROGRESS_CHUNK: Final = 1 << 16
+
+
+@dataclass(frozen=True)
+class Location:
+    """A line of an input, shown as ``path:line`` (line 0: the input as a whole)."""
+
+    path: str
+    line: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+
+class TraceInputError(Exception):
+    """An input cannot be read as a trace.
+
+    ``str()`` is ``"<path>:<line>: <message>"``; :attr:`hint` says what to do
+    about it, when there is something to say.
+    """
+
+    def __init__(self, location: Location, message: str, hint: str = "") -> None:
+        super().__init__(f"{location}: {message}")
+        self.location = location
+        self.message = message
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A line or input that ``skip_invalid`` skipped, and why."""
+
+    location: Location
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Process:
+    """The process a span came from: one rank of one run of one service."""
+
+    rank: int | None
+    run_id: str
+    service: str
+
+    @classmethod
+    def from_resource(cls, resource: Mapping[str, Any]) -> Process:
+        """Build the key from a span's resource attributes (missing ones stay empty)."""
+        rank = resource.get(semconv.RANK)
+        if isinstance(rank, bool) or not isinstance(rank, int):
+            rank = None
+        run_id = resource.get(semconv.RUN_ID) or resource.get(semconv.SERVICE_INSTANCE_ID)
+        service = resource.get(semconv.SERVICE_NAME)
+        return cls(
+            rank=rank,
+            run_id="" if run_id is None else str(run_id),
+            service="" if service is None else str(service),
+        )
+
+    def sort_key(self) -> tuple[bool, int, str, str]:
+        """Order by rank (unknown last), then run and service."""
+        return (self.rank is None, self.rank or 0, self.run_id, self.service)
+
+    def label(self, *, with_run: bool = False) -> str:
+        """``rank 0`` (``unknown rank`` without ``nemo.rank``), plus the run when asked."""
+        text = "unknown rank" if self.rank is None else f"rank {self.rank}"
+        if with_run and self.run_id:
+            text += f" of run {self.run_id}"
+        return text
+
+
+@dataclass(frozen=True)
+class SpanEvent:
+    """An event recorded on a span (an ``exception``, for instance)."""
+
+    name: str
+    time_ns: int
+    attributes: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SpanRecord:
+    """One span, as read from one trace line."""
+
+    name: str
+    group: str
+    start_ns: int
+    end_ns: int
+    process: Process
+    trace_id: str | None
+    span_id: str | None
+    parent_span_id: str | None
+    status: str
+    status_description: str | None
+    attributes: Mapping[str, Any]
+    events: tuple[SpanEvent, ...]
+
+    @property
+    def duration_ns(self) -> int:
+        """End minus start, in nanoseconds."""
+        return self.end_ns - self.start_ns
+
+
+@dataclass
+class Trace:
+    """Everything read from the inputs."""
+
+    spans: list[SpanRecord]
+    problems: list[Problem] = field(default_factory=list)
+    """What ``skip_invalid`` skipped (always empty without it: a problem is an error)."""
+    other_records: int = 0
+    """Metrics and log lines skipped because they are not spans."""
+
+
+_Interned: TypeAlias = dict[Process, Process]
+"""One shared :class:`Process` per key: a trace has millions of spans but few processes."""
+
+
+@dataclass
+class _FileCounts:
+    spans: int = 0
+    other: int = 0
+    lines: int = 0  # non-blank
+
+
+def read_traces(
+    paths: Sequence[str],
+    *,
+    skip_invalid: bool = False,
+    show_progress: bool | None = None,
+) -> Trace:
+    """Read every span of every input in ``paths`` (``"-"`` is standard input).
+
+    Raises :class:`TraceInputError` for an input that is missing, a directory,
+    unreadable or holds no span, and (without ``skip_invalid``) for the first
+    line that is neither a span nor a metrics or log record. With
+    ``skip_invalid`` such lines and inputs become :attr:`Trace.problems`, and an
+    error is raised only when no input holds a single span. ``show_progress``
+    is as for :func:`nemo.lens._progress.progress` (``None``: when stderr is a
+    terminal).
+    """
+    trace = Trace(spans=[])
+    processes: _Interned = {}
+    with progress(
+        "reading", total=_total_size(paths), unit="B", unit_scale=True, enabled=show_progress
+    ) as bar:
+        for path in paths:
+            counts = _read_one(path, trace, processes, skip_invalid, bar.update)
+            trace.other_records += counts.other
+            if counts.spans:
+                continue
+            location = Location(_display(path))
+            if counts.other:
+                message = (
+                    f"no span records, only {counts.other} metrics or log record(s); pass the "
+                    "span file (the one without .metrics or .logs in its name)"
+                )
+            elif counts.lines:
+                message = f"no span records among its {counts.lines} line(s)"
+            else:
+                message = "is empty: no span records"
+            if not skip_invalid:
+                raise TraceInputError(
+                    location,
+                    message,
+                    "is the job still running, or did this rank export nothing?",
+                )
+            trace.problems.append(Problem(location, message))
+    if not trace.spans:
+        names = ", ".join(_display(path) for path in paths)
+        raise TraceInputError(Location(names), "no span records in any input")
+    return trace
+
+
+def _display(path: str) -> str:
+    return _STDIN_NAME if path == STDIN else path
+
+
+def _total_size(paths: Sequence[str]) -> int | None:
+    total = 0
+    for path in paths:
+        if path == STDIN:
+            return None
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            return None  # reported properly when the input is opened
+    return total
+
+
+@contextmanager
+def _open(path: str) -> Iterator[IO[bytes]]:
+    if path == STDIN:
+        yield sys.stdin.buffer
+        return
+    location = Location(path)
+    if os.path.isdir(path):
+        raise TraceInputError(
+            location,
+            "is a directory",
+            f"pass the trace files in it, e.g. {os.path.join(path, '*.jsonl')}",
+        )
+    try:
+        stream = open(path, "rb")  # noqa: SIM115 - closed in the finally below
+    except FileNotFoundError:
+        raise TraceInputError(
+            location,
+            "no such file",
+            "the file exporter writes traces/{service_name}-{run_id}-rank{rank}.jsonl "
+            "unless NEMO_LENS_TRACE_FILE says otherwise",
+        ) from None
+    except OSError as exc:
+        raise TraceInputError(location, f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        yield stream
+    finally:
+        stream.close()
+
+
+def _read_one(
+    path: str,
+    trace: Trace,
+    processes: _Interned,
+    skip_invalid: bool,
+    advance: Callable[[int], None],
+) -> _FileCounts:
+    counts = _FileCounts()
+    pending = 0
+    name = _display(path)
+    with _open(path) as stream:
+        # Lines are read as bytes and decoded one by one, so text that is not
+        # UTF-8 is reported at its line instead of failing the whole read.
+        for number, raw in enumerate(stream, 1):
+            pending += len(raw)
+            if pending >= _PROGRESS_CHUNK:
+                advance(pending)
+                pending = 0
+            try:
+                record = _parse_line(raw, Location(name, number), processes)
+            except TraceInputError as error:
+                if not skip_invalid:
+                    raise
+                counts.lines += 1
+                trace.problems.append(Problem(error.location, error.message))
+                continue
+            if record == "blank":
+                continue
+            counts.lines += 1
+            if record == "other":
+                counts.other += 1
+            elif isinstance(record, SpanRecord):
+                trace.spans.append(record)
+                counts.spans += 1
+    advance(pending)
+    return counts
+
+
+def _snippet(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= _SNIPPET_CHARS else text[: _SNIPPET_CHARS - 3] + "..."
+
+
+def _parse_line(
+    raw: bytes, location: Location, processes: _Interned
+) -> SpanRecord | Literal["blank", "other"]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TraceInputError(location, "is not UTF-8 text; is this a trace file?") from None
+    text = text.rstrip("\r\n")
+    if not text.strip():
+        return "blank"
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, _NonStandardConstant) as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            # Some messages end in " at", made to precede ": line 1 column 5".
+            reason = f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
+        else:
+            reason = f"{exc} is not valid JSON; the exporters write it as the string {str(exc)!r}"
+        raise TraceInputError(
+            location,
+            f"not a JSON span record ({reason}): {_snippet(text)!r}",
+            "to skip lines that are not spans (a program's own output captured with the "
+            "console exporter, a line cut short by a killed job), pass --skip-invalid",
+        ) from None
+    if not isinstance(value, dict):
+        raise TraceInputError(
+            location, f"not a span record: a JSON {_json_type(value)}, not an object"
+        )
+    if "start_time_unix_nano" not in value:
+        # The console exporter prints metrics and log records on the same stream.
+        if "resource_metrics" in value or "severity_number" in value:
+            return "other"
+        raise TraceInputError(
+            location, "not a span record: a JSON object without 'start_time_unix_nano'"
+        )
+    return _span_from_dict(value, location, processes)
+
+
+class _NonStandardConstant(ValueError):
+    """``NaN`` or ``Infinity`` in a line: Python's json reads them, strict JSON does not."""
+
+
+def _reject_constant(name: str) -> object:
+    # Accepting them would put NaN into a Chrome trace that viewers then refuse.
+    raise _NonStandardConstant(name)
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return "number"
+
+
+def _field_error(location: Location, key: str, expected: str, value: object) -> TraceInputError:
+    shown = json.dumps(value)
+    if len(shown) > _SNIPPET_CHARS:
+        shown = shown[: _SNIPPET_CHARS - 3] + "..."
+    return TraceInputError(location, f"span field {key!r} must be {expected}, got {shown}")
+
+
+def _int_field(record: Mapping[str, Any], key: str, location: Location) -> int:
+    value = record.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _field_error(location, key, "an integer (nanoseconds since the epoch)", value)
+    return value
+
+
+def _optional_str(record: Mapping[str, Any], key: str, location: Location) -> str | None:
+    value = record.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _field_error(location, key, "a string or null", value)
+    return value
+
+
+def _object_field(record: Mapping[str, Any], key: str, location: Location) -> dict[str, Any]:
+    value = record.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _field_error(location, key, "a JSON object", value)
+    return value
+
+
+def _span_from_dict(record: dict[str, Any], location: Location, processes: _Interned) -> SpanRecord:
+    name = record.get("name")
+    if not isinstance(name, str):
+        raise _field_error(location, "name", "a string", name)
+    start = _int_field(record, "start_time_unix_nano", location)
+    end = _int_field(record, "end_time_unix_nano", location)
+    if end < start:
+        raise TraceInputError(
+            location,
+            f"span {name!r} ends before it starts (end_time_unix_nano < start_time_unix_nano)",
+        )
+    attributes = _object_field(record, "attributes", location)
+    status = _object_field(record, "status", location)
+    description = status.get("description")
+    raw_events = record.get("events") or []
+    if not isinstance(raw_events, list):
+        raise _field_error(location, "events", "a JSON array", raw_events)
+    events: list[SpanEvent] = []
+    for event in raw_events:
+        if not isinstance(event, dict):
+            raise _field_error(location, "events", "an array of objects", event)
+        events.append(
+            SpanEvent(
+                name=str(event.get("name", "")),
+                time_ns=_int_field(event, "time_unix_nano", location),
+                attributes=_object_field(event, "attributes", location),
+            )
+        )
+    group = attributes.get(semconv.SPAN_GROUP)
+    process = Process.from_resource(_object_field(record, "resource", location))
+    return SpanRecord(
+        name=name,
+        group=group if isinstance(group, str) and group else NO_GROUP,
+        start_ns=start,
+        end_ns=end,
+        process=processes.setdefault(process, process),
+        trace_id=_optional_str(record, "trace_id", location),
+        span_id=_optional_str(record, "span_id", location),
+        parent_span_id=_optional_str(record, "parent_span_id", location),
+        status=str(status.get("code", "UNSET")),
+        status_description=None if description is None else str(description),
+        attributes=attributes,
+        events=tuple(events),
+    )

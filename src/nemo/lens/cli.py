@@ -1,0 +1,387 @@
+"""The ``nemo-lens`` command line: list span groups, summarize and convert traces.
+
+::
+
+    nemo-lens groups [--class megatron|rl|gym] [--spec "per_step,-optimizer"]
+    nemo-lens summarize TRACE... [--skip-invalid]
+    nemo-lens convert TRACE... [--to chrome] [-o OUT] [--skip-invalid]
+
+``TRACE`` is what the ``file`` exporter writes (one JSON span per line), or
+standard output captured from the ``console`` exporter; ``-`` reads standard
+input. Several inputs (one per rank, say) are read as one trace.
+
+Exit status: 0 on success, 1 when an input cannot be used (missing, empty, a
+garbled line: the message names the file and the line) or the output cannot
+be written, 2 on bad usage (an unknown option, class or span group). Also
+runnable as ``python -m nemo.lens.cli``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import pkgutil
+import shlex
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Final, TextIO
+
+from nemo.lens import __version__
+from nemo.lens._table import format_table
+from nemo.lens._trace_io import STDIN, Problem, Trace, TraceInputError, read_traces
+from nemo.lens.groups import SpanGroup
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_USAGE", "main", "span_group_classes"]
+
+EXIT_OK: Final = 0
+"""The command did what it was asked."""
+EXIT_BAD_INPUT: Final = 1
+"""An input could not be used, or the output could not be written."""
+EXIT_USAGE: Final = 2
+"""The command line itself was wrong (argparse's own status for usage errors)."""
+
+PROG: Final = "nemo-lens"
+PERFETTO_URL: Final = "https://ui.perfetto.dev"
+
+_BASE_CLASS: Final = "base"
+_MAX_PROBLEMS_SHOWN: Final = 5
+
+
+def span_group_classes() -> dict[str, type[SpanGroup]]:
+    """Return ``{"base": SpanGroup, "megatron": MegatronSpanGroup, ...}``.
+
+    Consumers are found by scanning :mod:`nemo.lens.consumers`, so a consumer
+    added to the schema shows up in ``--class`` after ``make generate`` with no
+    edit here.
+    """
+    import nemo.lens.consumers as consumers
+
+    classes: dict[str, type[SpanGroup]] = {_BASE_CLASS: SpanGroup}
+    for module_info in sorted(pkgutil.iter_modules(consumers.__path__), key=lambda m: m.name):
+        if module_info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{consumers.__name__}.{module_info.name}")
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, SpanGroup)
+                and value.__module__ == module.__name__
+            ):
+                classes[module_info.name] = value
+    return classes
+
+
+# --- output helpers -------------------------------------------------------------------------
+
+
+def _print_lines(lines: Sequence[str], stream: TextIO | None = None) -> None:
+    out = sys.stdout if stream is None else stream
+    out.write("".join(line + "\n" for line in lines))
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _fail(message: str, hint: str = "") -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    if hint:
+        print(f"  hint: {hint}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _report_problems(problems: Sequence[Problem]) -> None:
+    # One line per problem, each naming its file and line, so the warnings can be
+    # grepped; a long list is cut short, as one bad file could have millions.
+    for problem in problems[:_MAX_PROBLEMS_SHOWN]:
+        print(f"{PROG}: warning: skipped {problem}", file=sys.stderr)
+    if len(problems) > _MAX_PROBLEMS_SHOWN:
+        more = len(problems) - _MAX_PROBLEMS_SHOWN
+        print(f"{PROG}: warning: skipped {more} more", file=sys.stderr)
+
+
+def _read(paths: Sequence[str], skip_invalid: bool) -> Trace | int:
+    """Read the inputs, or report why not and return the exit status."""
+    try:
+        trace = read_traces(paths, skip_invalid=skip_invalid)
+    except TraceInputError as error:
+        return _fail(str(error), error.hint)
+    _report_problems(trace.problems)
+    return trace
+
+
+# --- groups ---------------------------------------------------------------------------------
+
+
+def _first_line(text: str | None) -> str:
+    lines = (text or "").strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _describe(cls: type[SpanGroup], group: str) -> str:
+    info = cls.GROUP_INFO[group]
+    if info.deprecated:
+        return f"{info.description} (deprecated: {info.deprecated})"
+    return info.description
+
+
+def _cmd_groups(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    cls = span_group_classes()[args.class_name]
+    order = list(cls.GROUP_INFO)
+    if args.spec is not None:
+        return _explain_spec(cls, args.spec, order, parser)
+    lines = [f"{cls.__name__}: {_first_line(cls.__doc__)}", ""]
+    rows = [(group, cls.GROUP_INFO[group].fires, _describe(cls, group)) for group in order]
+    lines += format_table(("group", "fires", "description"), rows, ("<", "<", "<"))
+    lines.append("")
+    preset_rows = [
+        (
+            name,
+            "every group" if name == "all" else ", ".join(g for g in order if g in members),
+        )
+        for name, members in cls.PRESETS.items()
+    ]
+    lines += format_table(("preset", "groups"), preset_rows, ("<", "<"))
+    lines += [
+        "",
+        "Choose groups per run with NEMO_LENS_SPAN_GROUPS, e.g. NEMO_LENS_SPAN_GROUPS=per_step.",
+        f"See what a spec enables: {PROG} groups --spec 'per_step,-optimizer'",
+    ]
+    _print_lines(lines)
+    return EXIT_OK
+
+
+def _explain_spec(
+    cls: type[SpanGroup], spec: str, order: list[str], parser: argparse.ArgumentParser
+) -> int:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DeprecationWarning)
+        try:
+            enabled, steps = cls.explain(spec)
+        except ValueError as exc:
+            parser.error(f"--spec {spec!r}: {exc}")
+    for warning in caught:
+        print(f"{PROG}: note: {warning.message}", file=sys.stderr)
+    decided: dict[str, str] = {}
+    for step in steps:
+        for group in step.added | step.removed:
+            decided[group] = step.entry
+    rows = [
+        (
+            group,
+            cls.GROUP_INFO[group].fires,
+            "on" if group in enabled else "off",
+            decided.get(group, "(not in the spec)"),
+        )
+        for group in order
+    ]
+    lines = [
+        f"{cls.__name__}: spec {spec!r} enables {len(enabled)} of {len(order)} groups",
+        "",
+        *format_table(("group", "fires", "enabled", "decided by"), rows, ("<", "<", "<", "<")),
+        "",
+        f"Use it with: NEMO_LENS_SPAN_GROUPS={shlex.quote(spec)}",
+    ]
+    _print_lines(lines)
+    return EXIT_OK
+
+
+# --- summarize ------------------------------------------------------------------------------
+
+
+def _cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens._summary import format_summary, summarize
+
+    trace = _read(args.traces, args.skip_invalid)
+    if isinstance(trace, int):
+        return trace
+    _print_lines(format_summary(summarize(trace.spans)))
+    return EXIT_OK
+
+
+# --- convert --------------------------------------------------------------------------------
+
+
+def _default_output(path: str) -> str:
+    stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
+    return f"{stem}.chrome.json"
+
+
+def _cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens._chrome import build_chrome_trace, write_chrome_trace
+
+    output: str | None = args.output
+    if output is None:
+        if args.traces[0] == STDIN:
+            parser.error("reading standard input: name the output file with -o OUT (or -o -)")
+        output = _default_output(args.traces[0])
+    if output != STDIN and any(
+        path != STDIN and os.path.abspath(path) == os.path.abspath(output) for path in args.traces
+    ):
+        parser.error(f"-o {output} would overwrite an input; choose another output file")
+
+    trace = _read(args.traces, args.skip_invalid)
+    if isinstance(trace, int):
+        return trace
+    chrome = build_chrome_trace(trace.spans, sources=args.traces)
+
+    if output == STDIN:
+        write_chrome_trace(chrome, sys.stdout)
+        sys.stdout.flush()
+        report = sys.stderr
+    else:
+        try:
+            _write_atomically(output, lambda stream: write_chrome_trace(chrome, stream))
+        except OSError as exc:
+            return _fail(f"{output}: cannot be written: {exc.strerror or exc}")
+        report = sys.stdout
+    ranks = _plural(chrome.processes, "rank")
+    rows = _plural(chrome.rows, "row")
+    where = "standard output" if output == STDIN else output
+    _print_lines(
+        [
+            f"wrote {where}: {chrome.spans} spans, {ranks}, {rows}",
+            f"open it in Perfetto ({PERFETTO_URL}, 'Open trace file') or chrome://tracing",
+        ],
+        report,
+    )
+    return EXIT_OK
+
+
+def _write_atomically(path: str, write: Callable[[TextIO], None]) -> None:
+    """Write through a temporary file beside ``path``, then rename it into place.
+
+    A failed or interrupted conversion never leaves a half-written trace that a
+    viewer would reject with a confusing parse error.
+    """
+    directory = os.path.dirname(path) or "."
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+    )
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            write(stream)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+# --- the parser ------------------------------------------------------------------------------
+
+
+def _parser(classes: Sequence[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Inspect nemo.lens span groups and the traces its exporters write.",
+        epilog=(
+            "Exit status: 0 success, 1 an input cannot be used or the output cannot be "
+            "written, 2 bad usage."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    groups = commands.add_parser(
+        "groups",
+        help="list span groups and presets, or explain what a spec enables",
+        description=(
+            "List the span groups of a class with their descriptions and how often they fire, "
+            "and its presets. With --spec, show which groups that spec enables and which "
+            "entry of it turned each one on or off."
+        ),
+    )
+    groups.add_argument(
+        "--class",
+        dest="class_name",
+        choices=classes,
+        default=_BASE_CLASS,
+        help="the span-group class: the base vocabulary or a consumer's (default: base)",
+    )
+    groups.add_argument(
+        "--spec",
+        help="a span-group spec as in NEMO_LENS_SPAN_GROUPS, e.g. 'per_step,-optimizer'",
+    )
+    groups.set_defaults(run=_cmd_groups, command_parser=groups)
+
+    traces_help = (
+        "a trace from the file exporter, or captured output of the console exporter; "
+        "'-' reads standard input; several inputs (one per rank) are read together"
+    )
+    skip_help = (
+        "skip lines that are not span records (a program's own output, a line cut short) "
+        "and empty inputs, with a warning, instead of stopping at the first"
+    )
+    summarize = commands.add_parser(
+        "summarize",
+        help="per-rank, per-group span counts and durations of a trace",
+        description=(
+            "Print, for every rank and span group, the number of spans and their total, "
+            "mean, median (p50) and 99th-percentile (p99) durations."
+        ),
+    )
+    summarize.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
+    summarize.add_argument("--skip-invalid", action="store_true", help=skip_help)
+    summarize.set_defaults(run=_cmd_summarize, command_parser=summarize)
+
+    convert = commands.add_parser(
+        "convert",
+        help="convert a trace to Chrome trace-event JSON for Perfetto UI or chrome://tracing",
+        description=(
+            "Write the spans as Chrome trace-event JSON: one process per rank, one row per "
+            "span group, nesting preserved. Open the result at " + PERFETTO_URL + "."
+        ),
+    )
+    convert.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
+    convert.add_argument(
+        "--to",
+        choices=("chrome",),
+        default="chrome",
+        help="the output format (default: chrome)",
+    )
+    convert.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="where to write ('-' for standard output; default: the first input with "
+        ".jsonl replaced by .chrome.json)",
+    )
+    convert.add_argument("--skip-invalid", action="store_true", help=skip_help)
+    convert.set_defaults(run=_cmd_convert, command_parser=convert)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    parser = _parser(sorted(span_group_classes()))
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_usage(sys.stderr)
+            print(f"{PROG}: error: name a command: groups, summarize or convert", file=sys.stderr)
+            return EXIT_USAGE
+        # Each command reports usage errors through its own parser, so the message
+        # shows that command's usage line (`nemo-lens convert [-h] ...`).
+        status: int = args.run(args, args.command_parser)
+        sys.stdout.flush()
+    except SystemExit as exit_:  # argparse's usage errors (2), --help and --version (0)
+        code = exit_.code
+        return code if isinstance(code, int) else EXIT_USAGE
+    except BrokenPipeError:
+        # The reader went away (`nemo-lens groups | head`): not worth a traceback.
+        # Point stdout at devnull so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

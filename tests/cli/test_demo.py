@@ -1,0 +1,371 @@
+"""The demo job (``make demo``): its output, its trace, and the environment variables it honours.
+
+Run in its pure-Python form (``--backend python``), as CI does: it needs no torch
+and takes well under a second of training. One test runs it as a user does, in
+a fresh interpreter; the others import it, which is faster.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from nemo.lens.cli import main as cli_main
+
+from .conftest import Result
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "examples" / "train_demo.py"
+FAST = ["--backend", "python", "--iterations", "12", "--eval-every", "4", "--checkpoint-every", "6"]
+ALL_BASE_GROUPS = (
+    "job, load_checkpoint, model_init, checkpoint, evaluate, forward_backward, optimizer, step"
+)
+# What the FAST job records with every base group on: 12 steps, evaluations at 4, 8
+# and 12, checkpoints at 6 and 12.
+FAST_COUNTS = {
+    "job": 1,
+    "model_init": 1,
+    "load_checkpoint": 1,
+    "step": 12,
+    "forward_backward": 12,
+    "optimizer": 12,
+    "evaluate": 3,
+    "checkpoint": 2,
+}
+
+
+def clean_environment() -> dict[str, str]:
+    """os.environ without anything that configures telemetry or names the run."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("NEMO_LENS_", "OTEL_", "WANDB_"))
+        and key not in ("SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")
+    }
+
+
+@pytest.fixture
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    """The demo module, run from an empty directory with a clean environment."""
+    for key in set(os.environ) - set(clean_environment()):
+        monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+    spec = importlib.util.spec_from_file_location("train_demo", DEMO)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Registered first, as an import would: dataclasses look their module up by name.
+    monkeypatch.setitem(sys.modules, "train_demo", module)
+    spec.loader.exec_module(module)
+    yield module
+
+
+@pytest.fixture
+def run_demo(demo: ModuleType, capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
+    def invoke(*argv: str) -> Result:
+        capsys.readouterr()
+        status = demo.main(list(argv))
+        captured = capsys.readouterr()
+        return Result(status, captured.out, captured.err)
+
+    return invoke
+
+
+def trace_path(out: str) -> Path:
+    (match,) = re.findall(r"^trace: (\S+)$", out, flags=re.MULTILINE)
+    return Path(match)
+
+
+def summary_counts(lines: list[str]) -> dict[str, int]:
+    """Group -> span count from the rows of a printed summary table."""
+    rows = [line.split() for line in lines if line.startswith("  ")]
+    return {row[0]: int(row[1]) for row in rows if len(row) > 2 and row[1].isdigit()}
+
+
+def groups_in(path: Path) -> set[str]:
+    return {
+        json.loads(text)["attributes"]["nemo.span_group"]
+        for text in path.read_text(encoding="utf-8").splitlines()
+    }
+
+
+def test_make_demo_in_pure_python_prints_the_trace_and_its_summary(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(DEMO), *FAST],
+        cwd=tmp_path,
+        env=clean_environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    lines = done.stdout.splitlines()
+    expected = [
+        r"nemo\.lens demo: 12 iterations on a 3-arm spiral",
+        r"telemetry: file exporter, span groups 'per_step':",
+        rf"  {ALL_BASE_GROUPS}",
+        r"model: a pure-Python MLP \(2-16-16-3, 371 parameters; install torch for a torch "
+        r"model\)",
+        r"no checkpoint to resume from: starting from scratch",
+        r"iteration  4/12: loss \d\.\d{4}, eval loss \d\.\d{4}, eval accuracy \d+\.\d%",
+        r"iteration  6/12: checkpoint saved",
+        r"iteration  8/12: loss \d\.\d{4}, eval loss \d\.\d{4}, eval accuracy \d+\.\d%",
+        r"iteration 12/12: loss \d\.\d{4}, eval loss \d\.\d{4}, eval accuracy \d+\.\d%",
+        r"iteration 12/12: checkpoint saved",
+        r"done in \d+\.\d s; eval accuracy \d+\.\d%",
+        r"trace: traces/nemo-demo-[0-9a-f]{12}-rank0\.jsonl",
+        r"",
+        r"rank 0 \(service nemo-demo, run [0-9a-f]{12}, 44 spans\)",
+        r"  group +spans +total +mean +p50 +p99",
+    ]
+    for pattern, text in zip(expected, lines, strict=False):
+        assert re.fullmatch(pattern, text), (pattern, text)
+    table = lines[len(expected) : len(expected) + len(FAST_COUNTS)]
+    assert summary_counts(table) == FAST_COUNTS
+    assert table[0].split()[0] == "job"  # the largest total first
+    trace = tmp_path / trace_path(done.stdout)
+    assert lines[len(expected) + len(FAST_COUNTS) :] == [
+        "",
+        f"to look at it in Perfetto: {sys.executable} -m nemo.lens.cli convert "
+        f"{trace_path(done.stdout)}"
+        if not Path(sys.executable).with_name("nemo-lens").exists()
+        else f"to look at it in Perfetto: {Path(sys.executable).with_name('nemo-lens')} convert "
+        f"{trace_path(done.stdout)}",
+        f"  then open {str(trace_path(done.stdout))[: -len('.jsonl')]}.chrome.json at "
+        "https://ui.perfetto.dev",
+    ]
+    assert trace.is_file()
+    assert sorted(path.name for path in trace.parent.iterdir()) == [trace.name]  # no metrics file
+
+
+def test_the_printed_summary_is_what_nemo_lens_summarize_prints(
+    run_demo: Callable[..., Result], capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = run_demo(*FAST)
+    trace = trace_path(result.out)
+
+    assert cli_main(["summarize", str(trace)]) == 0
+    summary = capsys.readouterr().out
+    assert summary in result.out
+    assert summary_counts(summary.splitlines()) == FAST_COUNTS
+
+
+def test_the_hinted_conversion_works(
+    run_demo: Callable[..., Result], capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = trace_path(run_demo(*FAST).out)
+
+    assert cli_main(["convert", str(trace)]) == 0
+    chrome = json.loads(trace.with_name(trace.stem + ".chrome.json").read_text("utf-8"))
+    steps = [e for e in chrome["traceEvents"] if e["ph"] == "X" and e["cat"] == "step"]
+    assert len(steps) == 12
+
+
+def test_span_groups_from_the_environment_change_what_is_recorded(
+    run_demo: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NEMO_LENS_SPAN_GROUPS", "default")
+
+    result = run_demo(*FAST)
+
+    assert result.status == 0
+    assert result.out.splitlines()[1:3] == [
+        "telemetry: file exporter, span groups 'default':",
+        "  job, checkpoint, evaluate",
+    ]
+    assert groups_in(trace_path(result.out)) == {"job", "checkpoint", "evaluate"}
+    assert summary_counts(result.out.splitlines()) == {"job": 1, "evaluate": 3, "checkpoint": 2}
+
+
+def test_removing_a_group_leaves_it_out(
+    run_demo: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NEMO_LENS_SPAN_GROUPS", "per_step,-forward_backward,-optimizer")
+
+    result = run_demo(*FAST)
+
+    assert groups_in(trace_path(result.out)) == set(FAST_COUNTS) - {"forward_backward", "optimizer"}
+
+
+def test_telemetry_off_records_nothing(
+    run_demo: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("NEMO_LENS_ENABLED", "0")
+
+    result = run_demo(*FAST)
+
+    assert result.status == 0
+    assert "telemetry: off" in result.out.splitlines()
+    assert result.out.splitlines()[-1] == (
+        "telemetry was off (NEMO_LENS_ENABLED=0): nothing was recorded"
+    )
+    assert not (tmp_path / "traces").exists()
+
+
+def test_no_enabled_group_says_so(
+    run_demo: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NEMO_LENS_SPAN_GROUPS", "-job")
+
+    result = run_demo(*FAST)
+
+    assert result.status == 0
+    assert result.out.splitlines()[-1] == "no span group was enabled (NEMO_LENS_SPAN_GROUPS='-job')"
+
+
+def test_the_console_exporter_output_can_be_summarized(
+    run_demo: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("NEMO_LENS_EXPORTER", "console")
+
+    result = run_demo(*FAST)
+
+    assert result.status == 0
+    assert "trace: printed above, one JSON span per line (the console exporter)" in result.out
+    captured = tmp_path / "run.log"
+    captured.write_text(result.out, encoding="utf-8")
+    assert cli_main(["summarize", "--skip-invalid", str(captured)]) == 0
+
+
+def test_a_checkpoint_dir_makes_the_next_run_resume(
+    run_demo: Callable[..., Result], tmp_path: Path
+) -> None:
+    checkpoints = tmp_path / "ckpt"
+    first = run_demo(*FAST[:3], "6", "--checkpoint-dir", str(checkpoints))
+    assert first.status == 0
+    assert (checkpoints / "checkpoint.json").is_file()
+
+    second = run_demo(*FAST, "--checkpoint-dir", str(checkpoints))
+
+    assert f"resuming from {checkpoints / 'checkpoint.json'} at iteration 6" in second.out
+    counts = summary_counts(second.out.splitlines())
+    assert counts["step"] == 6  # iterations 7..12
+    assert counts["load_checkpoint"] == 1
+
+    third = run_demo(*FAST, "--checkpoint-dir", str(checkpoints))
+    assert "the checkpoint is at iteration 12: nothing left to train" in third.out
+    assert "step" not in summary_counts(third.out.splitlines())
+
+
+def test_a_bad_environment_value_is_an_error_naming_the_variable(
+    run_demo: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NEMO_LENS_SPAN_GROUPS", "per_stpe")
+
+    result = run_demo(*FAST)
+
+    assert result.status == 2
+    assert result.out == ""
+    assert result.err.startswith(
+        "train_demo.py: error: NEMO_LENS_SPAN_GROUPS='per_stpe': invalid span_groups "
+        "'per_stpe': unknown span group or preset 'per_stpe' for SpanGroup; did you mean "
+        "'per_step'?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--iterations", "0"], "argument --iterations: 0 is not positive; use 1 or more"),
+        (["--eval-every", "ten"], "argument --eval-every: 'ten' is not a whole number"),
+        (["--backend", "jax"], "argument --backend: invalid choice: 'jax'"),
+    ],
+)
+def test_bad_options_are_usage_errors(
+    demo: ModuleType, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        demo.main(argv)
+
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_asking_for_torch_without_torch_says_how_to_install_it(
+    demo: ModuleType, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(demo, "_torch_available", lambda: False)
+
+    with pytest.raises(SystemExit) as exit_:
+        demo.main(["--backend", "torch"])
+
+    assert exit_.value.code == 2
+    assert (
+        "--backend torch: torch is not installed; install a CPU build with pip install "
+        "torch==2.13.0, or use --backend python"
+    ) in capsys.readouterr().err
+
+
+def test_auto_picks_pure_python_when_torch_is_missing(
+    demo: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(demo, "_torch_available", lambda: False)
+
+    assert demo.parse_options([]).backend == "python"
+
+
+def test_the_torch_backend_trains_a_torch_model(run_demo: Callable[..., Result]) -> None:
+    pytest.importorskip("torch")
+
+    result = run_demo("--backend", "torch", "--iterations", "4", "--eval-every", "2")
+
+    assert result.status == 0
+    assert re.search(
+        r"^model: a torch \S+ MLP \(2-128-128-3, 17283 parameters\) on the CPU$",
+        result.out,
+        flags=re.MULTILINE,
+    )
+    counts = summary_counts(result.out.splitlines())
+    assert counts["step"] == 4
+    assert counts["evaluate"] == 2
+
+
+def test_exporter_none_says_nothing_was_exported(
+    run_demo: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("NEMO_LENS_EXPORTER", "none")
+
+    result = run_demo(*FAST)
+
+    assert result.status == 0
+    assert result.out.splitlines()[-1] == (
+        "trace: created but not exported (NEMO_LENS_EXPORTER=none)"
+    )
+    assert not (tmp_path / "traces").exists()
+
+
+def test_ctrl_c_keeps_the_spans_recorded_so_far(
+    demo: ModuleType,
+    run_demo: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    real = demo.PythonTrainer.forward_backward
+
+    def interrupted_at_3(self: object, iteration: int) -> float:
+        if iteration == 3:
+            raise KeyboardInterrupt
+        loss: float = real(self, iteration)
+        return loss
+
+    monkeypatch.setattr(demo.PythonTrainer, "forward_backward", interrupted_at_3)
+
+    result = run_demo(*FAST)
+
+    assert result.status == 130
+    assert result.err == "interrupted; the spans recorded so far were exported\n"
+    (trace,) = (tmp_path / "traces").glob("*.jsonl")
+    names = [json.loads(text)["name"] for text in trace.read_text().splitlines()]
+    assert names.count("train.step") == 3  # two finished, and the one interrupted
+    assert names.count("train.job") == 1
