@@ -122,7 +122,8 @@ def main() -> None:
     if any(arg == "--host" or arg.startswith("--host=") for arg in args):
         sys.exit("phoenix_launcher: --host is not accepted; the server always binds 127.0.0.1")
 
-    from phoenix.server.main import main as phoenix_main
+    # Phoenix lives in its own virtualenv, never in the project's: unchecked here.
+    from phoenix.server.main import main as phoenix_main  # type: ignore[import-not-found]
 
     sys.argv = ["phoenix", "serve", *args]
     phoenix_main()

@@ -25,7 +25,6 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
     OTLPSpanExporter as HttpSpanExporter,
 )
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.util._once import Once
@@ -33,6 +32,7 @@ from opentelemetry.util._once import Once
 from nemo.lens import state
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.exporters import otlp_protocol, sibling_path
+from nemo.lens.exporters.batch import BatchingSpanProcessor
 from nemo.lens.exporters.factory import create_metric_exporter, create_span_exporter
 from nemo.lens.handle import _reset_for_testing, setup_telemetry
 from nemo.lens.providers import (
@@ -220,9 +220,9 @@ def test_file_exporter_uses_the_large_batch_queue(tmp_path: Path) -> None:
     )
     handle = setup_telemetry(cfg)
     processors = handle._pipeline.tracer_provider._active_span_processor._span_processors  # type: ignore[union-attr]
-    (batch,) = [p for p in processors if isinstance(p, BatchSpanProcessor)]
-    assert batch._batch_processor._max_queue_size == FILE_MAX_QUEUE_SIZE
-    assert batch._batch_processor._max_export_batch_size == FILE_MAX_EXPORT_BATCH_SIZE
+    (batch,) = [p for p in processors if isinstance(p, BatchingSpanProcessor)]
+    assert batch.max_queue_size == FILE_MAX_QUEUE_SIZE
+    assert batch.max_export_batch_size == FILE_MAX_EXPORT_BATCH_SIZE
 
 
 def test_file_metrics_go_to_a_sibling_file(tmp_path: Path) -> None:
@@ -291,8 +291,8 @@ def test_set_up_picks_the_otlp_transport_from_the_environment(
     handle = setup_telemetry(cfg)
     assert isinstance(handle._pipeline.span_exporter, HttpSpanExporter)  # type: ignore[union-attr]
     processors = handle._pipeline.tracer_provider._active_span_processor._span_processors  # type: ignore[union-attr]
-    (batch,) = [p for p in processors if isinstance(p, BatchSpanProcessor)]
-    assert batch._batch_processor._max_queue_size == OTLP_MAX_QUEUE_SIZE
+    (batch,) = [p for p in processors if isinstance(p, BatchingSpanProcessor)]
+    assert batch.max_queue_size == OTLP_MAX_QUEUE_SIZE
 
 
 def test_unsupported_otlp_protocol_fails_before_set_up(monkeypatch: pytest.MonkeyPatch) -> None:

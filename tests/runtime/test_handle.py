@@ -27,6 +27,7 @@ from opentelemetry.util._once import Once
 from nemo.lens import helpers, state
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.consumers.megatron import MegatronSpanGroup
+from nemo.lens.groups import DynamicSpanGroup
 from nemo.lens.handle import (
     TelemetryHandle,
     _reset_for_testing,
@@ -118,7 +119,7 @@ def test_spans_arrive_with_the_resource_and_parents() -> None:
         handle.tracer.start_as_current_span("inner"),
     ):
         pass
-    with managed_span("layer_that_does_not_exist", "never"):
+    with managed_span(DynamicSpanGroup("layer_that_does_not_exist"), "never"):
         pass
 
     inner, step = exporter.get_finished_spans()
@@ -198,7 +199,12 @@ def test_invalid_set_up_changes_nothing_and_can_be_corrected(
 ) -> None:
     calls: list[object] = []
     real_set = trace.set_tracer_provider
-    monkeypatch.setattr(trace, "set_tracer_provider", lambda p: (calls.append(p), real_set(p)))
+
+    def recording_set(provider: trace.TracerProvider) -> None:
+        calls.append(provider)
+        real_set(provider)
+
+    monkeypatch.setattr(trace, "set_tracer_provider", recording_set)
 
     with pytest.raises(error) as info:
         setup_telemetry(make_config(), **kwargs)
@@ -331,7 +337,12 @@ def test_disabled_installs_nothing_and_leaves_the_globals_to_the_user(
 ) -> None:
     calls: list[object] = []
     real_set = trace.set_tracer_provider
-    monkeypatch.setattr(trace, "set_tracer_provider", lambda p: (calls.append(p), real_set(p)))
+
+    def recording_set(provider: trace.TracerProvider) -> None:
+        calls.append(provider)
+        real_set(provider)
+
+    monkeypatch.setattr(trace, "set_tracer_provider", recording_set)
     state.set_enabled_span_groups(["step"])  # set-up must clear this
 
     handle = setup_telemetry(NemoLensConfig(span_groups="per_step"), rank=1, world_size=2)

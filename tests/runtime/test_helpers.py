@@ -7,7 +7,7 @@ import functools
 import inspect
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from hypothesis import given
@@ -23,8 +23,8 @@ from opentelemetry.trace import Link, NonRecordingSpan, SpanKind, StatusCode, Tr
 from opentelemetry.util._once import Once
 
 import nemo.lens
-from nemo.lens import fallbacks, helpers
-from nemo.lens.groups import SpanGroup
+from nemo.lens import fallbacks, helpers, semconv
+from nemo.lens.groups import DynamicSpanGroup, SpanGroup
 from nemo.lens.helpers import (
     DEFAULT_REDACT_KEYS,
     managed_span,
@@ -35,7 +35,7 @@ from nemo.lens.helpers import (
 )
 from nemo.lens.state import set_enabled_span_groups
 
-STEP = SpanGroup.STEP
+STEP: Final = SpanGroup.STEP
 
 
 # --- doubles and small tools --------------------------------------------------------------------
@@ -159,6 +159,7 @@ def test_enabled_managed_span_exports_the_span_with_its_attributes(
         "phase": "train",
         "prompt": "[REDACTED]",
         "ranks": (0, 1),
+        "nemo.span_group": "step",
     }
     assert exported.status.status_code is StatusCode.UNSET
 
@@ -201,7 +202,7 @@ def test_attributes_are_redacted_before_the_sampler_sees_them() -> None:
     with managed_span(STEP, "generate", tracer, prompt="hello", tokens=7, junk=object()):
         pass
 
-    assert sampler.seen == [{"prompt": "[REDACTED]", "tokens": 7}]
+    assert sampler.seen == [{"prompt": "[REDACTED]", "tokens": 7, "nemo.span_group": "step"}]
     assert provider.names() == ["generate"]
 
 
@@ -269,7 +270,7 @@ def test_disabled_managed_span_is_one_shared_object_and_lets_exceptions_through(
 
 
 def test_an_unknown_group_is_disabled(spans: InMemorySpanExporter) -> None:
-    with managed_span("no_such_group", "x", ExplodingTracer()) as span:
+    with managed_span(DynamicSpanGroup("no_such_group"), "x", ExplodingTracer()) as span:
         assert span is None
 
     assert spans.get_finished_spans() == ()
@@ -297,6 +298,50 @@ def test_managed_span_keeps_the_reference_parameter_order() -> None:
         ("links", P.KEYWORD_ONLY),
         ("attributes", P.VAR_KEYWORD),
     ]
+
+
+def test_gated_spans_carry_their_group_as_an_attribute(spans: InMemorySpanExporter) -> None:
+    # nemo-lens summarize/convert group spans by this attribute; every gated path sets it.
+    group: Final = SpanGroup.CHECKPOINT
+
+    @trace_fn(group, "mirrored")
+    def mirrored(x: int) -> int:
+        return x
+
+    @trace_fn(group, "coroutine")
+    async def coroutine() -> None:
+        return None
+
+    @trace_fn(group, "generator")
+    def generator() -> Iterator[int]:
+        yield 1
+
+    @trace_fn(group, "async_generator")
+    async def async_generator() -> AsyncIterator[int]:
+        yield 1
+
+    async def drain() -> None:
+        await coroutine()
+        async for _ in async_generator():
+            pass
+
+    # A caller's own attribute of that name does not override the group.
+    forged: dict[str, Any] = {semconv.SPAN_GROUP: "forged"}
+    with managed_span(group, "managed", **forged):
+        pass
+    mirrored(1)
+    trace_fn(group, "unmirrored")(functools.partial(int, "7"))()
+    list(generator())
+    asyncio.run(drain())
+
+    labelled = {
+        span.name: (span.attributes or {}).get("nemo.span_group")
+        for span in spans.get_finished_spans()
+    }
+    assert labelled == dict.fromkeys(
+        ["managed", "mirrored", "unmirrored", "generator", "coroutine", "async_generator"],
+        "checkpoint",
+    )
 
 
 # --- span_cm ------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 
 from nemo.lens import state, testing
 from nemo.lens.consumers.megatron import MegatronSpanGroup
-from nemo.lens.groups import SpanGroup
+from nemo.lens.groups import DynamicSpanGroup, SpanGroup
 from nemo.lens.state import (
     enabled_span_groups,
     is_span_group_enabled,
@@ -20,7 +20,7 @@ from nemo.lens.state import (
 def test_every_group_is_disabled_before_set_up() -> None:
     assert enabled_span_groups() == frozenset()
     for group in SpanGroup.ALL_GROUPS:
-        assert not is_span_group_enabled(group)
+        assert not is_span_group_enabled(DynamicSpanGroup(group))
 
 
 def test_enabled_groups_are_on_and_the_rest_off() -> None:
@@ -29,7 +29,7 @@ def test_enabled_groups_are_on_and_the_rest_off() -> None:
     assert is_span_group_enabled(SpanGroup.JOB)
     assert is_span_group_enabled(SpanGroup.CHECKPOINT)
     assert not is_span_group_enabled(SpanGroup.STEP)
-    assert not is_span_group_enabled("no_such_group")
+    assert not is_span_group_enabled(DynamicSpanGroup("no_such_group"))
     assert enabled_span_groups() == frozenset({"job", "checkpoint", "evaluate"})
 
 
@@ -89,7 +89,7 @@ def test_a_bare_string_is_rejected_and_the_set_is_unchanged() -> None:
 
     assert enabled_span_groups() == frozenset({"job"})
     # Iterating the string would have enabled "s", "t", "e", "p".
-    assert not is_span_group_enabled("s")
+    assert not is_span_group_enabled(DynamicSpanGroup("s"))
 
 
 def test_a_non_string_name_is_rejected_and_the_set_is_unchanged() -> None:

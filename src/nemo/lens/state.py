@@ -13,18 +13,30 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from nemo.lens import _signatures
+from nemo.lens._names import signature_of, with_old_names
+
 __all__ = ["enabled_span_groups", "is_span_group_enabled", "set_enabled_span_groups"]
 
 # Read directly by nemo.lens.helpers on the hot path (one attribute load and one
-# set lookup); only ever rebound, never mutated.
+# set lookup); only ever rebound, never mutated. Besides the enabled groups it
+# holds the old names of renamed ones, so code still passing an old name traces
+# as before at no extra cost per call.
 _enabled: frozenset[str] = frozenset()
 
+# The groups as they were set, without the old names (what enabled_span_groups reports).
+_selected: frozenset[str] = frozenset()
 
+
+# Type checkers see the generated signature, which takes only the schema's group
+# names (or a DynamicSpanGroup); the function itself takes any str.
+@signature_of(_signatures.is_span_group_enabled)
 def is_span_group_enabled(group: str) -> bool:
     """Return whether spans of ``group`` are emitted.
 
     ``False`` before set-up and for names that were never enabled, including names
-    no span-group class defines.
+    no span-group class defines. The old name of a renamed group is enabled with
+    its new name.
     """
     return group in _enabled
 
@@ -43,7 +55,7 @@ def set_enabled_span_groups(groups: Iterable[str]) -> None:
             per character) or yields something that is not a ``str``. The enabled
             set is left unchanged.
     """
-    global _enabled
+    global _enabled, _selected
     if isinstance(groups, str):
         raise TypeError(
             "set_enabled_span_groups() takes an iterable of group names, not a str; "
@@ -53,9 +65,10 @@ def set_enabled_span_groups(groups: Iterable[str]) -> None:
     for name in new:
         if not isinstance(name, str):
             raise TypeError(f"span group names must be str, got {type(name).__name__} ({name!r})")
-    _enabled = new
+    _selected = new
+    _enabled = with_old_names(new)
 
 
 def enabled_span_groups() -> frozenset[str]:
     """Return the currently enabled span groups (for introspection and tests)."""
-    return _enabled
+    return _selected

@@ -16,14 +16,27 @@ One span becomes one JSON object (written on one line)::
 Ids are lower-case hex as in W3C ``traceparent``. Non-finite floats (a NaN
 loss is common) become the strings ``"NaN"``, ``"Infinity"`` and
 ``"-Infinity"``, as in the OTLP/JSON mapping, so every line is strict JSON.
+
+How it is fast
+    :func:`encode_span` runs on the export thread for every span, so it
+    decides how many spans per second the ``file`` exporter sustains. It
+    writes the line from pieces instead of serialising :func:`span_to_dict`'s
+    dict: the ``resource`` and ``scope`` objects are shared by every span of a
+    provider and immutable, so each is encoded once and its text reused; the
+    attributes are copied straight into one C-encoder call when they hold only
+    plain values (nearly always). Any span the fast path does not cover -- a
+    non-finite float, an odd value stored by a custom processor -- is encoded
+    from :func:`span_to_dict` instead, so the output is the same, byte for
+    byte, either way. That takes about a third of the time of serialising
+    :func:`span_to_dict`'s dict (CPython 3.11; ``python -m bench`` measures it).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry.trace import format_span_id, format_trace_id
 
@@ -94,8 +107,155 @@ def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
+# Configured as json.dumps(..., separators=(",", ":"), ensure_ascii=False,
+# allow_nan=False) configures its encoder, so both spell every value alike; built
+# once because json.dumps builds a new encoder per call when given options.
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_encode = _ENCODER.encode
+# What that encoder applies to a str (with ensure_ascii=False), without the
+# isinstance tests of encode() in front.
+_encode_str: Final = json.encoder.encode_basestring
+
+
+def _make_flat_encoder() -> Callable[[dict[str, Any]], str]:
+    # JSONEncoder.encode() builds a new C encoder on every call; for the small
+    # flat dicts of span attributes that is most of the cost. The C encoder is
+    # built once here instead, with the same settings but no circularity check,
+    # which a dict of scalars and flat lists of scalars cannot need. It is a
+    # private part of the json module: where it is missing, encode() it is.
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return _encode
+    chunks: Callable[[object, int], Sequence[str]] = make(
+        None,
+        _ENCODER.default,
+        _encode_str,
+        None,
+        _ENCODER.key_separator,
+        _ENCODER.item_separator,
+        False,  # sort_keys
+        False,  # skipkeys
+        False,  # allow_nan
+    )
+    return lambda value: "".join(chunks(value, 0))
+
+
+_encode_flat: Final = _make_flat_encoder()
+
+# Value types the C encoder writes exactly as _json_value would have them written.
+# Subclasses (an IntEnum, a str enum) take the general path: same text, no guessing.
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+_SEQUENCES: Final = frozenset({list, tuple})
+
+# (resource, scope, the end of a line for them). Every span of a provider shares
+# one resource object and one scope object per tracer, and both are immutable,
+# so their text is encoded once. The objects are held so that their ids cannot
+# be reused by others while an entry exists; the bound only guards against a
+# program that makes tracers without end. Entries are replaced whole, so
+# concurrent exporters at worst encode the same pair twice.
+_TAILS: dict[tuple[int, int], tuple[object, object, str]] = {}
+_TAILS_MAX: Final = 64
+
+
+def _tail(span: ReadableSpan) -> str:
+    resource = span.resource
+    scope = span.instrumentation_scope
+    key = (id(resource), id(scope))
+    entry = _TAILS.get(key)
+    if entry is not None and entry[0] is resource and entry[1] is scope:
+        return entry[2]
+    scope_json = (
+        _encode({"name": scope.name, "version": scope.version or None})
+        if scope is not None
+        else "null"
+    )
+    text = f'"resource":{_encode(_attributes(resource.attributes))},"scope":{scope_json}}}'
+    if len(_TAILS) >= _TAILS_MAX:
+        _TAILS.clear()
+    _TAILS[key] = (resource, scope, text)
+    return text
+
+
+def _attributes_json(attributes: Mapping[str, Any] | None) -> str:
+    if not attributes:
+        return "{}"
+    # The SDK hands out a read-only proxy of its attribute mapping; copy() goes
+    # straight to the dict underneath, ten times faster than dict(proxy).
+    copy = getattr(attributes, "copy", None)
+    plain = copy() if copy is not None else None
+    if not isinstance(plain, dict):
+        plain = dict(attributes)
+    for key, value in plain.items():
+        kind = type(value)
+        if type(key) is not str or (
+            kind not in _PLAIN
+            and not (kind in _SEQUENCES and all(type(item) in _PLAIN for item in value))
+        ):
+            return _encode(_attributes(attributes))
+    try:
+        return _encode_flat(plain)
+    except ValueError:  # a non-finite float: _json_value spells it as a string
+        return _encode(_attributes(attributes))
+
+
+def _int_json(value: object) -> str:
+    return str(value) if type(value) is int else _encode(value)
+
+
+def _fast_line(span: ReadableSpan) -> str:
+    context = span.context
+    parent = span.parent
+    status = span.status
+    name = span.name
+    description = status.description
+    # f"{id:032x}" is format(id, "032x"), which is what format_trace_id returns
+    # (and "016x" format_span_id).
+    if context is not None:
+        ids = f'"trace_id":"{context.trace_id:032x}","span_id":"{context.span_id:016x}"'
+    else:
+        ids = '"trace_id":null,"span_id":null'
+    parent_json = "null" if parent is None else f'"{parent.span_id:016x}"'
+    events = span.events
+    events_json = (
+        ",".join(
+            f'{{"name":{_encode(event.name)},"time_unix_nano":{_int_json(event.timestamp)},'
+            f'"attributes":{_attributes_json(event.attributes)}}}'
+            for event in events
+        )
+        if events
+        else ""
+    )
+    links = span.links
+    links_json = (
+        ",".join(
+            f'{{"trace_id":"{link.context.trace_id:032x}",'
+            f'"span_id":"{link.context.span_id:016x}",'
+            f'"attributes":{_attributes_json(link.attributes)}}}'
+            for link in links
+        )
+        if links
+        else ""
+    )
+    return (
+        f'{{"name":{_encode_str(name) if type(name) is str else _encode(name)},{ids},'
+        f'"parent_span_id":{parent_json},'
+        f'"kind":"{span.kind.name}",'
+        f'"start_time_unix_nano":{_int_json(span.start_time)},'
+        f'"end_time_unix_nano":{_int_json(span.end_time)},'
+        f'"status":{{"code":"{status.status_code.name}",'
+        f'"description":{"null" if description is None else _encode(description)}}},'
+        f'"attributes":{_attributes_json(span.attributes)},'
+        f'"events":[{events_json}],"links":[{links_json}],{_tail(span)}'
+    )
+
+
 def encode_span(span: ReadableSpan) -> str:
     """Return *span* as one line of compact JSON (no trailing newline)."""
-    return json.dumps(
-        span_to_dict(span), separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    try:
+        return _fast_line(span)
+    except Exception:
+        # Whatever the fast path could not handle, the plain path encodes or
+        # rejects exactly as it always has.
+        return json.dumps(
+            span_to_dict(span), separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
