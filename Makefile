@@ -4,14 +4,17 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv generate check-generated test lint format typecheck check demo clean phoenix-venv integration
+.PHONY: help venv generate check-generated test lint format typecheck check demo clean phoenix-venv integration bench bench-check
 
 help:
 	@echo "make test             run the test suite (bootstraps .venv)"
 	@echo "make demo             run the instrumented example job (see README)"
 	@echo "make generate         render schema/ into the generated modules and docs"
 	@echo "make check-generated  fail with a diff when a generated file is stale"
+	@echo "make typecheck        mypy --strict on src, codegen, tests and examples"
 	@echo "make check            lint, format check, mypy --strict, generated check, tests"
+	@echo "make bench            measure instrumentation costs against their baselines (BENCH_ARGS=--quick: ~20 s)"
+	@echo "make bench-check      run the benchmarks, exit 1 if a target is missed (by hand; never in CI)"
 	@echo "make integration      round-trip spans through Arize Phoenix (OTLP gRPC + HTTP)"
 
 venv: $(STAMP)
@@ -19,7 +22,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,sdk]'
+	$(PY) -m pip install --quiet -e '.[dev,sdk,cli]'
 	touch $(STAMP)
 
 generate: $(STAMP)
@@ -40,13 +43,22 @@ format: $(STAMP)
 	$(PY) -m ruff check --fix .
 
 typecheck: $(STAMP)
-	$(PY) -m mypy --strict src codegen
+	$(PY) -m mypy --strict src codegen tests examples bench
 
 check: lint typecheck check-generated test
 
-demo:
-	@echo "make demo arrives with issue 7 (an instrumented example job); until then see README."
-	@exit 1
+# DEMO_ARGS passes options to the job, e.g. make demo DEMO_ARGS="--iterations 1000".
+demo: $(STAMP)
+	$(PY) examples/train_demo.py $(DEMO_ARGS)
+
+BENCH_ARGS ?=
+
+bench: $(STAMP)
+	$(PY) -m bench $(BENCH_ARGS)
+
+bench-check: $(STAMP)
+	$(PY) -m bench $(BENCH_ARGS)
+	$(PY) -m bench.check
 
 phoenix-venv:
 	bash scripts/phoenix-venv.sh
