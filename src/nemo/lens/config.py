@@ -64,6 +64,7 @@ _PREFIXED_ENV: Final[Mapping[str, str]] = {
     "run_id": "RUN_ID",
     "user": "USER_ID",
     "trace_file": "TRACE_FILE",
+    "handle_signals": "HANDLE_SIGNALS",
 }
 _FIXED_ENV: Final[Mapping[str, str]] = {
     "service_name": "OTEL_SERVICE_NAME",
@@ -76,6 +77,7 @@ _BOOL_FIELDS: Final = (
     "traces_enabled",
     "metrics_enabled",
     "logs_enabled",
+    "handle_signals",
 )
 _STR_FIELDS: Final = (
     "service_name",
@@ -194,6 +196,11 @@ class NemoLensConfig:
     trace_file: str = ""
     """Output path of the ``file`` exporter; empty means :data:`DEFAULT_TRACE_FILE`.
     May use ``{rank}``, ``{run_id}`` and ``{service_name}``."""
+    handle_signals: bool = False
+    """On SIGTERM, flush telemetry and end open spans as truncated before the
+    process goes (see :mod:`nemo.lens._signals`); a handler already installed is
+    chained, not replaced. Needs set-up from the main thread. Off by default:
+    signal handling belongs to the application unless it opts in."""
 
     def __post_init__(self) -> None:
         self._check_fields()

@@ -21,6 +21,12 @@ application can still install providers of its own.
 
 The first import of the SDK happens in phase 2; importing this module does
 not import it.
+
+With ``handle_signals`` set, phase 3 also routes SIGTERM through
+:mod:`nemo.lens._signals`. A child forked after set-up keeps the handle: its
+locks are replaced in the child, and a child started by ``multiprocessing``
+(which leaves with ``os._exit``, skipping ``atexit``) shuts the handle down
+through a ``multiprocessing`` finalizer, so its spans are exported.
 """
 
 from __future__ import annotations
@@ -28,7 +34,10 @@ from __future__ import annotations
 import atexit
 import importlib
 import logging
+import os
+import sys
 import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
@@ -36,7 +45,7 @@ from typing import TYPE_CHECKING, Final
 from opentelemetry import metrics, trace
 from opentelemetry.util.types import AttributeValue
 
-from nemo.lens import state
+from nemo.lens import _signals, semconv, state
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.exporters import Signal, otlp_protocol
 from nemo.lens.strategies import ExportStrategy, _FunctionStrategy, get_export_strategy
@@ -44,6 +53,7 @@ from nemo.lens.strategies import ExportStrategy, _FunctionStrategy, get_export_s
 if TYPE_CHECKING:
     from types import TracebackType
 
+    from opentelemetry.sdk._logs.export import LogRecordExporter
     from opentelemetry.sdk.metrics.export import MetricReader
     from opentelemetry.sdk.trace.export import SpanExporter
 
@@ -62,7 +72,7 @@ _logger = logging.getLogger(__name__)
 DEFAULT_SHUTDOWN_TIMEOUT_MS: Final = 5000
 """How long :meth:`TelemetryHandle.shutdown` (and the exit hook) waits by default."""
 
-_SCOPE_NAME: Final = "nemo.lens"
+_SCOPE_NAME: Final = semconv.SCOPE_NAME
 
 StrategyArgument = ExportStrategy | str | Callable[[int, int, NemoLensConfig], bool]
 """What ``setup_telemetry(export_strategy=...)`` accepts."""
@@ -280,6 +290,7 @@ def _retire(handle: TelemetryHandle) -> None:
         if _current is not handle:
             return
         _current = None
+        _signals.uninstall(handle)
         from nemo.lens import _delegating
 
         _delegating.unpublish()
@@ -291,6 +302,45 @@ def _shutdown_at_exit() -> None:
     handle = _current
     if handle is not None:
         handle.shutdown(DEFAULT_SHUTDOWN_TIMEOUT_MS)
+
+
+# -- fork ---------------------------------------------------------------------------
+
+# Handles already registered with multiprocessing's after-fork registry.
+_mp_registered: weakref.WeakSet[TelemetryHandle] = weakref.WeakSet()
+
+
+def _before_fork() -> None:
+    # multiprocessing's fork children leave with os._exit, which skips atexit.
+    # Its after-fork registry (copied into the child by this very fork) lets the
+    # child arm a finalizer that multiprocessing runs before that exit. Only
+    # when multiprocessing is already loaded: it is the one doing the forking then.
+    handle = _current
+    util = sys.modules.get("multiprocessing.util")
+    if handle is None or util is None or handle in _mp_registered:
+        return
+    _mp_registered.add(handle)
+    util.register_after_fork(handle, _arm_multiprocessing_exit)
+
+
+def _arm_multiprocessing_exit(handle: TelemetryHandle) -> None:
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None and _current is handle:
+        util.Finalize(handle, _shutdown_at_exit, exitpriority=10)
+
+
+def _after_fork_in_child() -> None:
+    # Only the forking thread exists in the child: a lock another thread held at
+    # that instant would stay held forever.
+    global _LOCK
+    _LOCK = threading.RLock()
+    handle = _current
+    if handle is not None:
+        handle._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 # -- validation ---------------------------------------------------------------------
@@ -379,6 +429,7 @@ def setup_telemetry(
     metric_reader: MetricReader | None = None,
     export_strategy: StrategyArgument | None = None,
     _allow_reinit: bool = False,
+    log_exporter: LogRecordExporter | None = None,
 ) -> TelemetryHandle:
     """Set up telemetry for this process and return its :class:`TelemetryHandle`.
 
@@ -397,6 +448,9 @@ def setup_telemetry(
             ``config.export_strategy``.
         _allow_reinit: Replace an active set-up (shutting it down) instead of
             raising.
+        log_exporter: Use this exporter for log records instead of the
+            configured one (e.g. the SDK's ``InMemoryLogRecordExporter``);
+            needs ``config.logs_enabled``.
 
     Everything is validated before anything global changes, so an exception
     leaves the process as it was. Exporters and readers (including the ones
@@ -442,6 +496,12 @@ def setup_telemetry(
             pipeline=None,
         )
 
+    if config.handle_signals and threading.current_thread() is not threading.main_thread():
+        raise RuntimeError(
+            "NemoLensConfig.handle_signals=True needs setup_telemetry() to be called from the "
+            "main thread (Python lets only the main thread install signal handlers); call it "
+            "there, or set handle_signals=False"
+        )
     if config.export_rank >= world_size:
         raise ValueError(
             f"NemoLensConfig.export_rank {config.export_rank} is out of range for world_size "
@@ -463,7 +523,7 @@ def setup_telemetry(
             signals.append("traces")
         if resolved.metrics_enabled and metric_reader is None:
             signals.append("metrics")
-        if resolved.logs_enabled:
+        if resolved.logs_enabled and log_exporter is None:
             signals.append("logs")
         for signal in signals:
             otlp_protocol(signal)
@@ -487,6 +547,7 @@ def setup_telemetry(
         resource_attributes=extra_attributes,
         span_exporter=span_exporter,
         metric_reader=metric_reader,
+        log_exporter=log_exporter,
     )
     handle = TelemetryHandle(
         config=resolved,
@@ -516,6 +577,8 @@ def setup_telemetry(
         state.set_enabled_span_groups(groups)
         _use_tracer_provider(pipeline.tracer_provider)
         _current = handle
+        if resolved.handle_signals:
+            _install_signal_handlers(handle)
         if not _atexit_registered:
             # Our hook replaces the SDK's (disabled in providers): it is bounded,
             # where the SDK's can hold up interpreter exit for 30 s on a dead collector.
@@ -531,6 +594,15 @@ def setup_telemetry(
         ",".join(sorted(groups)) or "-",
     )
     return handle
+
+
+def _install_signal_handlers(handle: TelemetryHandle) -> None:
+    # Runs while publishing: a failure here must not leave set-up half done, so
+    # it is reported and telemetry runs on without the handler.
+    try:
+        _signals.install(handle, flush=handle.force_flush, shutdown=handle.shutdown)
+    except Exception:
+        _logger.exception("nemo.lens: could not install the SIGTERM handler (handle_signals)")
 
 
 def get_tracer(name: str = _SCOPE_NAME, version: str | None = None) -> trace.Tracer:

@@ -3,8 +3,9 @@
 Each exporter writes complete lines through a sink that serialises writers with
 a lock, so concurrent batches from the span, metric and log pipelines (or from
 several processors sharing a sink) never interleave within a line. A batch is
-written with one ``write`` and then flushed: one system call per batch, and a
-crashed job keeps everything exported before the crash.
+written with one system call and nothing is buffered, so a crashed job keeps
+everything exported before the crash and a forked child can share the file
+(see :class:`FileSink`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
@@ -22,6 +23,7 @@ from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult,
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from nemo.lens import _fork
 from nemo.lens.exporters.encoding import encode_span
 
 __all__ = [
@@ -38,6 +40,16 @@ _logger = logging.getLogger(__name__)
 # One lock for every StdoutSink: the span, metric and log exporters each have a
 # sink, and their lines must not interleave on the shared stream.
 _STDOUT_LOCK = threading.Lock()
+
+
+def _reset_stdout_lock() -> None:
+    # A forked child must not inherit the lock held by a parent thread mid-write.
+    global _STDOUT_LOCK
+    _STDOUT_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_stdout_lock)
 
 
 class LineSink(Protocol):
@@ -87,6 +99,15 @@ class FileSink:
     fails set-up (in the caller's thread) rather than every later export (in the
     exporter's background thread). Append mode: a restarted rank with the same
     path adds to its earlier output instead of destroying it.
+
+    Each :meth:`write` is one ``write(2)`` on a descriptor opened with
+    ``O_APPEND``, with no buffer in between. So a forked child (a data-loader
+    worker) can keep using the sink: its batches and the parent's land whole,
+    one after the other, never inside each other's lines (Linux applies an
+    ``O_APPEND`` write to a local file as one unit; over NFS give each process
+    its own file). And a child has no copy of a half-written buffer to flush
+    twice. The lock that serialises this process's writers is replaced in a
+    forked child, where the thread that may have held it does not exist.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -95,30 +116,36 @@ class FileSink:
         if parent:
             os.makedirs(parent, exist_ok=True)
         self._lock = threading.Lock()
-        self._stream: IO[str] | None = open(  # noqa: SIM115 - closed by close()
-            self.path, "a", encoding="utf-8", newline="\n"
+        self._fd: int | None = os.open(
+            self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666
         )
+        _fork.register(self)
+
+    def _after_fork_in_child(self) -> None:
+        self._lock = threading.Lock()
 
     def write(self, text: str) -> None:
-        """Append *text* and flush; raises ``ValueError`` after :meth:`close`."""
+        """Append *text*; raises ``ValueError`` after :meth:`close`."""
+        data = text.encode("utf-8")
         with self._lock:
-            if self._stream is None:
+            if self._fd is None:
                 raise ValueError(f"{self.path} is closed")
-            self._stream.write(text)
-            self._stream.flush()
+            view = memoryview(data)
+            while view:
+                # A regular file takes the whole write unless the disk is full or
+                # a signal interrupts it; then finish the rest rather than lose it.
+                written = os.write(self._fd, view)
+                view = view[written:]
 
     def flush(self) -> None:
-        """Flush buffered output (nothing after :meth:`close`)."""
-        with self._lock:
-            if self._stream is not None:
-                self._stream.flush()
+        """Nothing is buffered: every write goes straight to the file."""
 
     def close(self) -> None:
-        """Flush and close the file; idempotent."""
+        """Close the file; idempotent."""
         with self._lock:
-            if self._stream is not None:
-                self._stream.close()
-                self._stream = None
+            if self._fd is not None:
+                fd, self._fd = self._fd, None
+                os.close(fd)
 
 
 class JsonLinesSpanExporter(SpanExporter):

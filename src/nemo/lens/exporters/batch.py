@@ -1,0 +1,386 @@
+"""A batch span processor that never blocks without bound, never loses silently, and forks.
+
+nemo.lens uses :class:`BatchingSpanProcessor` instead of the SDK's
+``BatchSpanProcessor`` for every exporter that is not synchronous. It behaves the
+same way -- spans are queued as they end and a background thread exports them
+in batches -- and differs where a training job needs it to:
+
+**When the queue is full** the SDK drops the oldest span and logs a warning
+every 20 s. Here the policy is chosen per exporter:
+
+* ``"block"`` (the file exporter): the thread that ended the span waits until
+  the writer has made room, so a graceful exit loses nothing however fast the
+  job emits. The wait is bounded by progress, not by a fixed time: while the
+  writer keeps completing batches, the job waits for it; if it completes none
+  for ``stall_timeout_millis`` (a hung file system), the processor declares the
+  exporter stalled, drops instead of waiting (the job runs on) and resumes
+  blocking as soon as a batch completes.
+* ``"drop"`` (OTLP and exporters passed in): the new span is dropped and the
+  job never waits; a collector that is down costs memory up to the queue limit
+  and nothing else.
+
+Either way the first drop is logged once and the total is reported at shutdown
+(:class:`~nemo.lens.exporters.health.ExportHealth`).
+
+**Nothing on the span path takes a lock.** Ending a span appends to a
+``collections.deque`` (atomic) and never signals the worker, which polls the
+queue length every few milliseconds instead. A lock held by the span path could
+be held at the instant a signal handler (see :mod:`nemo.lens._signals`) or
+``fork`` interrupts it, and the shutdown that follows would wait for it forever.
+
+**Shutdown drains everything** that was queued before it began, then shuts the
+exporter down. :meth:`shutdown` and :meth:`force_flush` honour their timeout
+(the SDK's ``force_flush`` ignores it).
+
+**After ``fork``** the child starts with an empty queue (the parent's spans are
+the parent's to export) and its own worker thread, and it does not export the
+copies of spans that were already open in the parent when it forked. Given an
+``exporter_factory``, the child also exports through a new exporter of its own,
+made on its first export: a network exporter's inherited connection is shared
+with the parent, and two processes writing requests into one HTTP keep-alive
+connection garble each other's. An exporter that is ``usable_after_fork=False``
+(OTLP over gRPC, which can hang or crash a forked child) is not used in the
+child at all: the child drops its spans, as the parent announces once when it
+first forks (:func:`~nemo.lens.exporters.health.announce_not_after_fork`); and
+in the parent its exports run inside :func:`nemo.lens._fork.fork_unsafe`, so
+that no fork happens in the middle of one.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Final, Literal
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from nemo.lens import _fork
+from nemo.lens.exporters.health import (
+    ExportHealth,
+    announce_not_after_fork,
+    describe_destination,
+    last_cause,
+    quiet,
+)
+
+__all__ = [
+    "DEFAULT_STALL_TIMEOUT_MILLIS",
+    "POLL_INTERVAL_S",
+    "BatchingSpanProcessor",
+    "WhenFull",
+]
+
+_logger = logging.getLogger(__name__)
+
+WhenFull = Literal["block", "drop"]
+"""What a full queue does to the thread that ends a span: wait for room, or drop the span."""
+
+DEFAULT_STALL_TIMEOUT_MILLIS: Final = 5000
+"""How long a blocking processor waits for an exporter that completes no batch at all."""
+
+POLL_INTERVAL_S: Final = 0.02
+"""How often the worker looks at the queue: the most a full batch waits to be noticed."""
+
+_BLOCKED_SLEEP_S: Final = 0.001
+"""How often a blocked span-ending thread looks for room."""
+
+
+class BatchingSpanProcessor(SpanProcessor):
+    """Queue ended spans and export them in batches from a background thread.
+
+    Args:
+        exporter: Where batches go.
+        max_queue_size: Spans held at most (plus at most one per thread racing
+            to append at the same instant).
+        max_export_batch_size: Spans per ``export`` call; at most the queue size.
+        schedule_delay_millis: Longest a span waits when the queue is not
+            filling; a full batch is exported as soon as the worker sees it.
+        when_full: ``"block"`` or ``"drop"`` (see the module docstring).
+        stall_timeout_millis: For ``"block"``: how long without a completed
+            batch before the exporter counts as stalled.
+        health: Where failures and drops are reported (a private one if omitted).
+        quiet_loggers: Loggers whose records the exporter's calls suppress
+            (see :func:`nemo.lens.exporters.health.quiet`); only for exporters
+            nemo.lens created.
+        exporter_factory: Makes an exporter like *exporter*; a forked child
+            uses a new one instead of its copy of the parent's.
+        usable_after_fork: ``False`` for an exporter a forked child must not
+            touch at all; its spans are then not exported from forked children.
+    """
+
+    def __init__(
+        self,
+        exporter: SpanExporter,
+        *,
+        max_queue_size: int,
+        max_export_batch_size: int,
+        schedule_delay_millis: float,
+        when_full: WhenFull = "drop",
+        stall_timeout_millis: float = DEFAULT_STALL_TIMEOUT_MILLIS,
+        health: ExportHealth | None = None,
+        quiet_loggers: Sequence[str] = (),
+        exporter_factory: Callable[[], SpanExporter] | None = None,
+        usable_after_fork: bool = True,
+    ) -> None:
+        for name, value in (
+            ("max_queue_size", max_queue_size),
+            ("max_export_batch_size", max_export_batch_size),
+            ("schedule_delay_millis", schedule_delay_millis),
+            ("stall_timeout_millis", stall_timeout_millis),
+        ):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if max_export_batch_size > max_queue_size:
+            raise ValueError(
+                f"max_export_batch_size ({max_export_batch_size}) must not exceed "
+                f"max_queue_size ({max_queue_size})"
+            )
+        if when_full not in ("block", "drop"):
+            raise ValueError(f"when_full must be 'block' or 'drop', got {when_full!r}")
+        self.exporter = exporter
+        self.max_queue_size = int(max_queue_size)
+        self.max_export_batch_size = int(max_export_batch_size)
+        self.schedule_delay_millis = schedule_delay_millis
+        self.when_full: WhenFull = when_full
+        self.stall_timeout_millis = stall_timeout_millis
+        self.health = health if health is not None else ExportHealth()
+        self._quiet = tuple(quiet_loggers)
+        self._destination = describe_destination(exporter)
+        self._exporter_factory = exporter_factory
+        self._exporter_inherited = False
+        self._usable_after_fork = usable_after_fork
+        self._disabled = False
+        self._shutdown = False
+        self._worker_done = threading.Event()
+        self._reset_runtime_state()
+        self._start_worker()
+        _fork.register(self)
+
+    # -- state that a forked child rebuilds -----------------------------------------
+
+    def _reset_runtime_state(self) -> None:
+        self._queue: collections.deque[ReadableSpan] = collections.deque()
+        self._in_flight = 0
+        self._wake = threading.Event()
+        self._flush_lock = threading.Lock()
+        self._flush_done = threading.Condition(self._flush_lock)
+        self._flush_requested = 0
+        self._flush_completed = 0
+        self._progress_at = time.monotonic()
+        self._stalled = False
+        self._pid = os.getpid()
+        self._forked_at_ns = 0
+
+    def _start_worker(self) -> None:
+        self._worker_done = threading.Event()
+        self._worker = threading.Thread(
+            target=self._run, name="nemo.lens span exporter", daemon=True
+        )
+        self._worker.start()
+
+    def _before_fork_in_parent(self) -> None:
+        if not self._usable_after_fork and not self._shutdown:
+            announce_not_after_fork(self._destination)
+
+    def _after_fork_in_child(self) -> None:
+        """Forget the parent's queue; start this process's own worker."""
+        self._reset_runtime_state()
+        if not self._usable_after_fork:
+            # No thread, no export, no shutdown of the parent's exporter: the
+            # child leaves it alone entirely.
+            self._disabled = True
+            self._exporter_inherited = True
+            return
+        # A span that started before the fork is the parent's: if the child ends
+        # its copy (unwinding a `with` block on the way out), exporting it would
+        # duplicate a span the parent exports itself, under the same ids.
+        self._forked_at_ns = time.time_ns()
+        # Replaced on the worker thread, not here: making a network client in
+        # the middle of fork() is asking for trouble.
+        self._exporter_inherited = self._exporter_factory is not None
+        if not self._shutdown:
+            self._start_worker()
+
+    # -- the span path ----------------------------------------------------------------
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        """Nothing to do when a span starts."""
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Queue *span* for export (see the module docstring for a full queue)."""
+        context = span.context
+        if context is None or not context.trace_flags.sampled or self._shutdown or self._disabled:
+            return
+        if self._forked_at_ns and (span.start_time or 0) < self._forked_at_ns:
+            return
+        if len(self._queue) >= self.max_queue_size and not self._wait_for_room():
+            self._drop()
+            return
+        self._queue.append(span)
+
+    def _wait_for_room(self) -> bool:
+        if self.when_full == "drop" or self._stalled:
+            return False
+        stall_s = self.stall_timeout_millis / 1000
+        waiting_since = time.monotonic()
+        while len(self._queue) >= self.max_queue_size:
+            if self._shutdown or self._stalled:
+                return False
+            now = time.monotonic()
+            if now - max(waiting_since, self._progress_at) > stall_s:
+                self._stalled = True
+                return False
+            time.sleep(_BLOCKED_SLEEP_S)
+        return True
+
+    def _drop(self) -> None:
+        if self._stalled:
+            reason = "exporter stalled"
+            explanation = (
+                f"nemo.lens: the span exporter ({self._destination}) has not finished a batch "
+                f"in {self.stall_timeout_millis:g} ms and its queue is full; dropping spans "
+                "instead of holding the job up, until it writes again (a hung file system?). "
+                "The total is reported at shutdown."
+            )
+        else:
+            reason = "queue full"
+            explanation = (
+                f"nemo.lens: the span queue is full ({self.max_queue_size} spans) because "
+                f"export to {self._destination} is failing or slower than the job; dropping "
+                "spans until it catches up. The total is reported at shutdown."
+            )
+        self.health.dropped("traces", 1, reason, explanation)
+
+    # -- the worker -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        delay_s = self.schedule_delay_millis / 1000
+        next_export = time.monotonic() + delay_s
+        try:
+            while not self._shutdown:
+                self._wake.wait(POLL_INTERVAL_S)
+                self._wake.clear()
+                if self._shutdown:
+                    break
+                flush_target = self._flush_requested
+                now = time.monotonic()
+                if flush_target != self._flush_completed or now >= next_export:
+                    self._export_batches(everything=True)
+                    next_export = time.monotonic() + delay_s
+                    self._complete_flush(flush_target)
+                elif len(self._queue) >= self.max_export_batch_size:
+                    self._export_batches(everything=False)
+            self._export_batches(everything=True)
+            self._complete_flush(self._flush_requested)
+        finally:
+            self._worker_done.set()
+
+    def _export_batches(self, *, everything: bool) -> None:
+        queue = self._queue
+        batch_size = self.max_export_batch_size
+        while len(queue) >= (1 if everything else batch_size):
+            batch: list[ReadableSpan] = []
+            try:
+                for _ in range(batch_size):
+                    batch.append(queue.popleft())
+            except IndexError:
+                pass
+            self._in_flight = len(batch)
+            self._export(batch)
+            self._in_flight = 0
+            self._progress_at = time.monotonic()
+            self._stalled = False
+
+    def _warn(self, cause: str) -> None:
+        self.health.attempt_failed("traces", self._destination, cause)
+
+    def _export(self, batch: list[ReadableSpan]) -> None:
+        cause: str | None = None
+        gate = contextlib.nullcontext() if self._usable_after_fork else _fork.fork_unsafe()
+        with gate, quiet(self._quiet, on_warning=self._warn):
+            try:
+                if self._exporter_inherited and self._exporter_factory is not None:
+                    self._exporter_inherited = False
+                    self.exporter = self._exporter_factory()
+                result = self.exporter.export(batch)
+            except Exception as exc:
+                result = SpanExportResult.FAILURE
+                cause = f"{type(exc).__name__}: {exc}"
+            cause = cause or last_cause()
+        if result is SpanExportResult.SUCCESS:
+            self.health.export_succeeded("traces", self._destination)
+        else:
+            self.health.export_failed("traces", len(batch), self._destination, cause)
+
+    def _complete_flush(self, target: int) -> None:
+        with self._flush_done:
+            if target > self._flush_completed:
+                self._flush_completed = target
+            self._flush_done.notify_all()
+
+    # -- flush and shutdown ---------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Spans queued or being exported right now."""
+        return len(self._queue) + self._in_flight
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Export everything queued so far; ``True`` if done within *timeout_millis*."""
+        if self._shutdown or self._disabled:
+            return self.pending == 0
+        deadline = time.monotonic() + max(0, timeout_millis) / 1000
+        with self._flush_done:
+            self._flush_requested += 1
+            target = self._flush_requested
+        self._wake.set()
+        with self._flush_done:
+            while self._flush_completed < target:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._worker.is_alive():
+                    return False
+                self._flush_done.wait(min(remaining, 0.1))
+        return True
+
+    def shutdown(self, timeout_millis: float | None = None) -> None:
+        """Stop accepting spans, export the queue, then shut the exporter down.
+
+        See :meth:`close`, which also says whether the queue was drained.
+        """
+        self.close(timeout_millis)
+
+    def close(self, timeout_millis: float | None = None) -> bool:
+        """Stop accepting spans, export the queue, then shut the exporter down.
+
+        Waits at most *timeout_millis* for the queue to drain (``None``: as long
+        as it takes) before shutting the exporter down anyway; an exporter that
+        is still retrying gives up then. Returns whether everything queued was
+        handed to the exporter in time. Later calls only report that.
+        """
+        if self._disabled:
+            return True
+        if self._shutdown:
+            return self._worker_done.is_set()
+        self._shutdown = True
+        self._wake.set()
+        wait_s = None if timeout_millis is None else max(0.0, timeout_millis / 1000)
+        if self._pid == os.getpid():
+            self._worker_done.wait(wait_s)
+        drained = self._worker_done.is_set()
+        if self._exporter_inherited:
+            # A forked child that never exported still holds the parent's
+            # exporter; shutting that down could close what the parent uses.
+            return drained
+        with quiet(self._quiet):
+            try:
+                self.exporter.shutdown()
+            except Exception:
+                _logger.debug("nemo.lens: shutting the span exporter down failed", exc_info=True)
+        return drained
