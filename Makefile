@@ -4,11 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv generate check-generated test lint format typecheck check demo clean phoenix-venv integration bench bench-check
+.PHONY: help venv generate check-generated test lint format typecheck check demo clean phoenix-venv integration bench bench-check test-reliability
 
 help:
 	@echo "make test             run the test suite (bootstraps .venv)"
 	@echo "make demo             run the instrumented example job (see README)"
+	@echo "make test-reliability the fault, load and fuzz suite, slow cases included"
 	@echo "make generate         render schema/ into the generated modules and docs"
 	@echo "make check-generated  fail with a diff when a generated file is stale"
 	@echo "make typecheck        mypy --strict on src, codegen, tests and examples"
@@ -33,6 +34,9 @@ check-generated: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+test-reliability: $(STAMP)
+	NEMO_LENS_SLOW_TESTS=1 $(PY) -m pytest tests/reliability
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -51,7 +51,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -175,7 +174,6 @@ class BatchingSpanProcessor(SpanProcessor):
         self._flush_completed = 0
         self._progress_at = time.monotonic()
         self._stalled = False
-        self._pid = os.getpid()
         self._forked_at_ns = 0
 
     def _start_worker(self) -> None:
@@ -371,8 +369,7 @@ class BatchingSpanProcessor(SpanProcessor):
         self._shutdown = True
         self._wake.set()
         wait_s = None if timeout_millis is None else max(0.0, timeout_millis / 1000)
-        if self._pid == os.getpid():
-            self._worker_done.wait(wait_s)
+        self._worker_done.wait(wait_s)
         drained = self._worker_done.is_set()
         if self._exporter_inherited:
             # A forked child that never exported still holds the parent's
