@@ -28,7 +28,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from opentelemetry.sdk._logs import ReadableLogRecord
@@ -390,26 +390,29 @@ def announce_not_after_fork(destination: str) -> None:
 # -- wrappers for the SDK-driven signals ------------------------------------------------------
 
 
-class ReportingMetricExporter(MetricExporter):
-    """Forwards to *inner*, quietly, and reports failures to an :class:`ExportHealth`.
+_E = TypeVar("_E")
+_R = TypeVar("_R")
+
+
+class _Forwarder(Generic[_E]):
+    """What the metric and log wrappers share: quiet forwarding, failure reports, and
+    which exporter a forked child may use.
 
     With a *factory*, a forked child exports through a new exporter of its own
     instead of its copy of the parent's (whose connection the parent uses).
     """
 
-    def __init__(
+    _signal: str
+    inner: _E
+
+    def _setup(
         self,
-        inner: MetricExporter,
+        inner: _E,
         health: ExportHealth,
-        *,
-        quiet_loggers: Sequence[str] = (),
-        factory: Callable[[], MetricExporter] | None = None,
-        usable_after_fork: bool = True,
+        quiet_loggers: Sequence[str],
+        factory: Callable[[], _E] | None,
+        usable_after_fork: bool,
     ) -> None:
-        super().__init__(
-            preferred_temporality=inner._preferred_temporality,
-            preferred_aggregation=inner._preferred_aggregation,
-        )
         self.inner = inner
         self._health = health
         self._quiet = tuple(quiet_loggers)
@@ -430,35 +433,65 @@ class ReportingMetricExporter(MetricExporter):
         self._disabled = not self._usable_after_fork
 
     def _warn(self, cause: str) -> None:
-        self._health.attempt_failed("metrics", self._destination, cause)
+        self._health.attempt_failed(self._signal, self._destination, cause)
 
-    def _own_inner(self) -> MetricExporter:
+    def _own_inner(self) -> _E:
         if self._inherited and self._factory is not None:
             self._inherited = False
             self.inner = self._factory()
         return self.inner
 
-    def export(
-        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
-    ) -> MetricExportResult:
-        """Export through *inner*; a failure or exception is counted, not raised."""
+    def _forward(self, items: int, send: Callable[[_E], _R], success: _R, failure: _R) -> _R:
+        """Send through *inner*; a failure or exception is counted, not raised."""
         if self._disabled:  # a forked child that must not touch the exporter
-            return MetricExportResult.FAILURE
+            return failure
         cause: str | None = None
         gate = contextlib.nullcontext() if self._usable_after_fork else _fork.fork_unsafe()
         with gate, quiet(self._quiet, on_warning=self._warn):
             try:
-                inner = self._own_inner()
-                result = inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+                result = send(self._own_inner())
             except Exception as exc:
-                result = MetricExportResult.FAILURE
+                result = failure
                 cause = f"{type(exc).__name__}: {exc}"
             cause = cause or last_cause()
-        if result is MetricExportResult.SUCCESS:
-            self._health.export_succeeded("metrics", self._destination)
+        if result is success:
+            self._health.export_succeeded(self._signal, self._destination)
         else:
-            self._health.export_failed("metrics", 1, self._destination, cause)
+            self._health.export_failed(self._signal, items, self._destination, cause)
         return result
+
+
+class ReportingMetricExporter(_Forwarder[MetricExporter], MetricExporter):
+    """Forwards to *inner*, quietly, and reports failures to an :class:`ExportHealth`."""
+
+    _signal = "metrics"
+
+    def __init__(
+        self,
+        inner: MetricExporter,
+        health: ExportHealth,
+        *,
+        quiet_loggers: Sequence[str] = (),
+        factory: Callable[[], MetricExporter] | None = None,
+        usable_after_fork: bool = True,
+    ) -> None:
+        MetricExporter.__init__(
+            self,
+            preferred_temporality=inner._preferred_temporality,
+            preferred_aggregation=inner._preferred_aggregation,
+        )
+        self._setup(inner, health, quiet_loggers, factory, usable_after_fork)
+
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
+        """Export through *inner*; a failure or exception is counted, not raised."""
+        return self._forward(
+            1,
+            lambda inner: inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs),
+            MetricExportResult.SUCCESS,
+            MetricExportResult.FAILURE,
+        )
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         """Flush *inner* (not a copy inherited from the parent process)."""
@@ -475,12 +508,10 @@ class ReportingMetricExporter(MetricExporter):
             self.inner.shutdown(timeout_millis=timeout_millis, **kwargs)
 
 
-class ReportingLogExporter(LogRecordExporter):
-    """Forwards to *inner*, quietly, and reports failures to an :class:`ExportHealth`.
+class ReportingLogExporter(_Forwarder[LogRecordExporter], LogRecordExporter):
+    """Forwards to *inner*, quietly, and reports failures to an :class:`ExportHealth`."""
 
-    With a *factory*, a forked child exports through a new exporter of its own
-    instead of its copy of the parent's (whose connection the parent uses).
-    """
+    _signal = "logs"
 
     def __init__(
         self,
@@ -491,52 +522,16 @@ class ReportingLogExporter(LogRecordExporter):
         factory: Callable[[], LogRecordExporter] | None = None,
         usable_after_fork: bool = True,
     ) -> None:
-        self.inner = inner
-        self._health = health
-        self._quiet = tuple(quiet_loggers)
-        self._destination = describe_destination(inner)
-        self._factory = factory
-        self._usable_after_fork = usable_after_fork
-        self._inherited = False
-        self._disabled = False
-        if factory is not None or not usable_after_fork:
-            _fork.register(self)
-
-    def _before_fork_in_parent(self) -> None:
-        if not self._usable_after_fork:
-            announce_not_after_fork(self._destination)
-
-    def _after_fork_in_child(self) -> None:
-        self._inherited = True
-        self._disabled = not self._usable_after_fork
-
-    def _warn(self, cause: str) -> None:
-        self._health.attempt_failed("logs", self._destination, cause)
-
-    def _own_inner(self) -> LogRecordExporter:
-        if self._inherited and self._factory is not None:
-            self._inherited = False
-            self.inner = self._factory()
-        return self.inner
+        self._setup(inner, health, quiet_loggers, factory, usable_after_fork)
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         """Export through *inner*; a failure or exception is counted, not raised."""
-        if self._disabled:  # a forked child that must not touch the exporter
-            return LogRecordExportResult.FAILURE
-        cause: str | None = None
-        gate = contextlib.nullcontext() if self._usable_after_fork else _fork.fork_unsafe()
-        with gate, quiet(self._quiet, on_warning=self._warn):
-            try:
-                result = self._own_inner().export(batch)
-            except Exception as exc:
-                result = LogRecordExportResult.FAILURE
-                cause = f"{type(exc).__name__}: {exc}"
-            cause = cause or last_cause()
-        if result is LogRecordExportResult.SUCCESS:
-            self._health.export_succeeded("logs", self._destination)
-        else:
-            self._health.export_failed("logs", len(batch), self._destination, cause)
-        return result
+        return self._forward(
+            len(batch),
+            lambda inner: inner.export(batch),
+            LogRecordExportResult.SUCCESS,
+            LogRecordExportResult.FAILURE,
+        )
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Flush *inner* (not a copy inherited from the parent process)."""
