@@ -1105,3 +1105,11 @@ def test_the_fallback_redacts_exactly_like_the_real_helper(key: str, value: obje
     assert fallbacks.redact_value(key, value) == redact_value(key, value)
     custom = frozenset({"Llm", "x"})
     assert fallbacks.redact_value(key, value, custom) == redact_value(key, value, custom)
+
+
+def test_a_kind_that_is_not_a_span_kind_is_rejected_at_the_call(
+    spans: InMemorySpanExporter,
+) -> None:
+    with pytest.raises(TypeError, match=r"takes an opentelemetry.trace.SpanKind .* got 'server'"):
+        managed_span(STEP, "serve.request", kind="server")  # type: ignore[arg-type]
+    assert spans.get_finished_spans() == ()

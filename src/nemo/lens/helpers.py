@@ -420,6 +420,12 @@ def managed_span(
     """
     if group not in _state._enabled:
         return _DISABLED
+    if kind is not None and not isinstance(kind, SpanKind):
+        # Caught here, at the call site: the SDK would accept it and fail at export.
+        raise TypeError(
+            f"managed_span(kind=...) takes an opentelemetry.trace.SpanKind such as "
+            f"SpanKind.SERVER, got {kind!r}"
+        )
     # attributes is this call's own **kwargs dict, so adding to it is free; the
     # group goes last so a caller's attribute of the same name cannot mislabel it.
     attributes[_SPAN_GROUP] = group
