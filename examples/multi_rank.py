@@ -119,7 +119,7 @@ def main() -> None:
     run_id = NemoLensConfig().resolved().run_id
     spawn_args = (args.world_size, _free_port(), args.out, run_id, args.steps)
     # torch.multiprocessing.spawn has no type annotations.
-    mp.spawn(_spawned, args=spawn_args, nprocs=args.world_size, join=True)  # type: ignore[attr-defined,no-untyped-call]
+    mp.spawn(_spawned, args=spawn_args, nprocs=args.world_size, join=True)  # type: ignore[attr-defined,no-untyped-call,unused-ignore]
 
 
 if __name__ == "__main__":
