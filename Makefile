@@ -12,7 +12,7 @@ help:
 	@echo "make test-reliability the fault, load and fuzz suite, slow cases included"
 	@echo "make generate         render schema/ into the generated modules and docs"
 	@echo "make check-generated  fail with a diff when a generated file is stale"
-	@echo "make typecheck        mypy --strict on src, codegen, tests and examples"
+	@echo "make typecheck        mypy --strict on src, tests, examples and bench"
 	@echo "make check            lint, format check, mypy --strict, generated check, tests"
 	@echo "make bench            measure instrumentation costs against their baselines (BENCH_ARGS=--quick: ~20 s)"
 	@echo "make bench-check      run the benchmarks, exit 1 if a target is missed (by hand; never in CI)"
@@ -23,14 +23,14 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,sdk,cli]'
+	$(PY) -m pip install --quiet -e '.[dev,sdk,cli]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 generate: $(STAMP)
-	$(PY) -m codegen generate
+	$(VENV)/bin/nemo-lens generate
 
 check-generated: $(STAMP)
-	$(PY) -m codegen check
+	$(VENV)/bin/nemo-lens generate --check
 
 test: $(STAMP)
 	$(PY) -m pytest
@@ -47,7 +47,7 @@ format: $(STAMP)
 	$(PY) -m ruff check --fix .
 
 typecheck: $(STAMP)
-	$(PY) -m mypy --strict src codegen tests examples bench
+	$(PY) -m mypy --strict src tests examples bench
 
 check: lint typecheck check-generated test
 

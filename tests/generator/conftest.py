@@ -2,40 +2,63 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from codegen.render import render_all
-from codegen.validate import load_schema
+from nemo.lens.codegen.render import render_all
+from nemo.lens.codegen.validate import load_schema
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 FIXTURES = HERE / "fixtures"
 GOLDEN = HERE / "golden"
-COMMAND = "python -m codegen generate --schema fixtures/small.toml"
+COMMAND = "nemo-lens generate --schema fixtures/small.toml --out-root src"
 
 
 def render_fixture(name: str, out_root: Path, docs: Path | None) -> dict[Path, str]:
-    """Render a fixture schema as the CLI would, named the same on every machine."""
+    """Render a fixture schema as the command would, named the same on every machine."""
     schema = load_schema(FIXTURES / name, shown="fixtures/small.toml")
     return render_all(schema, out_root, docs, command=COMMAND)
 
 
-def run_codegen(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    """Run `python -m codegen` the way the Makefile does."""
+def run_codegen(
+    *args: str, cwd: Path = REPO, src: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `nemo-lens generate ARGS` as a user would, with *src* (default: *cwd*/src when it
+    holds nemo.lens, else this checkout's) first on the import path."""
+    if src is None:
+        src = cwd / "src" if (cwd / "src" / "nemo" / "lens").is_dir() else REPO / "src"
     return subprocess.run(
-        [sys.executable, "-m", "codegen", *args],
+        [sys.executable, "-m", "nemo.lens.codegen", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         check=False,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"},
     )
 
 
-@pytest.fixture
-def schema_text() -> str:
-    return (REPO / "schema" / "span_groups.toml").read_text(encoding="utf-8")
+def add_group(
+    text: str, name: str, *, consumer: str | None = None, preset: str = "per_step"
+) -> str:
+    """*text* (a schema) with one more group, listed in *preset*: the author's one edit.
+
+    The group goes into the base vocabulary, or into *consumer*'s; nothing else of
+    the schema is read, so the edit works on whatever the schema holds today.
+    """
+    table = "" if consumer is None else f"consumers.{consumer}."
+    presets = re.search(rf"^\[{re.escape(table)}presets\.", text, re.MULTILINE)
+    assert presets, f"the schema has no [{table}presets.*] table"
+    group = (
+        f"[{table}groups.{name}]\n"
+        f'description = "A group added by a library author."\n'
+        f'fires = "per_step"\nsince = "9.9.0"\n\n'
+    )
+    text = text[: presets.start()] + group + text[presets.start() :]
+    header = re.search(rf"^\[{re.escape(table)}presets\.{preset}\]", text, re.MULTILINE)
+    assert header, f"the schema has no [{table}presets.{preset}] table"
+    members = re.compile(r"^groups\s*=\s*\[", re.MULTILINE).search(text, header.end())
+    assert members, f"[{table}presets.{preset}] lists no groups"
+    return text[: members.end()] + f'"{name}", ' + text[members.end() :]

@@ -9,14 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.generator.conftest import REPO, run_codegen
-
-NEW_GROUP = """
-[groups.my_new_group]
-description = "A group added by a library author."
-fires = "per_step"
-since = "0.3.0"
-"""
+from nemo.lens.consumers.rl import RLSpanGroup
+from nemo.lens.groups import SpanGroup
+from tests.generator.conftest import REPO, add_group, run_codegen
 
 
 def _python(code: str, *, cwd: Path, path: Path) -> str:
@@ -35,39 +30,48 @@ def _python(code: str, *, cwd: Path, path: Path) -> str:
 @pytest.fixture
 def clone(tmp_path: Path) -> Path:
     """A copy of the parts of the repository the generator reads and writes."""
-    for part in ("schema", "codegen", "src", "docs"):
-        shutil.copytree(REPO / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+    for part in ("schema", "src", "docs"):
+        shutil.copytree(
+            REPO / part,
+            tmp_path / part,
+            ignore=shutil.ignore_patterns("__pycache__"),
+            symlinks=True,
+        )
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     return tmp_path
 
 
-def test_add_a_group_with_one_schema_edit(clone: Path) -> None:
+def _edit_schema(clone: Path, name: str, consumer: str | None = None) -> None:
     schema = clone / "schema" / "span_groups.toml"
-    text = schema.read_text(encoding="utf-8")
-    per_step = 'groups = ["model_init", "load_checkpoint", "step", "forward_backward", "optimizer"]'
-    assert per_step in text
-    text = text.replace(per_step, per_step[:-1] + ', "my_new_group"]')
-    text = text.replace("[presets.default]", NEW_GROUP.lstrip() + "\n[presets.default]")
-    schema.write_text(text, encoding="utf-8")
+    schema.write_text(add_group(schema.read_text("utf-8"), name, consumer=consumer), "utf-8")
 
-    stale = run_codegen("check", cwd=clone)
+
+def test_add_a_base_group_with_one_schema_edit(clone: Path) -> None:
+    _edit_schema(clone, "my_new_group")
+
+    stale = run_codegen("--check", cwd=clone)
     assert stale.returncode == 1
     assert '+    MY_NEW_GROUP: Final = "my_new_group"' in stale.stdout
 
-    generated = run_codegen("generate", cwd=clone)
+    generated = run_codegen(cwd=clone)
     assert generated.returncode == 0, generated.stderr
     assert "wrote src/nemo/lens/groups.py" in generated.stdout
-    assert run_codegen("check", cwd=clone).returncode == 0
+    assert run_codegen("--check", cwd=clone).returncode == 0
 
     out = _python(
         """
-from nemo.lens.groups import SpanGroup
+from nemo.lens.groups import PER_STEP_PRESET, SpanGroup
+from nemo.lens.consumers.gym import GymSpanGroup
 from nemo.lens.consumers.megatron import MegatronSpanGroup
+from nemo.lens.consumers.rl import RLSpanGroup
 assert SpanGroup.MY_NEW_GROUP == "my_new_group"
 assert "my_new_group" in SpanGroup.ALL_GROUPS
-assert "my_new_group" in SpanGroup.resolve("per_step")
+assert "my_new_group" in SpanGroup.resolve("per_step") == PER_STEP_PRESET
 assert "my_new_group" not in SpanGroup.resolve("default")
-assert "my_new_group" in MegatronSpanGroup.ALL_GROUPS   # consumers inherit base groups
-assert "my_new_group" in MegatronSpanGroup.resolve("all")
+for consumer in (MegatronSpanGroup, RLSpanGroup, GymSpanGroup):
+    assert "my_new_group" in consumer.ALL_GROUPS        # consumers inherit base groups
+    assert "my_new_group" in consumer.resolve("per_step")  # ... and base presets
+    assert consumer.categories()["my_new_group"] == "profiling"
 print(SpanGroup.GROUP_INFO["my_new_group"].description)
 """,
         cwd=clone,
@@ -75,22 +79,46 @@ print(SpanGroup.GROUP_INFO["my_new_group"].description)
     )
     assert out.strip() == "A group added by a library author."
     docs = (clone / "docs" / "span-groups.md").read_text(encoding="utf-8")
-    assert "| `my_new_group` | per_step | A group added by a library author. |  | ✓ | ✓ |" in docs
+    row = "| `my_new_group` | per_step | profiling | A group added by a library author. |"
+    assert row in docs
+    assert "| `my_new_group` (base) | per_step | profiling |" in docs  # in every consumer table
+
+
+def test_add_a_consumer_group_with_one_schema_edit(clone: Path) -> None:
+    _edit_schema(clone, "my_megatron_group", consumer="megatron")
+
+    generated = run_codegen(cwd=clone)
+    assert generated.returncode == 0, generated.stderr
+    assert run_codegen("--check", cwd=clone).returncode == 0
+    _python(
+        """
+from nemo.lens.groups import SpanGroup
+from nemo.lens.consumers.megatron import PER_STEP_PRESET, MegatronSpanGroup
+from nemo.lens.consumers.rl import RLSpanGroup
+assert MegatronSpanGroup.MY_MEGATRON_GROUP == "my_megatron_group"
+assert "my_megatron_group" in MegatronSpanGroup.resolve("per_step") == PER_STEP_PRESET
+assert "my_megatron_group" not in SpanGroup.ALL_GROUPS | RLSpanGroup.ALL_GROUPS
+""",
+        cwd=clone,
+        path=clone / "src",
+    )
 
 
 def test_a_hand_edited_generated_file_fails_the_check(clone: Path) -> None:
     target = clone / "src" / "nemo" / "lens" / "consumers" / "rl.py"
-    target.write_text(target.read_text(encoding="utf-8").replace('"reward"', '"rewards"'), "utf-8")
-    result = run_codegen("check", cwd=clone)
+    name = next(iter(sorted(RLSpanGroup.ALL_GROUPS - SpanGroup.ALL_GROUPS)))
+    text = target.read_text(encoding="utf-8")
+    target.write_text(text.replace(f'Final = "{name}"', f'Final = "{name}s"'), "utf-8")
+    result = run_codegen("--check", cwd=clone)
     assert result.returncode == 1
     assert "--- src/nemo/lens/consumers/rl.py (on disk)" in result.stdout
-    assert '-    REWARD: Final = "rewards"' in result.stdout
+    assert f'-    {name.upper()}: Final = "{name}s"' in result.stdout
     assert "run `make generate`" in result.stderr
 
 
 def test_a_deleted_generated_file_fails_the_check(clone: Path) -> None:
     (clone / "docs" / "span-groups.md").unlink()
-    result = run_codegen("check", cwd=clone)
+    result = run_codegen("--check", cwd=clone)
     assert result.returncode == 1
     assert "docs/span-groups.md" in result.stdout
 
@@ -128,15 +156,10 @@ groups = ["step", "token_batch"]
 def test_a_consumer_in_another_repository(tmp_path: Path) -> None:
     other = tmp_path / "other-repo"
     other.mkdir()
+    (other / "pyproject.toml").write_text('[project]\nname = "mylib"\n', encoding="utf-8")
     (other / "lens.toml").write_text(EXTERNAL, encoding="utf-8")
     result = run_codegen(
-        "generate",
-        "--schema",
-        str(other / "lens.toml"),
-        "--out-root",
-        str(other / "src"),
-        "--docs",
-        str(other / "docs" / "span-groups.md"),
+        "--schema", "lens.toml", "--out-root", "src", "--docs", "docs/span-groups.md", cwd=other
     )
     assert result.returncode == 0, result.stderr
     module = other / "src" / "mylib" / "lens_groups.py"
@@ -146,21 +169,40 @@ def test_a_consumer_in_another_repository(tmp_path: Path) -> None:
         """
 from mylib.lens_groups import MyLibSpanGroup
 from nemo.lens.groups import SpanGroup
+base_default = SpanGroup.resolve("default")
 assert issubclass(MyLibSpanGroup, SpanGroup)
-assert MyLibSpanGroup.resolve("default") == {"job", "shard_merge"}
-assert MyLibSpanGroup.resolve("detailed,-step") == {"job", "shard_merge", "token_batch"}
+assert MyLibSpanGroup.resolve("default") == base_default | {"shard_merge"}
+assert MyLibSpanGroup.resolve("detailed,-step") == base_default | {"shard_merge", "token_batch"}
+assert MyLibSpanGroup.resolve("per_step") == SpanGroup.resolve("per_step")  # inherited
 assert MyLibSpanGroup.ALL_GROUPS == SpanGroup.ALL_GROUPS | {"shard_merge", "token_batch"}
 print(MyLibSpanGroup.TOKEN_BATCH)
 """,
         cwd=other,
-        path=other / "src",
+        path=other / "src",  # nemo.lens itself is the installed package
     )
     assert out.strip() == "token_batch"
     docs = (other / "docs" / "span-groups.md").read_text(encoding="utf-8")
     assert "## `MyLibSpanGroup`" in docs
     assert "## `SpanGroup`" not in docs
-    header = module.read_text(encoding="utf-8").splitlines()[1]
-    assert "python -m codegen generate --schema" in header
+    text = module.read_text(encoding="utf-8")
+    assert text.splitlines()[:2] == [
+        "# DO NOT EDIT: generated from lens.toml by nemo-lens generate.",
+        "# Edit the schema, then run "
+        "`nemo-lens generate --schema lens.toml --out-root src --docs docs/span-groups.md`.",
+    ]
+    assert str(tmp_path) not in text + docs  # never an absolute path
+    assert "nemo.lens._" not in text  # only public modules
+    checked = run_codegen(
+        "--schema",
+        "lens.toml",
+        "--out-root",
+        "src",
+        "--docs",
+        "docs/span-groups.md",
+        "--check",
+        cwd=other,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_an_external_consumer_may_not_redefine_a_base_group(tmp_path: Path) -> None:
@@ -169,6 +211,6 @@ def test_an_external_consumer_may_not_redefine_a_base_group(tmp_path: Path) -> N
         EXTERNAL.replace("groups.token_batch", "groups.step").replace('"token_batch"', '"step"'),
         encoding="utf-8",
     )
-    result = run_codegen("validate", "--schema", str(schema))
+    result = run_codegen("--validate", "--schema", str(schema))
     assert result.returncode == 2
     assert "consumers.mylib.groups.step: group 'step' is already a base group" in result.stderr

@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 
 from tests.generator.conftest import REPO, render_fixture
+from tests.typing.checkers import make_checkable_copy
 
-SHIPPED = [
-    REPO / "src/nemo/lens/_signatures.py",
-    REPO / "src/nemo/lens/groups.py",
-    REPO / "src/nemo/lens/consumers/megatron.py",
-    REPO / "src/nemo/lens/consumers/rl.py",
-    REPO / "src/nemo/lens/consumers/gym.py",
-]
+# Every module the generator wrote for this repository (found by its header, so a
+# consumer added to the schema is checked with no edit here).
+SHIPPED = sorted(
+    path
+    for path in (REPO / "src" / "nemo" / "lens").rglob("*.py")
+    if path.read_text(encoding="utf-8").startswith("# DO NOT EDIT: generated from ")
+)
 
 
 def _tool(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
@@ -30,7 +31,8 @@ def _tool(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
 def fixture_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture schema rendered over a copy of the runtime package."""
     root = tmp_path_factory.mktemp("gen")
-    shutil.copytree(REPO / "src" / "nemo", root / "src" / "nemo")
+    shutil.copytree(REPO / "src" / "nemo", root / "src" / "nemo", symlinks=True)
+    make_checkable_copy(root / "src")
     for path, text in render_fixture("small.toml", root / "src", None).items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
@@ -90,10 +92,17 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     assert SpanGroup.resolve("iteration") == {"step"}
 assert caught and issubclass(caught[0].category, DeprecationWarning)
-assert ServeSpanGroup.resolve("default") == {"job", "request"}
-assert ServeSpanGroup.resolve("all") == SpanGroup.ALL_GROUPS | {"request"}
+assert ServeSpanGroup.resolve("default") == SpanGroup.resolve("default") | {"request"}
+assert ServeSpanGroup.resolve("per_step") == {"batch"}  # replace = true
+assert ServeSpanGroup.resolve("all") == SpanGroup.ALL_GROUPS | {"request", "batch"}
+assert ServeSpanGroup.resolve("goodput") == {"job", "request"}
+assert ServeSpanGroup.categories()["checkpoint"] == "profiling"
+assert SpanGroup.categories()["checkpoint"] == "goodput"
+assert ServeSpanGroup.GROUP_INFO["checkpoint"].category == "profiling"
 assert ServeSpanGroup.GROUP_INFO["request"].fires == "per_request"
 assert ServeSpanGroup.GROUP_INFO["job"].description == "Root span of the job."
+import nemo.lens.consumers.serve as serve
+assert '\\\\backslashes\\\\ and "quotes"' in serve.ServeSpanGroup.GROUP_INFO["request"].description
 print("ok")
 """
     result = subprocess.run(

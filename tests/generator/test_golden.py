@@ -47,15 +47,54 @@ def test_reordering_toml_keys_changes_nothing(tmp_path: Path) -> None:
     "needle",
     [
         # the header names the command and carries the schema hash
-        "# DO NOT EDIT: generated from fixtures/small.toml by codegen.",
-        "# Edit the schema, then run `python -m codegen generate --schema fixtures/small.toml`.",
+        "# DO NOT EDIT: generated from fixtures/small.toml by nemo-lens generate.",
+        "# Edit the schema, then run "
+        "`nemo-lens generate --schema fixtures/small.toml --out-root src`.",
         "# schema-sha256: ",
         # a renamed group is a deprecated alias of its new name, not a group of its own
         '    ITERATION: Final = _RenamedIteration(\n        "iteration",\n        STEP,\n',
         '            "iteration": STEP,\n',
         # a deprecated group keeps working and says so
         'deprecated="Synchronisation is now part of step."',
+        # categories: stated goodput, profiling otherwise
+        '                category="goodput",\n',
+        "    GOODPUT_GROUPS: ClassVar[frozenset[str]] = frozenset(\n        {\n            JOB,\n",
+        # presets as typed module-level constants, the implicit ones included
+        "PER_STEP_PRESET: Final[frozenset[SpanGroupName]] = frozenset(",
+        '"goodput": frozenset(',
+        '"profiling": ALL_GROUPS,',
+        "    _PRESETS: ClassVar[Mapping[str, frozenset[str]]] = PRESETS\n",
+        # generated code imports only public modules
+        "from nemo.lens.spec import (\n",
     ],
 )
 def test_golden_base_module_shows_each_feature(tmp_path: Path, needle: str) -> None:
     assert needle in _rendered(tmp_path)["src/nemo/lens/groups.py"]
+
+
+@pytest.mark.parametrize(
+    "needle",
+    [
+        # a consumer preset adds to the base preset of its name ...
+        '            "default": frozenset(\n                {\n                    SpanGroup.JOB,\n'
+        "                    SpanGroup.CHECKPOINT,\n                    REQUEST,\n",
+        # ... unless it replaces it
+        '            "per_step": frozenset(\n                {\n                    BATCH,\n'
+        "                }\n",
+        # a consumer's own view of an inherited group's category
+        "            SpanGroup.CHECKPOINT: SpanGroup.GROUP_INFO[SpanGroup.CHECKPOINT]._replace(\n"
+        '                category="profiling"\n',
+        # schema text stays text: escaped, never code
+        '    """One request, with \\\\backslashes\\\\ and \\"quotes\\" that stay inert text: '
+        '\\"\\"\\" \\\\N \\\\x.\n',
+    ],
+)
+def test_golden_consumer_module_shows_each_feature(tmp_path: Path, needle: str) -> None:
+    assert needle in _rendered(tmp_path)["src/nemo/lens/consumers/serve.py"]
+
+
+def test_the_docs_show_categories_and_what_comes_from_the_base(tmp_path: Path) -> None:
+    docs = _rendered(tmp_path)["docs.md"]
+    assert "| `checkpoint` (base) | periodic | profiling | Checkpoint save. |" in docs
+    assert "from the base `default`: checkpoint, job; added here: request |" in docs
+    assert "Replaces the base `per_step`." in docs

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen.validate import SchemaError, load_schema
+from nemo.lens.codegen.validate import SchemaError, load_schema
 from tests.generator.conftest import REPO, run_codegen
 
 VALID = """\
@@ -69,7 +69,8 @@ CASES = {
         VALID + '\n[groups.all]\ndescription = "x"\nfires = "once"\nsince = "0.1.0"\n',
         [
             "s.toml:17: groups.all: group name 'all' is reserved "
-            "(all, all_groups, group_info, presets, renamed have a meaning already)"
+            "(all, all_groups, goodput, goodput_groups, group_info, presets, profiling, renamed "
+            "have a meaning already)"
         ],
     ),
     "python keyword": (
@@ -139,7 +140,7 @@ CASES = {
         [
             "s.toml:8: groups.step: missing required key 'description'",
             "s.toml:9: groups.step.descripton: unknown key 'descripton'; did you mean "
-            "'description'? (allowed: description, fires, since, deprecated)",
+            "'description'? (allowed: description, fires, since, category, deprecated)",
         ],
     ),
     "wrong type": (
@@ -178,6 +179,83 @@ CASES = {
             "consumers.serve.class"
         ],
     ),
+    "unknown category": (
+        VALID.replace('fires = "once"', 'fires = "once"\ncategory = "goodptu"'),
+        [
+            "s.toml:6: groups.job.category: unknown category 'goodptu'; did you mean 'goodput'? "
+            "(categories: goodput, profiling)"
+        ],
+    ),
+    "explicit goodput preset": (
+        VALID + '\n[presets.goodput]\ndescription = "g"\ngroups = ["job"]\n',
+        [
+            "s.toml:17: presets.goodput: 'goodput' is implicit (the groups whose category is "
+            "goodput); remove this preset"
+        ],
+    ),
+    "replace without a base preset": (
+        VALID
+        + CONSUMER
+        + '\n[consumers.serve.presets.mine]\ndescription = "m"\nreplace = true\ngroups = []\n',
+        [
+            "s.toml:28: consumers.serve.presets.mine.replace: 'replace' applies only to a preset "
+            "that the base vocabulary also has (base presets: default); remove it"
+        ],
+    ),
+    "recategorizing a group that is not a base group": (
+        VALID
+        + CONSUMER.replace(
+            'description = "Serving."',
+            'description = "Serving."\ncategories = { stpe = "goodput", step = "profiling" }',
+        ),
+        [
+            "s.toml:21: consumers.serve.categories.stpe: 'stpe' is not a base group; did you mean "
+            "'step'?; the category of a consumer's own group is its 'category' key",
+            "s.toml:21: consumers.serve.categories.step: 'step' is profiling in the base "
+            "vocabulary already; remove this",
+        ],
+    ),
+    "a consumer module inside nemo.lens": (
+        VALID + CONSUMER.replace('module = "serve.groups"', 'module = "nemo.lens.helpers"'),
+        [
+            "s.toml:19: consumers.serve.module: module 'nemo.lens.helpers' is part of nemo.lens "
+            "itself; a consumer's module must be new: nemo.lens.consumers.NAME here, or a module "
+            "of your own package (e.g. 'mylib.lens_groups')"
+        ],
+    ),
+    "a private consumer module": (
+        VALID + CONSUMER.replace('module = "serve.groups"', 'module = "serve.__init__"'),
+        [
+            "s.toml:19: consumers.serve.module: module 'serve.__init__' names a private or "
+            "special module; name a public one (e.g. 'serve.init')"
+        ],
+    ),
+    "a name with a trailing newline": (
+        VALID + '\n[groups."step2\\n"]\ndescription = "x"\nfires = "once"\nsince = "0.1.0"\n',
+        [
+            "s.toml:17: groups.step2\n: group name 'step2\\n' is not lowercase snake_case "
+            "(letters, digits and single underscores, starting with a letter); try 'step2'"
+        ],
+    ),
+    "a control character in a description": (
+        VALID.replace('description = "Step."', 'description = "Step.\\u0007"'),
+        [
+            "s.toml:9: groups.step.description: 'description' holds the control or format "
+            "character U+0007 at position 5; write plain printable text (it is copied into "
+            "generated code and docs)"
+        ],
+    ),
+    "a bidi override in a deprecation note": (
+        VALID.replace(
+            'since = "0.1.0"\n\n[presets',
+            'since = "0.1.0"\ndeprecated = { note = "old \\u202e" }\n\n[presets',
+        ),
+        [
+            "s.toml:12: groups.step.deprecated.note: 'note' holds the control or format "
+            "character U+202E at position 4; write plain printable text (it is copied into "
+            "generated code and docs)"
+        ],
+    ),
     "unsupported version": (
         VALID.replace("schema_version = 1", "schema_version = 7"),
         ["s.toml:1: schema_version: unsupported schema_version 7; this generator reads 1"],
@@ -205,7 +283,7 @@ def test_invalid_schema_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     schema.write_text(VALID.replace('groups = ["job"]', 'groups = ["stpe"]'), encoding="utf-8")
     out = tmp_path / "out"
     result = run_codegen(
-        "generate", "--schema", str(schema), "--out-root", str(out), "--docs", str(tmp_path / "d")
+        "--schema", str(schema), "--out-root", str(out), "--docs", str(tmp_path / "d")
     )
     assert result.returncode == 2
     assert "unknown group 'stpe'; did you mean 'step'?" in result.stderr
@@ -215,12 +293,12 @@ def test_invalid_schema_exits_2_and_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_unreadable_schema_is_a_clear_error(tmp_path: Path) -> None:
-    result = run_codegen("validate", "--schema", str(tmp_path / "missing.toml"))
+    result = run_codegen("--validate", "--schema", str(tmp_path / "missing.toml"))
     assert result.returncode == 2
     assert "cannot read the schema: No such file or directory" in result.stderr
 
 
 def test_the_shipped_schema_is_valid() -> None:
-    result = run_codegen("validate")
+    result = run_codegen("--validate")
     assert result.returncode == 0, result.stderr
     assert REPO.joinpath("schema", "span_groups.toml").exists()

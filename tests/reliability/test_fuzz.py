@@ -2,7 +2,7 @@
 
 * The span-group spec parser: any string resolves to a frozenset of the class's
   groups or raises ``ValueError``.
-* The schema loader and ``python -m codegen validate``: any file -- random
+* The schema loader and ``nemo-lens generate --validate``: any file -- random
   text, random TOML, the real schema with random damage -- yields a schema or
   the validator's report (exit status 2), never a traceback.
 * The environment: any value of any ``NEMO_LENS_*`` variable yields a config or
@@ -30,9 +30,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from codegen.__main__ import main as codegen_main
-from codegen.model import Schema
-from codegen.validate import SchemaError, load_schema
+from nemo.lens.codegen.command import main as codegen_main
+from nemo.lens.codegen.model import Schema
+from nemo.lens.codegen.validate import SchemaError, load_schema
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.consumers.gym import GymSpanGroup
 from nemo.lens.consumers.megatron import MegatronSpanGroup
@@ -282,7 +282,7 @@ def test_any_schema_file_gets_a_report_never_a_traceback(
 
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = codegen_main(["validate", "--schema", str(path)])
+            status = codegen_main(["--validate", "--schema", str(path)])
         assert status in (0, 2)
         if status == 2:
             assert err.getvalue().startswith("error: ")
@@ -305,7 +305,7 @@ def test_the_command_line_reports_hostile_schemas_with_status_2(
 ) -> None:
     with _schema_dir(tmp_path_factory, text) as path:
         completed = subprocess.run(
-            [sys.executable, "-m", "codegen", "validate", "--schema", str(path)],
+            [sys.executable, "-m", "nemo.lens.codegen", "--validate", "--schema", str(path)],
             cwd=REPO,
             capture_output=True,
             text=True,

@@ -29,6 +29,7 @@ __all__ = [
     "assert_as_expected",
     "check_snippets",
     "expected",
+    "make_checkable_copy",
 ]
 
 _EXPECT = re.compile(r"#\s*expect:\s*(?P<spec>.*)$")
@@ -78,6 +79,22 @@ def expected(snippet: Snippet, checker: str) -> set[tuple[int, str]]:
             if tool == checker:
                 wanted.update((target, code) for code in codes.split(","))
     return wanted
+
+
+def make_checkable_copy(src: Path) -> None:
+    """Let a copy of nemo.lens under *src* win over the installed one for type checkers.
+
+    The editable install puts this checkout's ``src`` on the path (so mypy and
+    pyright see ``nemo.lens`` from any directory, as users need). mypy takes an
+    installed PEP 561 package over a ``mypy_path`` entry whose parent, the
+    ``nemo`` namespace, has no ``__init__.py``; in the copy, ``nemo`` becomes a
+    regular package, which mypy then finds first. Imports at run time, with the
+    copy first on ``PYTHONPATH``, are unchanged.
+    """
+    (src / "nemo" / "__init__.py").write_text(
+        "# Test copy only: a regular package, so type checkers prefer this copy.\n",
+        encoding="utf-8",
+    )
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -19,6 +19,11 @@ from tests.typing.checkers import Results, Snippet, assert_as_expected, check_sn
 
 REPO = Path(__file__).resolve().parents[2]
 
+# A group only Megatron has, and one only Gym has (not RL): read from the classes.
+MEGATRON_ONLY = sorted(MegatronSpanGroup.ALL_GROUPS - SpanGroup.ALL_GROUPS)[0]
+GYM_ONLY = sorted(GymSpanGroup.ALL_GROUPS - SpanGroup.ALL_GROUPS)[0]
+NOT_RL = sorted(MegatronSpanGroup.ALL_GROUPS - RLSpanGroup.ALL_GROUPS)[0]
+
 CLASSES: list[tuple[type[SpanGroup], str]] = [
     (SpanGroup, "nemo.lens.groups"),
     (MegatronSpanGroup, "nemo.lens.consumers.megatron"),
@@ -79,7 +84,7 @@ POSITIVE = [
     ),
     Snippet(
         "typed_wrappers_pass_groups_on",
-        """
+        f"""
         from contextlib import AbstractContextManager
 
         from opentelemetry.trace import Span
@@ -101,9 +106,24 @@ POSITIVE = [
             return preset
 
 
-        phase("microbatch")
-        any_phase("rollout")
+        phase("{MEGATRON_ONLY}")
+        any_phase("{GYM_ONLY}")
         choose("per_step")
+        """,
+    ),
+    Snippet(
+        "typed_preset_constants",
+        """
+        from nemo.lens.consumers.megatron import (
+            DEFAULT_PRESET,
+            GOODPUT_PRESET,
+            PER_STEP_PRESET,
+            MegatronSpanGroupName,
+        )
+        from nemo.lens.state import set_enabled_span_groups
+
+        chosen: frozenset[MegatronSpanGroupName] = DEFAULT_PRESET | GOODPUT_PRESET
+        set_enabled_span_groups(chosen | PER_STEP_PRESET)
         """,
     ),
     Snippet(
@@ -198,10 +218,10 @@ NEGATIVE = [
     ),
     Snippet(
         "another_consumers_group_in_a_consumer_module",
-        """
+        f"""
         from nemo.lens.consumers.rl import managed_span
 
-        with managed_span("layer", "x"):  # expect: mypy=arg-type pyright=reportArgumentType
+        with managed_span("{NOT_RL}", "x"):  # expect: mypy=arg-type pyright=reportArgumentType
             pass
         """,
     ),
@@ -228,6 +248,25 @@ NEGATIVE = [
 
 
         choose("per_stpe")  # expect: mypy=arg-type pyright=reportArgumentType
+        """,
+    ),
+    Snippet(
+        "misspelled_preset_constant",
+        """
+        from nemo.lens.consumers import megatron
+
+        # expect: mypy=attr-defined pyright=reportAttributeAccessIssue
+        megatron.PER_STPE_PRESET
+        """,
+    ),
+    Snippet(
+        "a_preset_constant_holds_only_group_names",
+        """
+        from nemo.lens.groups import DEFAULT_PRESET, SpanGroupName
+
+        first: SpanGroupName = sorted(DEFAULT_PRESET)[0]
+        # expect: mypy=arg-type pyright=reportAssignmentType
+        more: frozenset[SpanGroupName] = DEFAULT_PRESET | {"stpe"}
         """,
     ),
     Snippet(

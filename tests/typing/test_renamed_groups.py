@@ -3,7 +3,7 @@
 The shipped schema renames nothing, so this renders the generator's fixture
 schema (``iteration`` renamed to ``step``) over a copy of the runtime, plus a
 consumer from "another repository" that extends it and renames a group of its
-own, exactly as their authors would with ``python -m codegen generate``. The
+own, exactly as their authors would with ``nemo-lens generate``. The
 snippets are then checked against that tree, and run.
 """
 
@@ -20,7 +20,14 @@ from pathlib import Path
 import pytest
 
 from tests.generator.conftest import FIXTURES, REPO, run_codegen
-from tests.typing.checkers import Results, Snippet, assert_as_expected, check_snippets, expected
+from tests.typing.checkers import (
+    Results,
+    Snippet,
+    assert_as_expected,
+    check_snippets,
+    expected,
+    make_checkable_copy,
+)
 
 EXTERNAL = """\
 schema_version = 1
@@ -57,13 +64,14 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
         root / "src" / "nemo",
         ignore=shutil.ignore_patterns("__pycache__"),
     )
+    make_checkable_copy(root / "src")
     (root / "schema").mkdir()
     shutil.copy(FIXTURES / "small.toml", root / "schema" / "small.toml")
     (root / "mylib").mkdir()
     (root / "mylib" / "lens.toml").write_text(EXTERNAL, encoding="utf-8")
     for schema, out in (("schema/small.toml", "src"), ("mylib/lens.toml", "mylib/src")):
         done = run_codegen(
-            "generate", "--schema", str(root / schema), "--out-root", str(root / out), "--no-docs"
+            "--schema", str(root / schema), "--out-root", str(root / out), "--no-docs"
         )
         assert done.returncode == 0, done.stderr
     return root

@@ -19,6 +19,7 @@ import pytest
 
 import nemo.lens
 from nemo.lens import helpers, state
+from nemo.lens.cli import span_group_classes
 from nemo.lens.groups import DynamicSpanGroup
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,11 +29,9 @@ REAL: dict[str, Callable[..., Any]] = {
     "trace_fn": helpers.trace_fn,
     "is_span_group_enabled": state.is_span_group_enabled,
 }
-CONSUMER_MODULES = [
-    "nemo.lens.consumers.megatron",
-    "nemo.lens.consumers.rl",
-    "nemo.lens.consumers.gym",
-]
+CONSUMER_MODULES = sorted(
+    cls.__module__ for name, cls in span_group_classes().items() if name != "base"
+)
 DECLARING = [
     "src/nemo/lens/_signatures.py",
     *(f"src/{m.replace('.', '/')}.py" for m in CONSUMER_MODULES),
@@ -93,7 +92,8 @@ def test_each_declaration_has_the_real_parameters(path: str, name: str) -> None:
 
     assert _parameters(declared) == _real_parameters(real), (
         f"{path} declares {name} differently from the function that runs: change the "
-        "templates under codegen/templates (_primitives.py.j2), then run `make generate`"
+        "templates under src/nemo/lens/codegen/templates (_primitives.py.j2), then run "
+        "`make generate`"
     )
     assert _text(declared.returns) == inspect.signature(real).return_annotation
 

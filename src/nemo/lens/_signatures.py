@@ -1,13 +1,11 @@
-# DO NOT EDIT: generated from schema/span_groups.toml by codegen.
+# DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: e6eaf32025e98ffccb04060a8aa522d8d5026bb63bde6eca057556804f1d64b0
+# schema-sha256: 4b26f2823c6d3a75822b2b88ae5cdd48a7c02ba10dbfcce74a12c0966c623947
 """The group-checked signatures of nemo.lens's primitives, for type checkers."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
-
-from nemo.lens._names import DynamicSpanGroup
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -15,50 +13,11 @@ if TYPE_CHECKING:
 
     from opentelemetry.trace import Link, Span, SpanKind, Tracer
 
+    from nemo.lens.groups import SpanGroupArg
+
     _F = TypeVar("_F", bound=Callable[..., Any])
 
-__all__ = ["AnySpanGroupName", "SpanGroupArg"]
-
-AnySpanGroupName: TypeAlias = Literal[
-    "activation_offload",
-    "advantage",
-    "agent",
-    "checkpoint",
-    "communication",
-    "data_loading",
-    "data_plane",
-    "data_processing",
-    "efficiency",
-    "evaluate",
-    "first_iteration",
-    "forward_backward",
-    "generation",
-    "http_client",
-    "inference",
-    "job",
-    "layer",
-    "load_checkpoint",
-    "logprob",
-    "microbatch",
-    "model_call",
-    "model_init",
-    "optimizer",
-    "per_prompt",
-    "policy_update",
-    "reward",
-    "rollout",
-    "sandbox",
-    "server",
-    "setup",
-    "step",
-    "verify",
-]
-"""Every group name of every span-group class: SpanGroup, GymSpanGroup, MegatronSpanGroup,
-RLSpanGroup.
-"""
-
-SpanGroupArg: TypeAlias = AnySpanGroupName | DynamicSpanGroup
-"""What nemo.lens's group-taking primitives accept: any class's group, or a DynamicSpanGroup."""
+__all__ = ["is_span_group_enabled", "managed_span", "trace_fn"]
 
 # nemo.lens.helpers and nemo.lens.state give these static types to their primitives
 # with nemo.lens._names.signature_of; the implementations take any str.

@@ -5,6 +5,7 @@
     nemo-lens groups [--class megatron|rl|gym] [--spec "per_step,-optimizer"]
     nemo-lens summarize TRACE... [--skip-invalid]
     nemo-lens convert TRACE... [--to chrome] [-o OUT] [--skip-invalid]
+    nemo-lens generate [--schema PATH --out-root DIR] [--docs PATH] [--check]
 
 ``TRACE`` is what the ``file`` exporter writes (one JSON span per line), or
 standard output captured from the ``console`` exporter; ``-`` reads standard
@@ -27,13 +28,18 @@ import shlex
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable, Sequence
-from typing import Final, TextIO
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Final, TextIO
 
 from nemo.lens import __version__
 from nemo.lens._table import format_table
 from nemo.lens._trace_io import STDIN, Problem, Trace, TraceInputError, read_traces
-from nemo.lens.groups import SpanGroup
+
+if TYPE_CHECKING:
+    # Imported when used: `nemo-lens generate` must run even while the generated
+    # modules are stale or broken.
+    from nemo.lens.groups import SpanGroup
+    from nemo.lens.spec import GroupInfo
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_USAGE", "main", "span_group_classes"]
 
@@ -59,6 +65,7 @@ def span_group_classes() -> dict[str, type[SpanGroup]]:
     edit here.
     """
     import nemo.lens.consumers as consumers
+    from nemo.lens.groups import SpanGroup
 
     classes: dict[str, type[SpanGroup]] = {_BASE_CLASS: SpanGroup}
     for module_info in sorted(pkgutil.iter_modules(consumers.__path__), key=lambda m: m.name):
@@ -122,46 +129,99 @@ def _first_line(text: str | None) -> str:
     return lines[0] if lines else ""
 
 
-def _describe(cls: type[SpanGroup], group: str) -> str:
-    info = cls.GROUP_INFO[group]
+def _info(classes: Sequence[type[SpanGroup]], group: str) -> GroupInfo:
+    from nemo.lens.spec import GroupInfo
+
+    for cls in classes:
+        info = getattr(cls, "GROUP_INFO", {}).get(group)
+        if info is not None:
+            return info  # type: ignore[no-any-return]
+    # A hand-written subclass may add groups without describing them.
+    return GroupInfo(group, "(not described)", "?", "?")
+
+
+def _describe(info: GroupInfo) -> str:
     if info.deprecated:
         return f"{info.description} (deprecated: {info.deprecated})"
     return info.description
 
 
+def _order(classes: Sequence[type[SpanGroup]]) -> list[str]:
+    """Every group of the classes, in the order their schemas list them."""
+    order: dict[str, None] = {}
+    for cls in classes:
+        order.update(dict.fromkeys(getattr(cls, "GROUP_INFO", {})))
+    for cls in classes:
+        order.update(dict.fromkeys(sorted(cls.ALL_GROUPS - set(order))))
+    union = frozenset().union(*(cls.ALL_GROUPS for cls in classes))
+    return [group for group in order if group in union]
+
+
+def _example_spec(presets: Mapping[str, frozenset[str]], order: list[str]) -> str:
+    """A spec worth trying, from this vocabulary: a preset with one of its groups removed."""
+    for name in ("per_step", "default", *presets):
+        members = [g for g in order if g in presets.get(name, frozenset())]
+        if members:
+            return f"{name},-{members[-1]}"
+    return "all"
+
+
 def _cmd_groups(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    cls = span_group_classes()[args.class_name]
-    order = list(cls.GROUP_INFO)
+    from nemo.lens.spec import categories_for, presets_of
+
+    available = span_group_classes()
+    classes = [available[name] for name in dict.fromkeys(args.class_name or [_BASE_CLASS])]
+    order = _order(classes)
     if args.spec is not None:
-        return _explain_spec(cls, args.spec, order, parser)
-    lines = [f"{cls.__name__}: {_first_line(cls.__doc__)}", ""]
-    rows = [(group, cls.GROUP_INFO[group].fires, _describe(cls, group)) for group in order]
-    lines += format_table(("group", "fires", "description"), rows, ("<", "<", "<"))
+        return _explain_spec(classes, args.spec, order, parser)
+    title = " + ".join(cls.__name__ for cls in classes)
+    docs = " ".join(_first_line(cls.__doc__) for cls in classes)
+    lines = [f"{title}: {docs}", ""]
+    categories = categories_for(classes)
+    rows = []
+    for group in order:
+        info = _info(classes, group)
+        rows.append((group, info.fires, categories[group], _describe(info)))
+    lines += format_table(("group", "fires", "category", "description"), rows, ("<",) * 4)
     lines.append("")
+    presets: dict[str, frozenset[str]] = {}
+    for cls in classes:
+        for name, members in presets_of(cls).items():
+            presets[name] = presets.get(name, frozenset()) | members
+    # The declared presets in schema order, then the implicit ones.
+    names = [n for n in presets if n not in ("goodput", "profiling", "all")]
+    names += ["goodput", "profiling", "all"]
     preset_rows = [
         (
             name,
-            "every group" if name == "all" else ", ".join(g for g in order if g in members),
+            "every group" if name == "all" else ", ".join(g for g in order if g in presets[name]),
         )
-        for name, members in cls.PRESETS.items()
+        for name in names
     ]
     lines += format_table(("preset", "groups"), preset_rows, ("<", "<"))
+    classes_flag = "".join(f" --class {name}" for name in args.class_name or [])
     lines += [
         "",
         "Choose groups per run with NEMO_LENS_SPAN_GROUPS, e.g. NEMO_LENS_SPAN_GROUPS=per_step.",
-        f"See what a spec enables: {PROG} groups --spec 'per_step,-optimizer'",
+        f"See what a spec enables: {PROG} groups{classes_flag} "
+        f"--spec {shlex.quote(_example_spec(presets, order))}",
     ]
     _print_lines(lines)
     return EXIT_OK
 
 
 def _explain_spec(
-    cls: type[SpanGroup], spec: str, order: list[str], parser: argparse.ArgumentParser
+    classes: Sequence[type[SpanGroup]],
+    spec: str,
+    order: list[str],
+    parser: argparse.ArgumentParser,
 ) -> int:
+    from nemo.lens.spec import explain_for
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DeprecationWarning)
         try:
-            enabled, steps = cls.explain(spec)
+            enabled, steps = explain_for(spec, classes)
         except ValueError as exc:
             parser.error(f"--spec {spec!r}: {exc}")
     for warning in caught:
@@ -173,14 +233,15 @@ def _explain_spec(
     rows = [
         (
             group,
-            cls.GROUP_INFO[group].fires,
+            _info(classes, group).fires,
             "on" if group in enabled else "off",
             decided.get(group, "(not in the spec)"),
         )
         for group in order
     ]
+    title = " + ".join(cls.__name__ for cls in classes)
     lines = [
-        f"{cls.__name__}: spec {spec!r} enables {len(enabled)} of {len(order)} groups",
+        f"{title}: spec {spec!r} enables {len(enabled)} of {len(order)} groups",
         "",
         *format_table(("group", "fires", "enabled", "decided by"), rows, ("<", "<", "<", "<")),
         "",
@@ -300,8 +361,10 @@ def _parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         "--class",
         dest="class_name",
         choices=classes,
-        default=_BASE_CLASS,
-        help="the span-group class: the base vocabulary or a consumer's (default: base)",
+        action="append",
+        help="the span-group class: the base vocabulary or a consumer's (default: base); "
+        "repeat it for a process that hosts several consumers (an RL job with a Megatron "
+        "backend: --class rl --class megatron), whose spec names groups of all of them",
     )
     groups.add_argument(
         "--spec",
@@ -353,17 +416,35 @@ def _parser(classes: Sequence[str]) -> argparse.ArgumentParser:
     )
     convert.add_argument("--skip-invalid", action="store_true", help=skip_help)
     convert.set_defaults(run=_cmd_convert, command_parser=convert)
+
+    # Listed for --help only: main() hands `generate` to the generator's own parser.
+    commands.add_parser(
+        "generate",
+        help="render a span-group schema into classes and docs, or --check them "
+        "(needs the [codegen] extra; see nemo-lens generate --help)",
+        add_help=False,
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["generate"]:
+        # The generator has its own parser, and imports Jinja2 only when it runs.
+        from nemo.lens.codegen.command import main as generate
+
+        return generate(arguments[1:])
     parser = _parser(sorted(span_group_classes()))
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
         if args.command is None:
             parser.print_usage(sys.stderr)
-            print(f"{PROG}: error: name a command: groups, summarize or convert", file=sys.stderr)
+            print(
+                f"{PROG}: error: name a command: groups, summarize or convert; "
+                f"`{PROG} --help` lists every command",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         # Each command reports usage errors through its own parser, so the message
         # shows that command's usage line (`nemo-lens convert [-h] ...`).

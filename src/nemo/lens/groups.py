@@ -1,6 +1,6 @@
-# DO NOT EDIT: generated from schema/span_groups.toml by codegen.
+# DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: e6eaf32025e98ffccb04060a8aa522d8d5026bb63bde6eca057556804f1d64b0
+# schema-sha256: 4b26f2823c6d3a75822b2b88ae5cdd48a7c02ba10dbfcce74a12c0966c623947
 """The base span-group vocabulary of nemo.lens."""
 
 from __future__ import annotations
@@ -9,11 +9,22 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import ClassVar, Final, Literal, TypeAlias
 
-from nemo.lens._names import DynamicSpanGroup
-from nemo.lens._signatures import SpanGroupArg
-from nemo.lens._spec import GroupInfo, SpecStep, explain_spec, resolve_spec
+from nemo.lens.spec import (
+    DynamicSpanGroup,
+    GroupInfo,
+    SpecStep,
+    categories_of,
+    explain_for,
+    resolve_for,
+)
 
 __all__ = [
+    "ALL_PRESET",
+    "DEFAULT_PRESET",
+    "GOODPUT_PRESET",
+    "PER_STEP_PRESET",
+    "PROFILING_PRESET",
+    "AnySpanGroupName",
     "DynamicSpanGroup",
     "GroupInfo",
     "SpanGroup",
@@ -37,9 +48,51 @@ SpanGroupName: TypeAlias = Literal[
 SpanGroupPresetName: TypeAlias = Literal[
     "default",
     "per_step",
+    "goodput",
+    "profiling",
     "all",
 ]
 """Every preset name of :class:`SpanGroup`."""
+
+AnySpanGroupName: TypeAlias = Literal[
+    "activation_offload",
+    "advantage",
+    "agent",
+    "checkpoint",
+    "communication",
+    "data_loading",
+    "data_plane",
+    "data_processing",
+    "efficiency",
+    "evaluate",
+    "first_iteration",
+    "forward_backward",
+    "generation",
+    "http_client",
+    "inference",
+    "job",
+    "layer",
+    "load_checkpoint",
+    "logprob",
+    "microbatch",
+    "model_call",
+    "model_init",
+    "optimizer",
+    "per_prompt",
+    "policy_update",
+    "reward",
+    "rollout",
+    "sandbox",
+    "server",
+    "setup",
+    "step",
+    "trace_region",
+    "verify",
+]
+"""Every group name of every span-group class shipped with nemo.lens."""
+
+SpanGroupArg: TypeAlias = AnySpanGroupName | DynamicSpanGroup
+"""What nemo.lens's group-taking primitives accept: any class's group, or a DynamicSpanGroup."""
 
 
 class SpanGroup:
@@ -47,30 +100,34 @@ class SpanGroup:
 
     JOB: Final = "job"
     """Root span of the job: the whole pretrain or train run. Fires once (once per job or
-    process); since 0.1.0.
+    process); goodput; since 0.1.0.
     """
 
     LOAD_CHECKPOINT: Final = "load_checkpoint"
-    """Checkpoint load at start-up. Fires once (once per job or process); since 0.1.0."""
+    """Checkpoint load at start-up. Fires once (once per job or process); goodput; since 0.1.0."""
 
     MODEL_INIT: Final = "model_init"
-    """Model construction at start-up. Fires once (once per job or process); since 0.1.0."""
+    """Model construction at start-up. Fires once (once per job or process); goodput; since
+    0.1.0.
+    """
 
     CHECKPOINT: Final = "checkpoint"
-    """Checkpoint save. Fires periodic (every N iterations); since 0.1.0."""
+    """Checkpoint save. Fires periodic (every N iterations); goodput; since 0.1.0."""
 
     EVALUATE: Final = "evaluate"
-    """Evaluation pass. Fires periodic (every N iterations); since 0.1.0."""
+    """Evaluation pass. Fires periodic (every N iterations); goodput; since 0.1.0."""
 
     FORWARD_BACKWARD: Final = "forward_backward"
-    """Forward and backward pass of an iteration. Fires per_step (every iteration); since 0.1.0."""
+    """Forward and backward pass of an iteration. Fires per_step (every iteration); profiling;
+    since 0.1.0.
+    """
 
     OPTIMIZER: Final = "optimizer"
-    """Optimizer step. Fires per_step (every iteration); since 0.1.0."""
+    """Optimizer step. Fires per_step (every iteration); profiling; since 0.1.0."""
 
     STEP: Final = "step"
-    """Training-step boundary: one span per iteration. Fires per_step (every iteration); since
-    0.1.0.
+    """Training-step boundary: one span per iteration. Fires per_step (every iteration); goodput;
+    since 0.1.0.
     """
 
     # Each class overrides these, so they are ClassVar rather than Final: mypy
@@ -88,6 +145,18 @@ class SpanGroup:
         }
     )
     """Every group of the class: what the ``all`` preset enables."""
+
+    GOODPUT_GROUPS: ClassVar[frozenset[str]] = frozenset(
+        {
+            JOB,
+            LOAD_CHECKPOINT,
+            MODEL_INIT,
+            CHECKPOINT,
+            EVALUATE,
+            STEP,
+        }
+    )
+    """The groups whose category is ``goodput``; every other group is ``profiling``."""
 
     PRESETS: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType(
         {
@@ -110,10 +179,24 @@ class SpanGroup:
                     STEP,
                 }
             ),
+            "goodput": frozenset(
+                {
+                    JOB,
+                    LOAD_CHECKPOINT,
+                    MODEL_INIT,
+                    CHECKPOINT,
+                    EVALUATE,
+                    STEP,
+                }
+            ),
+            "profiling": ALL_GROUPS,
             "all": ALL_GROUPS,
         }
     )
     """Preset name -> the groups it enables."""
+
+    _PRESETS: ClassVar[Mapping[str, frozenset[str]]] = PRESETS
+    """The same mapping under the name 0.1.0-style code reads (``cls._PRESETS``)."""
 
     RENAMED: ClassVar[Mapping[str, str]] = MappingProxyType({})
     """Deprecated group name -> its new name; a spec naming the old one still works."""
@@ -125,30 +208,35 @@ class SpanGroup:
                 description="Root span of the job: the whole pretrain or train run.",
                 fires="once",
                 since="0.1.0",
+                category="goodput",
             ),
             LOAD_CHECKPOINT: GroupInfo(
                 name=LOAD_CHECKPOINT,
                 description="Checkpoint load at start-up.",
                 fires="once",
                 since="0.1.0",
+                category="goodput",
             ),
             MODEL_INIT: GroupInfo(
                 name=MODEL_INIT,
                 description="Model construction at start-up.",
                 fires="once",
                 since="0.1.0",
+                category="goodput",
             ),
             CHECKPOINT: GroupInfo(
                 name=CHECKPOINT,
                 description="Checkpoint save.",
                 fires="periodic",
                 since="0.1.0",
+                category="goodput",
             ),
             EVALUATE: GroupInfo(
                 name=EVALUATE,
                 description="Evaluation pass.",
                 fires="periodic",
                 since="0.1.0",
+                category="goodput",
             ),
             FORWARD_BACKWARD: GroupInfo(
                 name=FORWARD_BACKWARD,
@@ -167,6 +255,7 @@ class SpanGroup:
                 description="Training-step boundary: one span per iteration.",
                 fires="per_step",
                 since="0.1.0",
+                category="goodput",
             ),
         }
     )
@@ -180,21 +269,83 @@ class SpanGroup:
         a preset adds its groups, a group adds itself, ``-name`` removes. Raises
         ``ValueError`` naming the valid names for an unknown one.
         """
-        return resolve_spec(
-            spec,
-            owner=cls.__name__,
-            groups=cls.ALL_GROUPS,
-            presets=cls.PRESETS,
-            renamed=cls.RENAMED,
-        )
+        return resolve_for(spec, cls)
 
     @classmethod
     def explain(cls, spec: str) -> tuple[frozenset[str], tuple[SpecStep, ...]]:
         """Like :meth:`resolve`, and also report what each entry turned on or off."""
-        return explain_spec(
-            spec,
-            owner=cls.__name__,
-            groups=cls.ALL_GROUPS,
-            presets=cls.PRESETS,
-            renamed=cls.RENAMED,
-        )
+        return explain_for(spec, cls)
+
+    @classmethod
+    def categories(cls) -> Mapping[str, str]:
+        """``{group: "goodput" | "profiling"}`` for every group of the class."""
+        return categories_of(cls)
+
+
+# Each preset of the class as a typed, immutable constant.
+DEFAULT_PRESET: Final[frozenset[SpanGroupName]] = frozenset(
+    {
+        "job",
+        "checkpoint",
+        "evaluate",
+    }
+)
+"""The 'default' preset of SpanGroup. Production: structural, job-level spans only."""
+
+PER_STEP_PRESET: Final[frozenset[SpanGroupName]] = frozenset(
+    {
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "checkpoint",
+        "evaluate",
+        "forward_backward",
+        "optimizer",
+        "step",
+    }
+)
+"""The 'per_step' preset of SpanGroup. Every iteration: start-up phases, steps, forward/backward
+and optimizer.
+"""
+
+GOODPUT_PRESET: Final[frozenset[SpanGroupName]] = frozenset(
+    {
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "checkpoint",
+        "evaluate",
+        "step",
+    }
+)
+"""The 'goodput' preset of SpanGroup. The goodput groups: semantic boundaries of useful or
+resiliency time.
+"""
+
+PROFILING_PRESET: Final[frozenset[SpanGroupName]] = frozenset(
+    {
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "checkpoint",
+        "evaluate",
+        "forward_backward",
+        "optimizer",
+        "step",
+    }
+)
+"""The 'profiling' preset of SpanGroup. Every group: the fine-grained detail too, for profiling."""
+
+ALL_PRESET: Final[frozenset[SpanGroupName]] = frozenset(
+    {
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "checkpoint",
+        "evaluate",
+        "forward_backward",
+        "optimizer",
+        "step",
+    }
+)
+"""The 'all' preset of SpanGroup. Every group of the class."""

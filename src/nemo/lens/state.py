@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from nemo.lens import _signatures
-from nemo.lens._names import signature_of, with_old_names
+from nemo.lens._names import signature_of
+from nemo.lens.spec import with_old_names
 
 __all__ = ["enabled_span_groups", "is_span_group_enabled", "set_enabled_span_groups"]
 

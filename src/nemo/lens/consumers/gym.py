@@ -1,6 +1,6 @@
-# DO NOT EDIT: generated from schema/span_groups.toml by codegen.
+# DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: e6eaf32025e98ffccb04060a8aa522d8d5026bb63bde6eca057556804f1d64b0
+# schema-sha256: 4b26f2823c6d3a75822b2b88ae5cdd48a7c02ba10dbfcce74a12c0966c623947
 """GymSpanGroup, the span groups of the 'gym' consumer."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
-from nemo.lens._names import primitive
-from nemo.lens._spec import GroupInfo
-from nemo.lens.groups import DynamicSpanGroup, SpanGroup
+from nemo.lens.groups import SpanGroup
+from nemo.lens.spec import DynamicSpanGroup, GroupInfo, primitive
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -22,6 +21,12 @@ if TYPE_CHECKING:
     _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
+    "ALL_PRESET",
+    "DEFAULT_PRESET",
+    "GOODPUT_PRESET",
+    "PER_ROLLOUT_PRESET",
+    "PER_STEP_PRESET",
+    "PROFILING_PRESET",
     "GymSpanGroup",
     "GymSpanGroupName",
     "GymSpanGroupPresetName",
@@ -52,6 +57,9 @@ GymSpanGroupName: TypeAlias = Literal[
 GymSpanGroupPresetName: TypeAlias = Literal[
     "default",
     "per_rollout",
+    "per_step",
+    "goodput",
+    "profiling",
     "all",
 ]
 """Every preset name of :class:`GymSpanGroup`."""
@@ -61,30 +69,36 @@ class GymSpanGroup(SpanGroup):
     """Span groups for rollout gyms: HTTP servers, agents, model calls and sandboxes."""
 
     AGENT: Final = "agent"
-    """Agent turns within a rollout. Fires per_request (every request); since 0.1.0."""
+    """Agent turns within a rollout. Fires per_request (every request); profiling; since 0.1.0."""
 
     HTTP_CLIENT: Final = "http_client"
-    """HTTP egress: requests the gym sends. Fires per_request (every request); since 0.1.0."""
+    """HTTP egress: requests the gym sends. Fires per_request (every request); profiling; since
+    0.1.0.
+    """
 
     MODEL_CALL: Final = "model_call"
-    """Calls from the agent to the policy model. Fires per_request (every request); since 0.1.0."""
+    """Calls from the agent to the policy model. Fires per_request (every request); profiling;
+    since 0.1.0.
+    """
 
     ROLLOUT: Final = "rollout"
-    """One rollout from reset to final verification. Fires per_request (every request); since
-    0.1.0.
+    """One rollout from reset to final verification. Fires per_request (every request); goodput;
+    since 0.1.0.
     """
 
     SANDBOX: Final = "sandbox"
-    """Sandboxed tool or code execution. Fires per_request (every request); since 0.1.0."""
-
-    SERVER: Final = "server"
-    """HTTP ingress: requests the gym server handles. Fires per_request (every request); since
+    """Sandboxed tool or code execution. Fires per_request (every request); profiling; since
     0.1.0.
     """
 
+    SERVER: Final = "server"
+    """HTTP ingress: requests the gym server handles. Fires per_request (every request);
+    profiling; since 0.1.0.
+    """
+
     VERIFY: Final = "verify"
-    """Verification (scoring) of a rollout's result. Fires per_request (every request); since
-    0.1.0.
+    """Verification (scoring) of a rollout's result. Fires per_request (every request);
+    profiling; since 0.1.0.
     """
 
     # Each class overrides these, so they are ClassVar rather than Final: mypy
@@ -102,11 +116,26 @@ class GymSpanGroup(SpanGroup):
     )
     """Every group of the class: what the ``all`` preset enables."""
 
+    GOODPUT_GROUPS: ClassVar[frozenset[str]] = frozenset(
+        {
+            SpanGroup.JOB,
+            SpanGroup.LOAD_CHECKPOINT,
+            SpanGroup.MODEL_INIT,
+            SpanGroup.CHECKPOINT,
+            SpanGroup.EVALUATE,
+            SpanGroup.STEP,
+            ROLLOUT,
+        }
+    )
+    """The groups whose category is ``goodput``; every other group is ``profiling``."""
+
     PRESETS: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType(
         {
             "default": frozenset(
                 {
                     SpanGroup.JOB,
+                    SpanGroup.CHECKPOINT,
+                    SpanGroup.EVALUATE,
                     HTTP_CLIENT,
                     ROLLOUT,
                     SERVER,
@@ -122,10 +151,37 @@ class GymSpanGroup(SpanGroup):
                     VERIFY,
                 }
             ),
+            "per_step": frozenset(
+                {
+                    SpanGroup.JOB,
+                    SpanGroup.LOAD_CHECKPOINT,
+                    SpanGroup.MODEL_INIT,
+                    SpanGroup.CHECKPOINT,
+                    SpanGroup.EVALUATE,
+                    SpanGroup.FORWARD_BACKWARD,
+                    SpanGroup.OPTIMIZER,
+                    SpanGroup.STEP,
+                }
+            ),
+            "goodput": frozenset(
+                {
+                    SpanGroup.JOB,
+                    SpanGroup.LOAD_CHECKPOINT,
+                    SpanGroup.MODEL_INIT,
+                    SpanGroup.CHECKPOINT,
+                    SpanGroup.EVALUATE,
+                    SpanGroup.STEP,
+                    ROLLOUT,
+                }
+            ),
+            "profiling": ALL_GROUPS,
             "all": ALL_GROUPS,
         }
     )
     """Preset name -> the groups it enables."""
+
+    _PRESETS: ClassVar[Mapping[str, frozenset[str]]] = PRESETS
+    """The same mapping under the name 0.1.0-style code reads (``cls._PRESETS``)."""
 
     RENAMED: ClassVar[Mapping[str, str]] = MappingProxyType({})
     """Deprecated group name -> its new name; a spec naming the old one still works."""
@@ -156,6 +212,7 @@ class GymSpanGroup(SpanGroup):
                 description="One rollout from reset to final verification.",
                 fires="per_request",
                 since="0.1.0",
+                category="goodput",
             ),
             SANDBOX: GroupInfo(
                 name=SANDBOX,
@@ -178,6 +235,111 @@ class GymSpanGroup(SpanGroup):
         }
     )
     """Group name -> what the schema says about it."""
+
+
+# Each preset of the class as a typed, immutable constant.
+DEFAULT_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
+    {
+        "job",
+        "checkpoint",
+        "evaluate",
+        "http_client",
+        "rollout",
+        "server",
+    }
+)
+"""The 'default' preset of GymSpanGroup. Production: the request and rollout boundaries a gym
+operator watches.
+"""
+
+PER_ROLLOUT_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
+    {
+        "agent",
+        "http_client",
+        "model_call",
+        "rollout",
+        "server",
+        "verify",
+    }
+)
+"""The 'per_rollout' preset of GymSpanGroup. Everything inside a rollout: server, client,
+rollout, verify, agent and model calls.
+"""
+
+PER_STEP_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
+    {
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "checkpoint",
+        "evaluate",
+        "forward_backward",
+        "optimizer",
+        "step",
+    }
+)
+"""The 'per_step' preset of GymSpanGroup. Every iteration: start-up phases, steps,
+forward/backward and optimizer.
+"""
+
+GOODPUT_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
+    {
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "checkpoint",
+        "evaluate",
+        "step",
+        "rollout",
+    }
+)
+"""The 'goodput' preset of GymSpanGroup. The goodput groups: semantic boundaries of useful or
+resiliency time.
+"""
+
+PROFILING_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
+    {
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "checkpoint",
+        "evaluate",
+        "forward_backward",
+        "optimizer",
+        "step",
+        "agent",
+        "http_client",
+        "model_call",
+        "rollout",
+        "sandbox",
+        "server",
+        "verify",
+    }
+)
+"""The 'profiling' preset of GymSpanGroup. Every group: the fine-grained detail too, for
+profiling.
+"""
+
+ALL_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
+    {
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "checkpoint",
+        "evaluate",
+        "forward_backward",
+        "optimizer",
+        "step",
+        "agent",
+        "http_client",
+        "model_call",
+        "rollout",
+        "sandbox",
+        "server",
+        "verify",
+    }
+)
+"""The 'all' preset of GymSpanGroup. Every group of the class."""
 
 
 # managed_span, trace_fn and is_span_group_enabled of nemo.lens, re-exported with

@@ -1,6 +1,6 @@
-# DO NOT EDIT: generated from schema/span_groups.toml by codegen.
+# DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: e6eaf32025e98ffccb04060a8aa522d8d5026bb63bde6eca057556804f1d64b0
+# schema-sha256: 4b26f2823c6d3a75822b2b88ae5cdd48a7c02ba10dbfcce74a12c0966c623947
 """MegatronSpanGroup, the span groups of the 'megatron' consumer."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
-from nemo.lens._names import primitive
-from nemo.lens._spec import GroupInfo
-from nemo.lens.groups import DynamicSpanGroup, SpanGroup
+from nemo.lens.groups import SpanGroup
+from nemo.lens.spec import DynamicSpanGroup, GroupInfo, primitive
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -22,6 +21,11 @@ if TYPE_CHECKING:
     _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
+    "ALL_PRESET",
+    "DEFAULT_PRESET",
+    "GOODPUT_PRESET",
+    "PER_STEP_PRESET",
+    "PROFILING_PRESET",
     "MegatronSpanGroup",
     "MegatronSpanGroupName",
     "MegatronSpanGroupPresetName",
@@ -43,6 +47,7 @@ MegatronSpanGroupName: TypeAlias = Literal[
     "step",
     "communication",
     "microbatch",
+    "trace_region",
     "activation_offload",
     "layer",
     "inference",
@@ -52,6 +57,8 @@ MegatronSpanGroupName: TypeAlias = Literal[
 MegatronSpanGroupPresetName: TypeAlias = Literal[
     "default",
     "per_step",
+    "goodput",
+    "profiling",
     "all",
 ]
 """Every preset name of :class:`MegatronSpanGroup`."""
@@ -62,34 +69,43 @@ class MegatronSpanGroup(SpanGroup):
 
     FIRST_ITERATION: Final = "first_iteration"
     """The first iteration this process executed: warm-up costs (compilation, graph capture).
-    Fires once (once per job or process); since 0.1.0.
+    Fires once (once per job or process); goodput; since 0.1.0.
     """
 
     DATA_LOADING: Final = "data_loading"
-    """Batch preparation and data loading. Fires per_step (every iteration); since 0.1.0."""
+    """Batch preparation and data loading. Fires per_step (every iteration); goodput; since
+    0.1.0.
+    """
 
     COMMUNICATION: Final = "communication"
     """P2P send/recv and gradient all-reduce / reduce-scatter. Fires per_microbatch (every
-    microbatch); since 0.1.0.
+    microbatch); profiling; since 0.1.0.
     """
 
     MICROBATCH: Final = "microbatch"
     """Forward and backward pass of one microbatch. Fires per_microbatch (every microbatch);
-    since 0.1.0.
+    profiling; since 0.1.0.
+    """
+
+    TRACE_REGION: Final = "trace_region"
+    """Fine-grained markers around regions of interest inside an iteration. Fires per_microbatch
+    (every microbatch); profiling; since 0.2.0.
     """
 
     ACTIVATION_OFFLOAD: Final = "activation_offload"
     """Activation offload to the CPU and reload to the GPU. Fires per_layer (every layer of every
-    microbatch); since 0.1.0.
+    microbatch); profiling; since 0.1.0.
     """
 
     LAYER: Final = "layer"
     """Forward pass of one transformer layer. Fires per_layer (every layer of every microbatch);
-    since 0.1.0.
+    profiling; since 0.1.0.
     """
 
     INFERENCE: Final = "inference"
-    """Requests served by the inference server. Fires per_request (every request); since 0.1.0."""
+    """Requests served by the inference server. Fires per_request (every request); profiling;
+    since 0.1.0.
+    """
 
     # Each class overrides these, so they are ClassVar rather than Final: mypy
     # forbids redefining a Final attribute in a subclass.
@@ -99,6 +115,7 @@ class MegatronSpanGroup(SpanGroup):
             DATA_LOADING,
             COMMUNICATION,
             MICROBATCH,
+            TRACE_REGION,
             ACTIVATION_OFFLOAD,
             LAYER,
             INFERENCE,
@@ -106,10 +123,24 @@ class MegatronSpanGroup(SpanGroup):
     )
     """Every group of the class: what the ``all`` preset enables."""
 
+    GOODPUT_GROUPS: ClassVar[frozenset[str]] = frozenset(
+        {
+            FIRST_ITERATION,
+            SpanGroup.JOB,
+            SpanGroup.LOAD_CHECKPOINT,
+            SpanGroup.MODEL_INIT,
+            SpanGroup.CHECKPOINT,
+            DATA_LOADING,
+            SpanGroup.STEP,
+        }
+    )
+    """The groups whose category is ``goodput``; every other group is ``profiling``."""
+
     PRESETS: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType(
         {
             "default": frozenset(
                 {
+                    FIRST_ITERATION,
                     SpanGroup.JOB,
                     SpanGroup.CHECKPOINT,
                     SpanGroup.EVALUATE,
@@ -132,10 +163,25 @@ class MegatronSpanGroup(SpanGroup):
                     INFERENCE,
                 }
             ),
+            "goodput": frozenset(
+                {
+                    FIRST_ITERATION,
+                    SpanGroup.JOB,
+                    SpanGroup.LOAD_CHECKPOINT,
+                    SpanGroup.MODEL_INIT,
+                    SpanGroup.CHECKPOINT,
+                    DATA_LOADING,
+                    SpanGroup.STEP,
+                }
+            ),
+            "profiling": ALL_GROUPS,
             "all": ALL_GROUPS,
         }
     )
     """Preset name -> the groups it enables."""
+
+    _PRESETS: ClassVar[Mapping[str, frozenset[str]]] = PRESETS
+    """The same mapping under the name 0.1.0-style code reads (``cls._PRESETS``)."""
 
     RENAMED: ClassVar[Mapping[str, str]] = MappingProxyType({})
     """Deprecated group name -> its new name; a spec naming the old one still works."""
@@ -143,6 +189,9 @@ class MegatronSpanGroup(SpanGroup):
     GROUP_INFO: ClassVar[Mapping[str, GroupInfo]] = MappingProxyType(
         {
             **SpanGroup.GROUP_INFO,
+            SpanGroup.EVALUATE: SpanGroup.GROUP_INFO[SpanGroup.EVALUATE]._replace(
+                category="profiling"
+            ),
             FIRST_ITERATION: GroupInfo(
                 name=FIRST_ITERATION,
                 description=(
@@ -151,12 +200,14 @@ class MegatronSpanGroup(SpanGroup):
                 ),
                 fires="once",
                 since="0.1.0",
+                category="goodput",
             ),
             DATA_LOADING: GroupInfo(
                 name=DATA_LOADING,
                 description="Batch preparation and data loading.",
                 fires="per_step",
                 since="0.1.0",
+                category="goodput",
             ),
             COMMUNICATION: GroupInfo(
                 name=COMMUNICATION,
@@ -169,6 +220,12 @@ class MegatronSpanGroup(SpanGroup):
                 description="Forward and backward pass of one microbatch.",
                 fires="per_microbatch",
                 since="0.1.0",
+            ),
+            TRACE_REGION: GroupInfo(
+                name=TRACE_REGION,
+                description="Fine-grained markers around regions of interest inside an iteration.",
+                fires="per_microbatch",
+                since="0.2.0",
             ),
             ACTIVATION_OFFLOAD: GroupInfo(
                 name=ACTIVATION_OFFLOAD,
@@ -191,6 +248,102 @@ class MegatronSpanGroup(SpanGroup):
         }
     )
     """Group name -> what the schema says about it."""
+
+
+# Each preset of the class as a typed, immutable constant.
+DEFAULT_PRESET: Final[frozenset[MegatronSpanGroupName]] = frozenset(
+    {
+        "first_iteration",
+        "job",
+        "checkpoint",
+        "evaluate",
+        "inference",
+    }
+)
+"""The 'default' preset of MegatronSpanGroup. Production: job-level spans, the first-iteration
+warm-up and inference requests.
+"""
+
+PER_STEP_PRESET: Final[frozenset[MegatronSpanGroupName]] = frozenset(
+    {
+        "first_iteration",
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "checkpoint",
+        "evaluate",
+        "data_loading",
+        "forward_backward",
+        "optimizer",
+        "step",
+        "communication",
+        "inference",
+    }
+)
+"""The 'per_step' preset of MegatronSpanGroup. Every iteration, with communication and data
+loading.
+"""
+
+GOODPUT_PRESET: Final[frozenset[MegatronSpanGroupName]] = frozenset(
+    {
+        "first_iteration",
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "checkpoint",
+        "data_loading",
+        "step",
+    }
+)
+"""The 'goodput' preset of MegatronSpanGroup. The goodput groups: semantic boundaries of useful
+or resiliency time.
+"""
+
+PROFILING_PRESET: Final[frozenset[MegatronSpanGroupName]] = frozenset(
+    {
+        "first_iteration",
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "checkpoint",
+        "evaluate",
+        "data_loading",
+        "forward_backward",
+        "optimizer",
+        "step",
+        "communication",
+        "microbatch",
+        "trace_region",
+        "activation_offload",
+        "layer",
+        "inference",
+    }
+)
+"""The 'profiling' preset of MegatronSpanGroup. Every group: the fine-grained detail too, for
+profiling.
+"""
+
+ALL_PRESET: Final[frozenset[MegatronSpanGroupName]] = frozenset(
+    {
+        "first_iteration",
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "checkpoint",
+        "evaluate",
+        "data_loading",
+        "forward_backward",
+        "optimizer",
+        "step",
+        "communication",
+        "microbatch",
+        "trace_region",
+        "activation_offload",
+        "layer",
+        "inference",
+    }
+)
+"""The 'all' preset of MegatronSpanGroup. Every group of the class."""
 
 
 # managed_span, trace_fn and is_span_group_enabled of nemo.lens, re-exported with

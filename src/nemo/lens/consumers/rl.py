@@ -1,6 +1,6 @@
-# DO NOT EDIT: generated from schema/span_groups.toml by codegen.
+# DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: e6eaf32025e98ffccb04060a8aa522d8d5026bb63bde6eca057556804f1d64b0
+# schema-sha256: 4b26f2823c6d3a75822b2b88ae5cdd48a7c02ba10dbfcce74a12c0966c623947
 """RLSpanGroup, the span groups of the 'rl' consumer."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
 
-from nemo.lens._names import primitive
-from nemo.lens._spec import GroupInfo
-from nemo.lens.groups import DynamicSpanGroup, SpanGroup
+from nemo.lens.groups import SpanGroup
+from nemo.lens.spec import DynamicSpanGroup, GroupInfo, primitive
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -22,6 +21,11 @@ if TYPE_CHECKING:
     _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
+    "ALL_PRESET",
+    "DEFAULT_PRESET",
+    "GOODPUT_PRESET",
+    "PER_STEP_PRESET",
+    "PROFILING_PRESET",
     "RLSpanGroup",
     "RLSpanGroupName",
     "RLSpanGroupPresetName",
@@ -56,6 +60,8 @@ RLSpanGroupName: TypeAlias = Literal[
 RLSpanGroupPresetName: TypeAlias = Literal[
     "default",
     "per_step",
+    "goodput",
+    "profiling",
     "all",
 ]
 """Every preset name of :class:`RLSpanGroup`."""
@@ -65,44 +71,48 @@ class RLSpanGroup(SpanGroup):
     """Span groups for reinforcement-learning loops (rollout, scoring, policy update)."""
 
     SETUP: Final = "setup"
-    """Driver start-up phases. Fires once (once per job or process); since 0.1.0."""
+    """Driver start-up phases. Fires once (once per job or process); goodput; since 0.1.0."""
 
     ADVANTAGE: Final = "advantage"
-    """Advantage estimation. Fires per_step (every iteration); since 0.1.0."""
+    """Advantage estimation. Fires per_step (every iteration); profiling; since 0.1.0."""
 
     DATA_PROCESSING: Final = "data_processing"
-    """Batch assembly and data processing between phases. Fires per_step (every iteration); since
-    0.1.0.
+    """Batch assembly and data processing between phases. Fires per_step (every iteration);
+    profiling; since 0.1.0.
     """
 
     EFFICIENCY: Final = "efficiency"
-    """Idle and wasted-time accounting. Fires per_step (every iteration); since 0.1.0."""
+    """Idle and wasted-time accounting. Fires per_step (every iteration); goodput; since 0.1.0."""
 
     GENERATION: Final = "generation"
-    """Generation of responses by the policy. Fires per_step (every iteration); since 0.1.0."""
-
-    LOGPROB: Final = "logprob"
-    """Log-probability computation for generated responses. Fires per_step (every iteration);
-    since 0.1.0.
-    """
-
-    POLICY_UPDATE: Final = "policy_update"
-    """Policy update (the training half of an RL step). Fires per_step (every iteration); since
+    """Generation of responses by the policy. Fires per_step (every iteration); profiling; since
     0.1.0.
     """
 
+    LOGPROB: Final = "logprob"
+    """Log-probability computation for generated responses. Fires per_step (every iteration);
+    profiling; since 0.1.0.
+    """
+
+    POLICY_UPDATE: Final = "policy_update"
+    """Policy update (the training half of an RL step). Fires per_step (every iteration);
+    profiling; since 0.1.0.
+    """
+
     REWARD: Final = "reward"
-    """Reward computation. Fires per_step (every iteration); since 0.1.0."""
+    """Reward computation. Fires per_step (every iteration); profiling; since 0.1.0."""
 
     ROLLOUT: Final = "rollout"
-    """Rollout phase of an RL step. Fires per_step (every iteration); since 0.1.0."""
+    """Rollout phase of an RL step. Fires per_step (every iteration); profiling; since 0.1.0."""
 
     DATA_PLANE: Final = "data_plane"
-    """Data-transfer RPCs between workers. Fires per_request (every request); since 0.1.0."""
+    """Data-transfer RPCs between workers. Fires per_request (every request); profiling; since
+    0.1.0.
+    """
 
     PER_PROMPT: Final = "per_prompt"
     """Per-prompt spans: about two spans for every prompt. Fires per_item (every item of a
-    batch); since 0.1.0.
+    batch); profiling; since 0.1.0.
     """
 
     # Each class overrides these, so they are ClassVar rather than Final: mypy
@@ -124,6 +134,20 @@ class RLSpanGroup(SpanGroup):
     )
     """Every group of the class: what the ``all`` preset enables."""
 
+    GOODPUT_GROUPS: ClassVar[frozenset[str]] = frozenset(
+        {
+            SpanGroup.JOB,
+            SpanGroup.LOAD_CHECKPOINT,
+            SpanGroup.MODEL_INIT,
+            SETUP,
+            SpanGroup.CHECKPOINT,
+            SpanGroup.EVALUATE,
+            EFFICIENCY,
+            SpanGroup.STEP,
+        }
+    )
+    """The groups whose category is ``goodput``; every other group is ``profiling``."""
+
     PRESETS: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType(
         {
             "default": frozenset(
@@ -138,6 +162,7 @@ class RLSpanGroup(SpanGroup):
             "per_step": frozenset(
                 {
                     SpanGroup.JOB,
+                    SpanGroup.LOAD_CHECKPOINT,
                     SpanGroup.MODEL_INIT,
                     SETUP,
                     SpanGroup.CHECKPOINT,
@@ -145,8 +170,10 @@ class RLSpanGroup(SpanGroup):
                     ADVANTAGE,
                     DATA_PROCESSING,
                     EFFICIENCY,
+                    SpanGroup.FORWARD_BACKWARD,
                     GENERATION,
                     LOGPROB,
+                    SpanGroup.OPTIMIZER,
                     POLICY_UPDATE,
                     REWARD,
                     ROLLOUT,
@@ -154,10 +181,26 @@ class RLSpanGroup(SpanGroup):
                     DATA_PLANE,
                 }
             ),
+            "goodput": frozenset(
+                {
+                    SpanGroup.JOB,
+                    SpanGroup.LOAD_CHECKPOINT,
+                    SpanGroup.MODEL_INIT,
+                    SETUP,
+                    SpanGroup.CHECKPOINT,
+                    SpanGroup.EVALUATE,
+                    EFFICIENCY,
+                    SpanGroup.STEP,
+                }
+            ),
+            "profiling": ALL_GROUPS,
             "all": ALL_GROUPS,
         }
     )
     """Preset name -> the groups it enables."""
+
+    _PRESETS: ClassVar[Mapping[str, frozenset[str]]] = PRESETS
+    """The same mapping under the name 0.1.0-style code reads (``cls._PRESETS``)."""
 
     RENAMED: ClassVar[Mapping[str, str]] = MappingProxyType({})
     """Deprecated group name -> its new name; a spec naming the old one still works."""
@@ -170,6 +213,7 @@ class RLSpanGroup(SpanGroup):
                 description="Driver start-up phases.",
                 fires="once",
                 since="0.1.0",
+                category="goodput",
             ),
             ADVANTAGE: GroupInfo(
                 name=ADVANTAGE,
@@ -188,6 +232,7 @@ class RLSpanGroup(SpanGroup):
                 description="Idle and wasted-time accounting.",
                 fires="per_step",
                 since="0.1.0",
+                category="goodput",
             ),
             GENERATION: GroupInfo(
                 name=GENERATION,
@@ -234,6 +279,113 @@ class RLSpanGroup(SpanGroup):
         }
     )
     """Group name -> what the schema says about it."""
+
+
+# Each preset of the class as a typed, immutable constant.
+DEFAULT_PRESET: Final[frozenset[RLSpanGroupName]] = frozenset(
+    {
+        "job",
+        "model_init",
+        "setup",
+        "checkpoint",
+        "evaluate",
+    }
+)
+"""The 'default' preset of RLSpanGroup. Production: job-level spans, model construction and
+driver set-up.
+"""
+
+PER_STEP_PRESET: Final[frozenset[RLSpanGroupName]] = frozenset(
+    {
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "setup",
+        "checkpoint",
+        "evaluate",
+        "advantage",
+        "data_processing",
+        "efficiency",
+        "forward_backward",
+        "generation",
+        "logprob",
+        "optimizer",
+        "policy_update",
+        "reward",
+        "rollout",
+        "step",
+        "data_plane",
+    }
+)
+"""The 'per_step' preset of RLSpanGroup. Every RL step phase, without the per-prompt spans."""
+
+GOODPUT_PRESET: Final[frozenset[RLSpanGroupName]] = frozenset(
+    {
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "setup",
+        "checkpoint",
+        "evaluate",
+        "efficiency",
+        "step",
+    }
+)
+"""The 'goodput' preset of RLSpanGroup. The goodput groups: semantic boundaries of useful or
+resiliency time.
+"""
+
+PROFILING_PRESET: Final[frozenset[RLSpanGroupName]] = frozenset(
+    {
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "setup",
+        "checkpoint",
+        "evaluate",
+        "advantage",
+        "data_processing",
+        "efficiency",
+        "forward_backward",
+        "generation",
+        "logprob",
+        "optimizer",
+        "policy_update",
+        "reward",
+        "rollout",
+        "step",
+        "data_plane",
+        "per_prompt",
+    }
+)
+"""The 'profiling' preset of RLSpanGroup. Every group: the fine-grained detail too, for
+profiling.
+"""
+
+ALL_PRESET: Final[frozenset[RLSpanGroupName]] = frozenset(
+    {
+        "job",
+        "load_checkpoint",
+        "model_init",
+        "setup",
+        "checkpoint",
+        "evaluate",
+        "advantage",
+        "data_processing",
+        "efficiency",
+        "forward_backward",
+        "generation",
+        "logprob",
+        "optimizer",
+        "policy_update",
+        "reward",
+        "rollout",
+        "step",
+        "data_plane",
+        "per_prompt",
+    }
+)
+"""The 'all' preset of RLSpanGroup. Every group of the class."""
 
 
 # managed_span, trace_fn and is_span_group_enabled of nemo.lens, re-exported with

@@ -9,6 +9,7 @@ records less, and :meth:`Locator.line` falls back to the nearest enclosing path.
 
 from __future__ import annotations
 
+import json
 import re
 
 KeyPath = tuple[str | int, ...]
@@ -27,7 +28,13 @@ def _split_dotted(dotted: str) -> tuple[str, ...]:
     parts = []
     for match in re.finditer(_KEY, dotted):
         token = match.group(0)
-        if token[0] in "\"'":
+        if token[0] == '"':
+            # A basic string: its escapes (\\n, \\u0007) are part of the key's name.
+            try:
+                token = json.loads(token)
+            except ValueError:
+                token = token[1:-1]
+        elif token[0] == "'":
             token = token[1:-1]
         parts.append(token)
     return tuple(parts)

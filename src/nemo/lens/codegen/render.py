@@ -11,24 +11,86 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
-from codegen.model import ALL_PRESET, PRODUCTION_PRESET, TIER_MEANING, Group, GroupClass, Schema
+from nemo.lens.codegen.model import (
+    ALL_PRESET,
+    GOODPUT,
+    IMPLICIT_PRESETS,
+    PRODUCTION_PRESET,
+    PROFILING,
+    SIGNATURES_MODULE,
+    TIER_MEANING,
+    Group,
+    GroupClass,
+    Preset,
+    Schema,
+)
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 LINE = 100
-DEFAULT_COMMAND = "make generate"
-SIGNATURES_MODULE = "nemo.lens._signatures"
-"""Where the signatures that type nemo.lens's own primitives are generated."""
+
+
+_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def pystr(text: str) -> str:
-    """A double-quoted Python string literal (ruff's preferred quote)."""
-    # JSON string syntax is a subset of Python's; keep non-ASCII readable.
-    return json.dumps(text, ensure_ascii=False)
+    """A Python string literal of *text*, quoted as ruff format quotes it.
+
+    Double quotes, unless the text holds more double quotes than single ones (then
+    single quotes need fewer escapes, and ruff would switch). Non-ASCII stays
+    readable; backslashes, the quote and anything unprintable are escaped.
+    """
+    quote = "'" if text.count('"') > text.count("'") else '"'
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif char == quote:
+            out.append("\\" + char)
+        elif not char.isprintable():
+            code = ord(char)
+            out.append(
+                f"\\x{code:02x}"
+                if code < 0x100
+                else f"\\u{code:04x}"
+                if code < 0x10000
+                else f"\\U{code:08x}"
+            )
+        else:
+            out.append(char)
+    return quote + "".join(out) + quote
+
+
+def _fit(
+    text: str,
+    width: int,
+    limit: int,
+    render: Callable[[str], str],
+    *,
+    drop_whitespace: bool = True,
+    break_on_hyphens: bool = True,
+) -> list[str]:
+    """Wrap *text* at *width* so that every rendered line is at most *limit* characters.
+
+    Escapes make a rendered line longer than its text; wrap narrower until it fits.
+    """
+    while True:
+        chunks = textwrap.wrap(
+            text,
+            width=width,
+            drop_whitespace=drop_whitespace,
+            break_on_hyphens=break_on_hyphens,
+        )
+        lines = [render(chunk) for chunk in chunks]
+        longest = max((len(line) for line in lines), default=0)
+        if width <= 20 or longest <= limit:
+            return lines
+        width -= longest - limit
 
 
 def pystr_block(text: str, indent: int, prefix: int) -> str:
@@ -39,17 +101,33 @@ def pystr_block(text: str, indent: int, prefix: int) -> str:
     literal = pystr(text)
     if indent + prefix + len(literal) + 1 <= LINE:
         return literal
-    width = LINE - indent - 8
-    chunks = textwrap.wrap(text, width=width, drop_whitespace=False, break_on_hyphens=False)
     pad = " " * (indent + 4)
-    body = "\n".join(pad + pystr(chunk) for chunk in chunks)
+    chunks = _fit(
+        text,
+        LINE - indent - 8,
+        LINE - indent - 6,
+        pystr,
+        drop_whitespace=False,
+        break_on_hyphens=False,
+    )
+    body = "\n".join(pad + chunk for chunk in chunks)
     return "(\n" + body + "\n" + " " * indent + ")"
 
 
+def _inert(line: str) -> str:
+    """*line* as the body of a docstring that reads back as exactly *line*.
+
+    Backslashes and double quotes are escaped, so no schema text can end the string,
+    start an escape sequence (``\\x``, ``\\N``, a backslash before the closing quotes)
+    or become code. Applied after wrapping, so a line break never splits an escape.
+    """
+    return line.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def docstring(text: str, indent: int) -> str:
-    """A triple-quoted docstring wrapped to the line length."""
+    """A triple-quoted docstring wrapped to the line length; its text is always inert."""
     pad = " " * indent
-    lines = textwrap.wrap(text.replace('"""', "'''"), width=LINE - indent - 6)
+    lines = _fit(text, LINE - indent - 6, LINE - indent - 6, _inert) or [""]
     if len(lines) == 1:
         return f'{pad}"""{lines[0]}"""'
     body = "\n".join(pad + line for line in lines[1:])
@@ -59,7 +137,7 @@ def docstring(text: str, indent: int) -> str:
 def group_doc(group: Group) -> str:
     text = (
         f"{group.description.rstrip('.')}. Fires {group.fires} "
-        f"({TIER_MEANING[group.fires]}); since {group.since}."
+        f"({TIER_MEANING[group.fires]}); {group.category}; since {group.since}."
     )
     if group.renamed_to:
         text = f"Deprecated: renamed to {group.renamed_to!r}. {group.deprecated_note}"
@@ -79,6 +157,8 @@ class GroupView:
     deprecated: str
     renamed_to: str
     """Expression of the new group's constant, for renamed groups."""
+    category: str
+    """The category literal; empty when it is the default (`profiling`)."""
 
 
 @dataclass(frozen=True)
@@ -128,8 +208,13 @@ class PresetView:
     literal: str
     description: str
     members: tuple[str, ...]
-    """Member expressions (`JOB` or `SpanGroup.JOB`); empty for `all`."""
+    """Member expressions (`JOB` or `SpanGroup.JOB`); empty for `all` and `profiling`."""
     is_all: bool
+    """Every group: `all`, and `profiling`, which is every group too."""
+    constant: str
+    """The module-level `Final` frozenset of the preset (`PER_STEP_PRESET`)."""
+    names: tuple[str, ...]
+    """The member names as literals, for that frozenset."""
 
 
 @dataclass(frozen=True)
@@ -147,9 +232,17 @@ class ClassView:
     inherited: tuple[str, ...]
     """Expressions of the inherited groups (for documentation only)."""
     presets: tuple[PresetView, ...]
+    goodput: tuple[str, ...]
+    """Expressions of the class's goodput groups."""
+    recategorized: tuple[tuple[str, str], ...]
+    """(inherited group's expression, category literal): the class's own view of them."""
     renames: tuple[tuple[str, str], ...]
     renamed_constants: tuple[RenameView, ...]
     primitives: PrimitivesView
+    exports: tuple[str, ...]
+    """The module's `__all__`, in the order ruff keeps it."""
+    any_names: tuple[str, ...] = ()
+    """Every group name of every class in the schema (the base module only)."""
 
 
 def decorator(name: str, text: str, indent: int) -> str:
@@ -167,8 +260,8 @@ def string_lines(text: str, indent: int) -> tuple[str, ...]:
     pad = " " * indent
     if indent + len(pystr(text)) + 1 <= LINE:
         return (pad + pystr(text),)
-    chunks = textwrap.wrap(text, width=LINE - indent - 4, drop_whitespace=False)
-    return tuple(pad + pystr(chunk) for chunk in chunks)
+    chunks = _fit(text, LINE - indent - 4, LINE - indent - 2, pystr, drop_whitespace=False)
+    return tuple(pad + chunk for chunk in chunks)
 
 
 def _camel(name: str) -> str:
@@ -227,13 +320,27 @@ def _expr(cls: GroupClass, name: str) -> str:
 
 def _ordered_presets(cls: GroupClass) -> list[str]:
     names = sorted(p.name for p in cls.presets if p.name != PRODUCTION_PRESET)
-    return [PRODUCTION_PRESET, *names, ALL_PRESET]
+    return [PRODUCTION_PRESET, *names, *IMPLICIT_PRESETS]
+
+
+def _members(cls: GroupClass, name: str) -> frozenset[str]:
+    """Every group a preset of *cls* enables, the implicit presets included."""
+    if name in (ALL_PRESET, PROFILING):
+        return frozenset(g.name for g in cls.all_groups)
+    if name == GOODPUT:
+        return cls.goodput
+    return next(p.members for p in cls.presets if p.name == name)
+
+
+def _one_line(text: str) -> str:
+    """*text* safe inside a one-line comment: no line breaks, no control characters."""
+    return json.dumps(text, ensure_ascii=False)[1:-1].replace("-->", "--\\>")
 
 
 def header(schema: Schema, command: str, comment: str = "#") -> str:
     lines = [
-        f"DO NOT EDIT: generated from {schema.source} by codegen.",
-        f"Edit the schema, then run `{command}`.",
+        f"DO NOT EDIT: generated from {_one_line(schema.source)} by nemo-lens generate.",
+        f"Edit the schema, then run `{_one_line(command)}`.",
         f"schema-sha256: {schema.digest}",
     ]
     if comment == "#":
@@ -241,17 +348,44 @@ def header(schema: Schema, command: str, comment: str = "#") -> str:
     return "<!--\n" + "\n".join(lines) + "\n-->"
 
 
-def class_view(schema: Schema, cls: GroupClass, command: str) -> ClassView:
+_IMPLICIT_TEXT = {
+    GOODPUT: "The goodput groups: semantic boundaries of useful or resiliency time.",
+    PROFILING: "Every group: the fine-grained detail too, for profiling.",
+    ALL_PRESET: "Every group of the class.",
+}
+
+
+def _preset_description(cls: GroupClass, name: str) -> str:
+    if name in _IMPLICIT_TEXT:
+        text = _IMPLICIT_TEXT[name]
+    else:
+        text = next(p.description for p in cls.presets if p.name == name)
+    text = text[0].upper() + text[1:]
+    return f"The {name!r} preset of {cls.class_name}. {text.rstrip('.')}."
+
+
+def class_view(
+    schema: Schema, cls: GroupClass, command: str, any_names: tuple[str, ...] = ()
+) -> ClassView:
     order = {g.name: g.sort_key for g in cls.all_groups}
+
+    def ordered(names: frozenset[str]) -> list[str]:
+        return sorted(names, key=order.__getitem__)
+
     presets = []
-    by_name = {p.name: p for p in cls.presets}
     for name in _ordered_presets(cls):
-        if name == ALL_PRESET:
-            presets.append(PresetView(pystr(name), "every group of the class", (), True))
-            continue
-        preset = by_name[name]
-        members = tuple(_expr(cls, m) for m in sorted(preset.members, key=order.__getitem__))
-        presets.append(PresetView(pystr(name), preset.description, members, False))
+        members = ordered(_members(cls, name))
+        every = name in (ALL_PRESET, PROFILING)
+        presets.append(
+            PresetView(
+                literal=pystr(name),
+                description=docstring(_preset_description(cls, name), 0),
+                members=() if every else tuple(_expr(cls, m) for m in members),
+                is_all=every,
+                constant=f"{name.upper()}_PRESET",
+                names=tuple(pystr(m) for m in members),
+            )
+        )
     groups = tuple(
         GroupView(
             constant=g.constant,
@@ -262,6 +396,7 @@ def class_view(schema: Schema, cls: GroupClass, command: str) -> ClassView:
             description=pystr_block(g.description, 16, len("description=")),
             deprecated=pystr(g.deprecated_note),
             renamed_to=_expr(cls, g.renamed_to) if g.renamed_to else "",
+            category=pystr(g.category) if g.category != PROFILING else "",
         )
         for g in cls.groups
     )
@@ -284,16 +419,36 @@ def class_view(schema: Schema, cls: GroupClass, command: str) -> ClassView:
         groups=groups,
         inherited=tuple(_expr(cls, g.name) for g in (cls.base.current_groups if cls.base else ())),
         presets=tuple(presets),
+        goodput=tuple(_expr(cls, g) for g in ordered(cls.goodput)),
+        recategorized=tuple((_expr(cls, g), pystr(c)) for g, c in cls.recategorized),
         renames=tuple(
             (pystr(g.name), _expr(cls, g.renamed_to)) for g in cls.groups if g.renamed_to
         ),
         renamed_constants=tuple(_rename_view(cls, g) for g in cls.groups if g.renamed_to),
+        any_names=any_names,
+        exports=_exports(cls, presets),
         primitives=primitives_view(
             f"{cls.class_name}Name | DynamicSpanGroup",
             f":class:`{cls.class_name}`",
             [(g.name, [(cls.class_name, g.renamed_to)]) for g in _renamed_groups(cls)],
         ),
     )
+
+
+def _exports(cls: GroupClass, presets: list[PresetView]) -> tuple[str, ...]:
+    names = {cls.class_name, f"{cls.class_name}Name", f"{cls.class_name}PresetName"}
+    names |= {p.constant for p in presets}
+    if cls.base is None:
+        names |= {"AnySpanGroupName", "DynamicSpanGroup", "GroupInfo", "SpanGroupArg"}
+    else:
+        names |= {"is_span_group_enabled", "managed_span", "trace_fn"}
+
+    def order(name: str) -> tuple[int, str]:
+        # ruff's isort-style order: CONSTANTS, then Classes, then functions.
+        kind = 0 if name.isupper() else 1 if name[0].isupper() else 2
+        return (kind, name)
+
+    return tuple(sorted(names, key=order))
 
 
 def _renamed_groups(cls: GroupClass) -> list[Group]:
@@ -328,8 +483,6 @@ def _with_trailing_comma(lines: tuple[str, ...]) -> tuple[str, ...]:
 class SignaturesView:
     header: str
     module_doc: str
-    names: tuple[str, ...]
-    names_doc: str
     primitives: PrimitivesView
 
 
@@ -350,14 +503,13 @@ def signatures_view(schema: Schema, classes: list[GroupClass], command: str) -> 
         module_doc=docstring(
             "The group-checked signatures of nemo.lens's primitives, for type checkers.", 0
         ),
-        names=tuple(pystr(n) for n in current),
-        names_doc=docstring(f"Every group name of every span-group class: {names}.", 0),
         primitives=primitives_view("SpanGroupArg", f"any span-group class ({names})", renames),
     )
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|")
+    """Schema text as inert Markdown table text: no cell breaks, no HTML."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 @dataclass(frozen=True)
@@ -370,31 +522,47 @@ class DocsClass:
     preset_rows: tuple[tuple[str, str, str], ...]
 
 
+def _preset_text(cls: GroupClass, preset: Preset) -> str:
+    """A preset's description, with what it inherits and what it keeps on purpose."""
+    text = _md(preset.description)
+    if cls.base is not None and preset.replaces_base:
+        text += f" Replaces the base `{preset.name}`."
+    for group, reason in preset.allow_frequent:
+        text += f" Kept in `{preset.name}` on purpose: `{group}`: {_md(reason)}"
+    return text
+
+
+def _preset_members(cls: GroupClass, preset: Preset) -> str:
+    if cls.base is None or not preset.from_base:
+        return ", ".join(sorted(preset.members))
+    added = sorted(preset.members - preset.from_base)
+    text = f"from the base `{preset.name}`: {', '.join(sorted(preset.from_base))}"
+    return text + (f"; added here: {', '.join(added)}" if added else "")
+
+
 def docs_class(cls: GroupClass) -> DocsClass:
     names = _ordered_presets(cls)
     by_name = {p.name: p for p in cls.presets}
-    everything = frozenset(g.name for g in cls.all_groups)
-    members = {n: (everything if n == ALL_PRESET else by_name[n].members) for n in names}
+    members = {n: _members(cls, n) for n in names}
     own = {g.name for g in cls.groups}
     rows = []
     for g in cls.all_groups:
         origin = "" if g.name in own or cls.base is None else " (base)"
         marks = tuple("✓" if g.name in members[n] else "" for n in names)
-        rows.append((f"`{g.name}`{origin}", g.fires, _md(g.description), *marks))
+        row = (f"`{g.name}`{origin}", g.fires, cls.category(g.name), _md(g.description))
+        rows.append((*row, *marks))
     for g in cls.groups:
         if g.renamed_to:
             note = f"renamed to `{g.renamed_to}`. {g.deprecated_note}".strip()
-            rows.append((f"`{g.name}`", "—", _md(f"Deprecated: {note}"), *("" for _ in names)))
+            blank = ("" for _ in names)
+            rows.append((f"`{g.name}`", "—", "—", _md(f"Deprecated: {note}"), *blank))
     preset_rows = []
     for n in names:
-        if n == ALL_PRESET:
-            preset_rows.append((n, "every group of the class", ", ".join(sorted(everything))))
-            continue
-        preset = by_name[n]
-        text = _md(preset.description)
-        for group, reason in preset.allow_frequent:
-            text += f" Kept in `{n}` on purpose: `{group}`: {_md(reason)}"
-        preset_rows.append((n, text, ", ".join(sorted(preset.members))))
+        if n in _IMPLICIT_TEXT:
+            preset_rows.append((n, _IMPLICIT_TEXT[n], ", ".join(sorted(members[n]))))
+        else:
+            preset = by_name[n]
+            preset_rows.append((n, _preset_text(cls, preset), _preset_members(cls, preset)))
     return DocsClass(
         title=cls.class_name,
         module=cls.module,
@@ -420,17 +588,19 @@ def module_path(out_root: Path, module: str) -> Path:
     return out_root.joinpath(*module.split(".")).with_suffix(".py")
 
 
-def render_all(
-    schema: Schema, out_root: Path, docs: Path | None, command: str = DEFAULT_COMMAND
-) -> dict[Path, str]:
-    """Every generated file of *schema*: path -> exact content."""
+def render_all(schema: Schema, out_root: Path, docs: Path | None, command: str) -> dict[Path, str]:
+    """Every generated file of *schema*: path -> exact content.
+
+    *command* is what the headers tell a reader to run to regenerate them.
+    """
     env = _environment()
     files: dict[Path, str] = {}
     classes = [] if schema.extends_base else [schema.base]
     classes += list(schema.consumers)
+    every = tuple(pystr(n) for n in sorted({g.name for c in classes for g in c.all_groups}))
     for cls in classes:
         template = env.get_template("base.py.j2" if cls.base is None else "consumer.py.j2")
-        view = class_view(schema, cls, command)
+        view = class_view(schema, cls, command, every if cls.base is None else ())
         files[module_path(out_root, cls.module)] = template.render(view=view)
     if not schema.extends_base:
         files[module_path(out_root, SIGNATURES_MODULE)] = env.get_template(

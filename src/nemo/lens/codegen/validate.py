@@ -1,7 +1,7 @@
 """Load a schema file and check every rule, reporting all problems at once.
 
 Validation is separate from rendering: :func:`load_schema` either returns a
-:class:`~codegen.model.Schema` that is safe to render, or raises
+:class:`~nemo.lens.codegen.model.Schema` that is safe to render, or raises
 :class:`SchemaError` carrying every :class:`Problem` found (file, line, key path,
 message, did-you-mean). Nothing is written on failure.
 """
@@ -12,18 +12,26 @@ import difflib
 import hashlib
 import json
 import keyword
+import os
 import re
+import stat
 import sys
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from codegen.locate import KeyPath, Locator
-from codegen.model import (
+from nemo.lens.codegen.locate import KeyPath, Locator
+from nemo.lens.codegen.model import (
     ALL_PRESET,
+    CATEGORIES,
+    GOODPUT,
+    IMPLICIT_PRESETS,
     PRODUCTION_PRESET,
+    PROFILING,
     QUIET_TIERS,
+    SIGNATURES_MODULE,
     TIERS,
     Group,
     GroupClass,
@@ -38,27 +46,35 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 BUNDLED_BASE = "nemo.lens"
 """`extends` value naming the base schema that ships beside this generator."""
-BUNDLED_BASE_PATH = Path(__file__).resolve().parent.parent / "schema" / "span_groups.toml"
+BUNDLED_BASE_PATH = Path(__file__).resolve().parent / "schema" / "span_groups.toml"
+MAX_SCHEMA_BYTES = 1 << 20
+"""A schema is a short hand-written file; anything larger is a mistake (or /dev/zero)."""
 
 SCHEMA_VERSION = 1
-NAME_RE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)*$")
+# Every pattern is matched with fullmatch: `$` would also match before a trailing newline.
+NAME_RE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 MAX_NAME = 32
 MAX_DESCRIPTION = 200
-VERSION_RE = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
-CLASS_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
-MODULE_RE = re.compile(r"^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*$")
+VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?")
+CLASS_RE = re.compile(r"[A-Z][A-Za-z0-9]*")
+MODULE_RE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*")
 BASE_CLASS = "SpanGroup"
 BASE_MODULE = "nemo.lens.groups"
+RUNTIME_PACKAGE = "nemo.lens"
+CONSUMERS_PACKAGE = "nemo.lens.consumers"
+"""The only part of nemo.lens a consumer module may be generated into."""
 
 # `all` is the implicit preset; the upper-cased names would collide with the
 # generated class attributes that hold the vocabulary.
-RESERVED_NAMES = frozenset({ALL_PRESET, "all_groups", "presets", "renamed", "group_info"})
+RESERVED_NAMES = frozenset(
+    {*IMPLICIT_PRESETS, "all_groups", "goodput_groups", "presets", "renamed", "group_info"}
+)
 
 TOP_KEYS = ("schema_version", "extends", "groups", "presets", "consumers")
-GROUP_KEYS = ("description", "fires", "since", "deprecated")
+GROUP_KEYS = ("description", "fires", "since", "category", "deprecated")
 DEPRECATED_KEYS = ("note", "renamed_to")
-PRESET_KEYS = ("description", "groups", "extends", "allow_frequent")
-CONSUMER_KEYS = ("class", "module", "description", "groups", "presets")
+PRESET_KEYS = ("description", "groups", "extends", "replace", "allow_frequent")
+CONSUMER_KEYS = ("class", "module", "description", "categories", "groups", "presets")
 
 
 @dataclass(frozen=True)
@@ -108,6 +124,11 @@ def canonical_digest(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+# Control, surrogate, line/paragraph separator and format characters (bidi overrides,
+# zero-width marks): none belongs in a description, and each could change what the
+# generated source means or how it reads.
+_NOT_TEXT = frozenset({"Cc", "Cs", "Zl", "Zp", "Cf"})
+
 _TYPE_NAMES = {
     str: "a string",
     list: "an array",
@@ -120,6 +141,21 @@ _TYPE_NAMES = {
 
 def _type_name(value: object) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+class _DeclaredPreset(NamedTuple):
+    members: list[str]
+    extends: list[str]
+    description: str
+    allow: dict[str, str]
+    replace: bool
+
+
+_IMPLICIT_MEANING = {
+    ALL_PRESET: "every group of the class",
+    GOODPUT: "the groups whose category is goodput",
+    PROFILING: "every group of the class, for profiling",
+}
 
 
 @dataclass
@@ -159,12 +195,29 @@ class _Checker:
             return ""
         if required and not value.strip():
             self.error((*path, key), f"{key!r} must not be empty")
+        if not self.inert(value, (*path, key), key):
+            return ""
         return str(value).strip()
 
+    def inert(self, value: str, path: KeyPath, what: str) -> bool:
+        """Schema text becomes docstrings and docs: it must be plain, printable text."""
+        for index, char in enumerate(value):
+            if char == "\n" and what == "description":
+                continue  # reported as "must be a single line"
+            if unicodedata.category(char) in _NOT_TEXT:
+                self.error(
+                    path,
+                    f"{what!r} holds the control or format character U+{ord(char):04X} at "
+                    f"position {index}; write plain printable text (it is copied into "
+                    "generated code and docs)",
+                )
+                return False
+        return True
+
     def name(self, name: str, path: KeyPath, what: str) -> bool:
-        if not NAME_RE.match(name):
+        if not NAME_RE.fullmatch(name):
             suggestion = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
-            hint = f"; try {suggestion!r}" if suggestion and NAME_RE.match(suggestion) else ""
+            hint = f"; try {suggestion!r}" if suggestion and NAME_RE.fullmatch(suggestion) else ""
             self.error(
                 path,
                 f"{what} name {name!r} is not lowercase snake_case "
@@ -228,7 +281,7 @@ def _read_groups(
             )
             fires = ""
         since = chk.text(body, "since", gpath, required=True)
-        if since and not VERSION_RE.match(since):
+        if since and not VERSION_RE.fullmatch(since):
             chk.error((*gpath, "since"), f"'since' must be a version like '0.2.0', got {since!r}")
         note, renamed_to = "", ""
         if "deprecated" in body:
@@ -238,11 +291,30 @@ def _read_groups(
                 chk.known_keys(deprecated, DEPRECATED_KEYS, dpath)
                 note = chk.text(deprecated, "note", dpath, required=True)
                 renamed_to = chk.text(deprecated, "renamed_to", dpath, required=False)
+        # A group is goodput only when the schema says so (upstream's rule), so schemas
+        # written before categories existed stay valid.
+        category = PROFILING
+        if "category" in body:
+            category = _category(chk, body["category"], (*gpath, "category")) or PROFILING
         if description and fires and since:
-            groups[name] = Group(name, description, fires, since, note, renamed_to)
+            groups[name] = Group(name, description, fires, since, note, renamed_to, category)
         else:
             chk.broken.add(name)
     return groups
+
+
+def _category(chk: _Checker, value: object, path: KeyPath) -> str | None:
+    """A valid category, or None after reporting why not."""
+    if not chk.expect(value, str, path):
+        return None
+    if value not in CATEGORIES:
+        chk.error(
+            path,
+            f"unknown category {value!r}{did_you_mean(str(value), CATEGORIES)}"
+            f" (categories: {', '.join(CATEGORIES)})",
+        )
+        return None
+    return str(value)
 
 
 def _check_renames(
@@ -268,16 +340,32 @@ def _check_renames(
 
 
 def _read_presets(
-    chk: _Checker, raw: object, path: KeyPath, groups: Mapping[str, Group]
+    chk: _Checker,
+    raw: object,
+    path: KeyPath,
+    groups: Mapping[str, Group],
+    inherited: Mapping[str, Preset] | None = None,
 ) -> tuple[Preset, ...]:
+    """The presets of one class.
+
+    *inherited* holds the base presets when the class is a consumer: a consumer
+    preset with the name of a base preset adds to the base preset's groups unless
+    it says ``replace = true``, and a base preset the consumer does not mention is
+    inherited as it is. So a group added to the base ``per_step`` reaches every
+    consumer's ``per_step`` with no second edit.
+    """
     if not chk.expect(raw, dict, path):
         return ()
     assert isinstance(raw, dict)
-    declared: dict[str, tuple[list[str], list[str], str, dict[str, str]]] = {}
+    base = inherited or {}
+    declared: dict[str, _DeclaredPreset] = {}
     for name, body in raw.items():
         ppath = (*path, name)
-        if name == ALL_PRESET:
-            chk.error(ppath, "'all' is implicit (every group of the class); remove this preset")
+        if name in IMPLICIT_PRESETS:
+            chk.error(
+                ppath,
+                f"{name!r} is implicit ({_IMPLICIT_MEANING[name]}); remove this preset",
+            )
             continue
         if not chk.name(name, ppath, "preset"):
             continue
@@ -289,8 +377,17 @@ def _read_presets(
         if not chk.expect(body, dict, ppath):
             continue
         chk.known_keys(body, PRESET_KEYS, ppath)
-        description = chk.text(body, "description", ppath, required=True)
-        members = _name_list(chk, body, "groups", ppath, required=True)
+        description = chk.text(body, "description", ppath, required=name not in base)
+        replace = False
+        if "replace" in body and chk.expect(body["replace"], bool, (*ppath, "replace")):
+            replace = bool(body["replace"])
+            if name not in base:
+                chk.error(
+                    (*ppath, "replace"),
+                    f"'replace' applies only to a preset that the base vocabulary also has "
+                    f"(base presets: {', '.join(sorted(base)) or 'none'}); remove it",
+                )
+        members = _name_list(chk, body, "groups", ppath, required=name not in base)
         extends = _name_list(chk, body, "extends", ppath, required=False)
         allow: dict[str, str] = {}
         if "allow_frequent" in body:
@@ -300,11 +397,14 @@ def _read_presets(
                     if chk.expect(reason, str, (*apath, group)):
                         if not reason.strip():
                             chk.error((*apath, group), "the reason must not be empty")
-                        allow[group] = reason.strip()
-        declared[name] = (members, extends, description, allow)
+                        if chk.inert(reason, (*apath, group), "reason"):
+                            allow[group] = reason.strip()
+        if not description and name in base:
+            description = base[name].description
+        declared[name] = _DeclaredPreset(members, extends, description, allow, replace)
 
-    for name, (members, _, _, _) in declared.items():
-        for index, member in enumerate(members):
+    for name, preset in declared.items():
+        for index, member in enumerate(preset.members):
             mpath = (*path, name, "groups", index)
             group = groups.get(member)
             if member in chk.broken:
@@ -317,43 +417,74 @@ def _read_presets(
                     f"group {member!r} was renamed to {group.renamed_to!r}; "
                     f"list {group.renamed_to!r}",
                 )
-            if members.index(member) != index:
+            if preset.members.index(member) != index:
                 chk.error(mpath, f"group {member!r} is listed twice")
-        for index, parent in enumerate(declared[name][1]):
-            if parent not in declared and parent != ALL_PRESET:
+        for index, parent in enumerate(preset.extends):
+            if parent not in declared and parent not in base and parent != ALL_PRESET:
                 chk.error(
                     (*path, name, "extends", index),
-                    f"unknown preset {parent!r}{did_you_mean(parent, declared)}",
+                    f"unknown preset {parent!r}{did_you_mean(parent, {*declared, *base})}",
                 )
 
     resolved: dict[str, frozenset[str]] = {}
     current = frozenset(n for n, g in groups.items() if not g.renamed_to)
+
+    def from_base(name: str) -> frozenset[str]:
+        if name not in base or (name in declared and declared[name].replace):
+            return frozenset()
+        return base[name].members
 
     def expand(name: str, trail: tuple[str, ...]) -> frozenset[str]:
         if name == ALL_PRESET:
             return current
         if name in resolved:
             return resolved[name]
+        if name not in declared:
+            return from_base(name)
         if name in trail:
             cycle = " -> ".join((*trail[trail.index(name) :], name))
             chk.error((*path, name, "extends"), f"'extends' forms a cycle: {cycle}")
             return frozenset()
-        members, extends, _, _ = declared[name]
-        out = set(m for m in members if m in current)
-        for parent in extends:
-            if parent in declared or parent == ALL_PRESET:
+        preset = declared[name]
+        out = set(m for m in preset.members if m in current) | from_base(name)
+        for parent in preset.extends:
+            if parent in declared or parent in base or parent == ALL_PRESET:
                 out |= expand(parent, (*trail, name))
         resolved[name] = frozenset(out)
         return resolved[name]
 
     presets: list[Preset] = []
-    for name, (_, _, description, allow) in declared.items():
+    for name in sorted({*declared, *base}):
         enabled = expand(name, ())
-        listed = declared[name][0]
-        _check_contract(chk, (*path, name), name, enabled, listed, allow, groups)
-        presets.append(Preset(name, description, enabled, tuple(sorted(allow.items()))))
-    if PRODUCTION_PRESET not in declared and not any(
-        p.path[: len(path) + 1] == (*path, PRODUCTION_PRESET) for p in chk.problems
+        inherited_members = from_base(name)
+        if name in declared:
+            preset = declared[name]
+            allow = dict(preset.allow)
+            # A frequent base member kept on purpose stays kept, for the same reason.
+            if not preset.replace and name in base:
+                for group, reason in base[name].allow_frequent:
+                    allow.setdefault(group, reason)
+            _check_contract(
+                chk, (*path, name), name, enabled, preset.members, preset.allow, allow, groups
+            )
+            description = preset.description
+        else:
+            allow = dict(base[name].allow_frequent)
+            description = base[name].description
+        presets.append(
+            Preset(
+                name,
+                description,
+                enabled,
+                tuple(sorted(allow.items())),
+                from_base=inherited_members,
+                replaces_base=name in declared and declared[name].replace,
+            )
+        )
+    if (
+        PRODUCTION_PRESET not in declared
+        and PRODUCTION_PRESET not in base
+        and not any(p.path[: len(path) + 1] == (*path, PRODUCTION_PRESET) for p in chk.problems)
     ):
         chk.error(
             path,
@@ -369,11 +500,16 @@ def _check_contract(
     name: str,
     members: frozenset[str],
     listed: list[str],
+    declared_allow: Mapping[str, str],
     allow: Mapping[str, str],
     groups: Mapping[str, Group],
 ) -> None:
-    """The preset contract: `default` holds only quiet groups, or says why."""
-    for group in sorted(allow):
+    """The preset contract: `default` holds only quiet groups, or says why.
+
+    *declared_allow* is what this preset states itself (checked for sense);
+    *allow* adds what an inherited base preset stated.
+    """
+    for group in sorted(declared_allow):
         apath = (*path, "allow_frequent", group)
         if name != PRODUCTION_PRESET:
             chk.error(apath, f"allow_frequent only applies to the {PRODUCTION_PRESET!r} preset")
@@ -417,6 +553,60 @@ def _name_list(
     return names
 
 
+def _check_module(chk: _Checker, module: str, path: KeyPath) -> bool:
+    """A consumer module must be a module of its own: never part of nemo.lens's runtime."""
+    if not MODULE_RE.fullmatch(module) or any(keyword.iskeyword(p) for p in module.split(".")):
+        chk.error(path, f"module {module!r} is not a dotted Python module path")
+        return False
+    parts = module.split(".")
+    in_runtime = module == RUNTIME_PACKAGE or module.startswith(RUNTIME_PACKAGE + ".")
+    a_consumer_module = module.startswith(CONSUMERS_PACKAGE + ".") and len(parts) == 4
+    if in_runtime and not a_consumer_module:
+        chk.error(
+            path,
+            f"module {module!r} is part of nemo.lens itself; a consumer's module must be "
+            f"new: {CONSUMERS_PACKAGE}.NAME here, or a module of your own package "
+            "(e.g. 'mylib.lens_groups')",
+        )
+        return False
+    if parts[-1].startswith("_"):
+        chk.error(
+            path,
+            f"module {module!r} names a private or special module; name a public one "
+            f"(e.g. {'.'.join((*parts[:-1], parts[-1].strip('_') or 'groups'))!r})",
+        )
+        return False
+    return True
+
+
+def _read_categories(
+    chk: _Checker, raw: object, path: KeyPath, base: GroupClass
+) -> tuple[tuple[str, str], ...]:
+    """A consumer's own view of inherited groups' categories (Megatron: evaluate is profiling)."""
+    if not chk.expect(raw, dict, path):
+        return ()
+    assert isinstance(raw, dict)
+    inherited = {g.name for g in base.current_groups}
+    out = []
+    for group, value in raw.items():
+        gpath = (*path, group)
+        if group not in inherited:
+            chk.error(
+                gpath,
+                f"{group!r} is not a base group{did_you_mean(group, inherited)}; the category of "
+                "a consumer's own group is its 'category' key",
+            )
+            continue
+        category = _category(chk, value, gpath)
+        if category is None:
+            continue
+        if category == base.category(group):
+            chk.error(gpath, f"{group!r} is {category} in the base vocabulary already; remove this")
+            continue
+        out.append((group, category))
+    return tuple(sorted(out))
+
+
 def _read_consumers(
     chk: _Checker, raw: object, base: GroupClass, taken: dict[str, KeyPath]
 ) -> tuple[GroupClass, ...]:
@@ -425,6 +615,7 @@ def _read_consumers(
         return ()
     assert isinstance(raw, dict)
     inherited = {g.name: g for g in base.groups}
+    base_presets = {p.name: p for p in base.presets}
     consumers = []
     for key, body in raw.items():
         cpath = (*path, key)
@@ -434,16 +625,13 @@ def _read_consumers(
             continue
         chk.known_keys(body, CONSUMER_KEYS, cpath)
         class_name = chk.text(body, "class", cpath, required=True)
-        if class_name and not CLASS_RE.match(class_name):
+        if class_name and not CLASS_RE.fullmatch(class_name):
             chk.error(
                 (*cpath, "class"), f"class {class_name!r} is not a CamelCase Python identifier"
             )
             class_name = ""
         module = chk.text(body, "module", cpath, required=True)
-        if module and (
-            not MODULE_RE.match(module) or any(keyword.iskeyword(p) for p in module.split("."))
-        ):
-            chk.error((*cpath, "module"), f"module {module!r} is not a dotted Python module path")
+        if module and not _check_module(chk, module, (*cpath, "module")):
             module = ""
         for value, what in ((class_name, "class"), (module, "module")):
             if not value:
@@ -458,9 +646,12 @@ def _read_consumers(
         own = _read_groups(chk, body.get("groups", {}), (*cpath, "groups"), inherited)
         known = {**{n: g for n, g in inherited.items()}, **own}
         _check_renames(chk, own, known, (*cpath, "groups"))
-        if "presets" not in body:
-            chk.error(cpath, f"missing required key 'presets' (at least {PRODUCTION_PRESET!r})")
-        presets = _read_presets(chk, body.get("presets", {}), (*cpath, "presets"), known)
+        recategorized = _read_categories(
+            chk, body.get("categories", {}), (*cpath, "categories"), base
+        )
+        presets = _read_presets(
+            chk, body.get("presets", {}), (*cpath, "presets"), known, inherited=base_presets
+        )
         if class_name and module and description:
             consumers.append(
                 GroupClass(
@@ -471,14 +662,33 @@ def _read_consumers(
                     groups=tuple(sorted(own.values(), key=lambda g: g.sort_key)),
                     presets=presets,
                     base=base,
+                    recategorized=recategorized,
+                    module_line=chk.locator.line((*cpath, "module")),
                 )
             )
     return tuple(consumers)
 
 
+def _read_text(path: Path) -> str:
+    # Open first and ask the open file: a FIFO, a device (`extends = "/dev/zero"`) or a
+    # file that grows without end is refused instead of read until memory runs out.
+    # (Asked before opening too: opening a FIFO would wait for a writer.)
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise OSError(0, "not a regular file (a schema is a TOML file)")
+    with path.open("rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(0, "not a regular file (a schema is a TOML file)")
+        data = handle.read(MAX_SCHEMA_BYTES + 1)
+    if len(data) > MAX_SCHEMA_BYTES:
+        raise OSError(
+            0, f"larger than {MAX_SCHEMA_BYTES // 1024} KiB; a schema is a short TOML file"
+        )
+    return data.decode("utf-8")
+
+
 def _parse(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_text(path)
     except UnicodeDecodeError as exc:
         raise SchemaError(
             [Problem(shown, None, (), f"the schema is not UTF-8 text: {exc.reason}")]
@@ -584,7 +794,11 @@ def load_schema(
     else:
         base = _read_base(chk, data)
 
-    taken: dict[str, KeyPath] = {BASE_CLASS: ("groups",), BASE_MODULE: ("groups",)}
+    taken: dict[str, KeyPath] = {
+        BASE_CLASS: ("groups",),
+        BASE_MODULE: ("groups",),
+        SIGNATURES_MODULE: ("groups",),
+    }
     consumers = _read_consumers(chk, data.get("consumers", {}), base, taken)
     if extends is not None and not data.get("consumers"):
         chk.error((), "a schema that extends another must define at least one [consumers.NAME]")

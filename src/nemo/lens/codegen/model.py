@@ -25,8 +25,16 @@ TIER_MEANING: dict[str, str] = {
     "per_request": "every request",
     "per_item": "every item of a batch",
 }
+SIGNATURES_MODULE = "nemo.lens._signatures"
+"""Where the signatures that type nemo.lens's own primitives are generated."""
 PRODUCTION_PRESET = "default"
 ALL_PRESET = "all"
+GOODPUT = "goodput"
+PROFILING = "profiling"
+CATEGORIES: tuple[str, ...] = (GOODPUT, PROFILING)
+"""A group is `profiling` unless the schema says `goodput` (upstream's rule)."""
+IMPLICIT_PRESETS: tuple[str, ...] = (GOODPUT, PROFILING, ALL_PRESET)
+"""Presets every class has without declaring them, in the order they are listed."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class Group:
     since: str
     deprecated_note: str = ""
     renamed_to: str = ""
+    category: str = PROFILING
 
     @property
     def constant(self) -> str:
@@ -55,6 +64,10 @@ class Preset:
     """Every group the preset enables, `extends` already expanded."""
     allow_frequent: tuple[tuple[str, str], ...] = ()
     """(group, reason) pairs: frequent groups deliberately kept in `default`."""
+    from_base: frozenset[str] = frozenset()
+    """The members inherited from the base preset of the same name (consumers only)."""
+    replaces_base: bool = False
+    """The schema says this consumer preset replaces the base preset of its name."""
 
 
 @dataclass(frozen=True)
@@ -70,11 +83,28 @@ class GroupClass:
     """The groups this class defines itself, renamed ones included."""
     presets: tuple[Preset, ...]
     base: GroupClass | None = None
+    recategorized: tuple[tuple[str, str], ...] = ()
+    """(inherited group, category) pairs: a consumer's own view of a base group's category."""
+    module_line: int | None = None
+    """The schema line that names the module (to report a module that must not be written)."""
 
     @property
     def current_groups(self) -> tuple[Group, ...]:
         """Own groups minus the renamed ones (those are aliases, not groups)."""
         return tuple(g for g in self.groups if not g.renamed_to)
+
+    @property
+    def goodput(self) -> frozenset[str]:
+        """The class's goodput groups: inherited ones (unless recategorized) and its own."""
+        inherited = self.base.goodput if self.base else frozenset()
+        overrides = dict(self.recategorized)
+        out = {g for g in inherited if overrides.get(g, GOODPUT) == GOODPUT}
+        out |= {g for g, c in overrides.items() if c == GOODPUT}
+        out |= {g.name for g in self.current_groups if g.category == GOODPUT}
+        return frozenset(out)
+
+    def category(self, group: str) -> str:
+        return GOODPUT if group in self.goodput else PROFILING
 
     @property
     def all_groups(self) -> tuple[Group, ...]:

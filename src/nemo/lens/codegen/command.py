@@ -1,0 +1,273 @@
+"""``nemo-lens generate``: render a span-group schema into modules and docs, or check them.
+
+::
+
+    nemo-lens generate [--schema PATH] [--out-root DIR] [--docs PATH | --no-docs]
+                       [--check | --validate]
+
+In this repository, with no arguments, it does what ``make generate`` does. In a
+consumer's own repository, name its schema (which ``extends = "nemo.lens"``):
+``nemo-lens generate --schema lens.toml --out-root src --docs docs/span-groups.md``.
+``--check`` writes nothing: it prints a diff and exits 1 when a generated file is
+stale or was edited by hand. Also runnable as ``python -m nemo.lens.codegen``.
+
+Exit status: 0 done (or up to date), 1 generated files are stale, 2 the schema is
+invalid, a generated file would replace one that is not generated, or the command
+line is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nemo.lens.codegen.model import Schema
+
+PROG = "nemo-lens generate"
+DEFAULT_SCHEMA = Path("schema/span_groups.toml")
+DEFAULT_OUT_ROOT = Path("src")
+DEFAULT_DOCS = Path("docs/span-groups.md")
+DEFAULT_COMMAND = "make generate"
+"""What the headers of this repository's own generated files tell readers to run."""
+GENERATED_MARK = "DO NOT EDIT: generated from "
+_ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+
+EXIT_OK = 0
+EXIT_STALE = 1
+EXIT_USAGE = 2
+"""A usage error, an invalid schema, or a file the generator must not replace."""
+
+_INSTALL_HINT = (
+    f"{PROG} needs the code generator's extra (Jinja2, and tomli on Python 3.10): "
+    "pip install 'nemo-lens[codegen]'"
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Generate span-group classes (and their docs table) from a TOML schema. With no "
+            f"--schema, reads {DEFAULT_SCHEMA} and writes under {DEFAULT_OUT_ROOT}/ and "
+            f"{DEFAULT_DOCS}, as `make generate` does in the nemo.lens repository."
+        ),
+        epilog=(
+            "Exit status: 0 done or up to date, 1 a generated file is stale (--check), "
+            "2 invalid schema or bad usage."
+        ),
+    )
+    parser.add_argument(
+        "--schema",
+        type=Path,
+        default=None,
+        help=f"the schema file (default: {DEFAULT_SCHEMA}, when it exists here)",
+    )
+    parser.add_argument(
+        "--out-root",
+        type=Path,
+        default=None,
+        help="directory that module paths are relative to "
+        f"(default: {DEFAULT_OUT_ROOT} for the default schema, else the schema's directory)",
+    )
+    docs = parser.add_mutually_exclusive_group()
+    docs.add_argument("--docs", type=Path, default=None, help="where to write the docs table")
+    docs.add_argument("--no-docs", action="store_true", help="do not generate the docs table")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; print a diff and exit 1 when a generated file is stale or edited",
+    )
+    mode.add_argument(
+        "--validate", action="store_true", help="only validate the schema; write nothing"
+    )
+    return parser
+
+
+def repository_root(start: Path) -> Path | None:
+    """The nearest directory at or above *start* that holds a repository or project marker."""
+    for directory in (start, *start.parents):
+        if any((directory / marker).exists() for marker in _ROOT_MARKERS):
+            return directory
+    return None
+
+
+def _relative(path: Path, root: Path) -> str:
+    # Never an absolute path in a generated file: relative to the output's repository.
+    return Path(os.path.relpath(path.resolve(), root)).as_posix()
+
+
+class _Plan:
+    """Where the files go, and how their headers name the schema and the command."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.default = args.schema is None
+        self.schema: Path = DEFAULT_SCHEMA if args.schema is None else args.schema
+        self.out_root: Path = args.out_root or (
+            DEFAULT_OUT_ROOT if self.default else self.schema.parent
+        )
+        self.docs: Path | None = None
+        if not args.no_docs:
+            self.docs = args.docs or (DEFAULT_DOCS if self.default else None)
+        self.root = repository_root(self.out_root.resolve()) or Path.cwd().resolve()
+        self.shown = _relative(self.schema, self.root)
+        if self.default and args.out_root is None and args.docs is None and not args.no_docs:
+            self.command = DEFAULT_COMMAND
+        else:
+            parts = [PROG, f"--schema {self.shown}"]
+            parts.append(f"--out-root {_relative(self.out_root, self.root)}")
+            if self.docs is not None:
+                parts.append(f"--docs {_relative(self.docs, self.root)}")
+            elif args.no_docs:
+                parts.append("--no-docs")
+            self.command = " ".join(parts)
+
+
+def _write_atomically(files: dict[Path, str]) -> None:
+    # Render everything first (done by the caller), then replace each file in one
+    # rename, so an interrupted run never leaves a half-written module.
+    for path, content in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(content)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _stale(files: dict[Path, str]) -> list[str]:
+    diffs = []
+    for path, content in sorted(files.items()):
+        try:
+            current = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            diffs.append(f"{path.as_posix()}: missing\n")
+            continue
+        if current != content:
+            diffs.append(
+                "".join(
+                    difflib.unified_diff(
+                        current.splitlines(keepends=True),
+                        content.splitlines(keepends=True),
+                        fromfile=f"{path.as_posix()} (on disk)",
+                        tofile=f"{path.as_posix()} (from the schema)",
+                    )
+                )
+                or f"{path.as_posix()}: missing\n"
+            )
+    return diffs
+
+
+def _is_generated(path: Path, marker: str) -> bool:
+    """Whether *path* is absent, or a file this generator wrote (holding *marker*)."""
+    if not path.exists() and not path.is_symlink():
+        return True
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            text = handle.read(1 << 20)
+    except OSError:
+        return False
+    head = "\n".join(text.splitlines()[:3])
+    return GENERATED_MARK in head and marker in text
+
+
+def _refusals(schema: Schema, plan: _Plan, files: dict[Path, str]) -> list[str]:
+    """Why a file must not be written: it exists and was not generated for the same thing.
+
+    A consumer's module must be a new module of that consumer: a hand-written module
+    (``module = "nemo.lens.helpers"``), a package of the same name, or another
+    consumer's generated module is never replaced.
+    """
+    from nemo.lens.codegen.render import module_path
+
+    problems = []
+    for cls in (() if schema.extends_base else (schema.base,)) + schema.consumers:
+        path = module_path(plan.out_root, cls.module)
+        where = f"{schema.source}:{cls.module_line}" if cls.module_line else schema.source
+        package = path.with_suffix("")
+        if package.is_dir():
+            problems.append(
+                f"{where}: module {cls.module!r} is a package ({package.as_posix()}/): "
+                "name a new module for the generated class"
+            )
+        elif not _is_generated(path, f"class {cls.class_name}"):
+            problems.append(
+                f"{where}: module {cls.module!r} would replace {path.as_posix()}, which the "
+                f"generator did not write for {cls.class_name}: name a new module "
+                "(a generated module is never written over a hand-written one)"
+            )
+    if plan.docs is not None and not _is_generated(plan.docs, "# Span groups"):
+        problems.append(
+            f"--docs {plan.docs.as_posix()} names a file the generator did not write; "
+            "choose a new file"
+        )
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``nemo-lens generate`` with *argv*; return the exit status."""
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exit_:  # usage errors (2), --help (0)
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    plan = _Plan(args)
+    if plan.default and not plan.schema.exists():
+        print(
+            f"{PROG}: error: no --schema given, and there is no {DEFAULT_SCHEMA} here; "
+            "name your schema: nemo-lens generate --schema PATH --out-root DIR",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        from nemo.lens.codegen.render import render_all
+        from nemo.lens.codegen.validate import SchemaError, load_schema
+    except ImportError as exc:
+        print(f"{PROG}: error: {_INSTALL_HINT} ({exc})", file=sys.stderr)
+        return EXIT_USAGE
+
+    try:
+        schema = load_schema(plan.schema, plan.shown)
+    except SchemaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print("nothing was written.", file=sys.stderr)
+        return EXIT_USAGE
+    if args.validate:
+        print(f"{plan.shown}: valid")
+        return EXIT_OK
+    files = render_all(schema, plan.out_root, plan.docs, command=plan.command)
+    refusals = _refusals(schema, plan, files)
+    if refusals:
+        count = len(refusals)
+        print(f"error: {count} problem{'s' if count != 1 else ''} in the schema:", file=sys.stderr)
+        for line in refusals:
+            print(line, file=sys.stderr)
+        print("nothing was written.", file=sys.stderr)
+        return EXIT_USAGE
+    if args.check:
+        diffs = _stale(files)
+        if diffs:
+            sys.stdout.write("".join(diffs))
+            print(
+                f"error: {len(diffs)} generated file(s) differ from {plan.shown}; "
+                f"run `{plan.command}` (generated files are never edited by hand)",
+                file=sys.stderr,
+            )
+            return EXIT_STALE
+        print(f"{len(files)} generated file(s) are up to date")
+        return EXIT_OK
+    _write_atomically(files)
+    for path in sorted(files):
+        print(f"wrote {path.as_posix()}")
+    return EXIT_OK

@@ -1,0 +1,384 @@
+"""The public contract of span-group classes: what generated modules import from the runtime.
+
+Every span-group module the generator writes (``nemo.lens.groups``, the consumer
+modules here, and consumer modules generated in other repositories with
+``nemo-lens generate``) imports only this module and :mod:`nemo.lens.groups`.
+It holds:
+
+- :class:`GroupInfo`, what the schema says about one group;
+- the spec grammar (:func:`resolve_spec`, :func:`explain_spec`) and the class-level
+  view of it (:func:`presets_of`, :func:`resolve_for`, :func:`explain_for`), which
+  also serve hand-written subclasses and several classes at once;
+- span categories (:data:`GOODPUT`, :data:`PROFILING`, :func:`categories_of`);
+- :data:`DynamicSpanGroup`, the typed way to pass a name known only at run time;
+- :class:`RenamedGroup`, what a renamed group's old constant becomes, and
+  :func:`with_old_names`, which keeps old names working on the hot path;
+- :func:`primitive`, which serves a generated module's typed primitives.
+
+A spec is what a job owner writes in ``NEMO_LENS_SPAN_GROUPS``: comma-separated
+entries, each trimmed and lower-cased, applied left to right. An entry names a
+preset (its groups are added) or a group (added); ``-name`` removes the group or
+the preset's groups. Empty entries are ignored and the empty spec selects nothing.
+Resolution happens once, at configuration time; the hot path only ever sees the
+resulting ``frozenset``.
+
+Nothing here imports OpenTelemetry.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple, NewType, TypeAlias
+
+if TYPE_CHECKING:
+    from nemo.lens.groups import SpanGroup
+
+__all__ = [
+    "CATEGORIES",
+    "GOODPUT",
+    "IMPLICIT_PRESETS",
+    "PROFILING",
+    "Category",
+    "DynamicSpanGroup",
+    "GroupInfo",
+    "RenamedGroup",
+    "SpecStep",
+    "categories_for",
+    "categories_of",
+    "explain_for",
+    "explain_spec",
+    "goodput_groups",
+    "presets_of",
+    "primitive",
+    "resolve_for",
+    "resolve_spec",
+    "with_old_names",
+]
+
+Category: TypeAlias = Literal["goodput", "profiling"]
+"""A group's category: the two values of the ``lens.span_category`` span attribute."""
+
+GOODPUT: Final = "goodput"
+"""A semantic boundary of the job's useful or resiliency time (a step, a checkpoint)."""
+PROFILING: Final = "profiling"
+"""Fine-grained detail; every group is ``profiling`` unless its schema says ``goodput``."""
+CATEGORIES: Final[tuple[Category, ...]] = (GOODPUT, PROFILING)
+
+IMPLICIT_PRESETS: Final[tuple[str, ...]] = ("all", GOODPUT, PROFILING)
+"""Presets every class has without declaring them: every group, the goodput groups, and
+every group again (``profiling`` names the detail a profile wants: all of it)."""
+
+DynamicSpanGroup = NewType("DynamicSpanGroup", str)
+"""A span-group name only known at run time, which type checkers accept as a group.
+
+Group-taking primitives accept the schema's names as literals or constants; a
+plain ``str`` is a type error there, because nothing proves it names a group.
+Wrap it once, where it enters the program::
+
+    group = DynamicSpanGroup(os.environ["MY_GROUP"])
+    with managed_span(group, "phase"): ...
+
+At run time this is the very same ``str`` (no copy, no check): a name no class
+defines is simply never enabled.
+"""
+
+
+class GroupInfo(NamedTuple):
+    """What the schema says about one group (for listings and docs)."""
+
+    name: str
+    description: str
+    fires: str
+    since: str
+    deprecated: str = ""
+    """Deprecation note; empty when the group is current."""
+    category: str = PROFILING
+    """``goodput`` or ``profiling`` (see :data:`CATEGORIES`)."""
+
+
+class SpecStep(NamedTuple):
+    """One applied entry of a spec: what it added and what it removed."""
+
+    entry: str
+    added: frozenset[str]
+    removed: frozenset[str]
+
+
+# --- the grammar ------------------------------------------------------------------------------
+
+
+def _unknown(name: str, owner: str, groups: frozenset[str], presets: Mapping[str, object]) -> str:
+    preset_names = sorted(presets)
+    group_names = sorted(groups)
+    # Both phrases callers match on: ours, which this message has always started with,
+    # and 0.1.0's; then the suggestion and the lists.
+    message = (
+        f"unknown span group or preset {name!r} for {owner} "
+        f"(Unknown span group or preset: {name!r})"
+    )
+    found = difflib.get_close_matches(name, preset_names + group_names, n=1, cutoff=0.6)
+    if found:
+        message += f"; did you mean {found[0]!r}?"
+    return (
+        f"{message}\n  valid presets: {', '.join(preset_names)}"
+        f"\n  valid groups: {', '.join(group_names)}"
+    )
+
+
+def explain_spec(
+    spec: str,
+    *,
+    owner: str,
+    groups: frozenset[str],
+    presets: Mapping[str, frozenset[str]],
+    renamed: Mapping[str, str],
+) -> tuple[frozenset[str], tuple[SpecStep, ...]]:
+    """Resolve *spec* and report, entry by entry, what each one changed.
+
+    Returns the enabled set and one :class:`SpecStep` per non-empty entry.
+    Raises :class:`ValueError` for an unknown name (listing the valid names and
+    the closest match) and :class:`TypeError` when *spec* is not a string.
+    """
+    if not isinstance(spec, str):
+        raise TypeError(
+            f"span-group spec must be a str such as 'default' or 'per_step,-optimizer', "
+            f"got {type(spec).__name__}"
+        )
+    enabled: set[str] = set()
+    steps: list[SpecStep] = []
+    for raw in spec.split(","):
+        entry = raw.strip().lower()
+        if not entry:
+            continue
+        remove = entry.startswith("-")
+        name = entry[1:].strip() if remove else entry
+        if not name:
+            raise ValueError(
+                f"span-group spec entry {raw.strip()!r} removes nothing: "
+                "write '-' followed by a group or preset name, e.g. 'all,-layer'"
+            )
+        if name in renamed:
+            new = renamed[name]
+            warnings.warn(
+                f"span group {name!r} was renamed to {new!r}; write {new!r} in the spec",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            name = new
+        if name in presets:
+            members = presets[name]
+        elif name in groups:
+            members = frozenset((name,))
+        else:
+            raise ValueError(_unknown(name, owner, groups, presets))
+        if remove:
+            changed = frozenset(members & enabled)
+            enabled -= members
+            steps.append(SpecStep(entry, frozenset(), changed))
+        else:
+            changed = frozenset(members - enabled)
+            enabled |= members
+            steps.append(SpecStep(entry, changed, frozenset()))
+    return frozenset(enabled), tuple(steps)
+
+
+def resolve_spec(
+    spec: str,
+    *,
+    owner: str,
+    groups: frozenset[str],
+    presets: Mapping[str, frozenset[str]],
+    renamed: Mapping[str, str],
+) -> frozenset[str]:
+    """Resolve *spec* to the frozenset of enabled group names (see :func:`explain_spec`)."""
+    enabled, _ = explain_spec(spec, owner=owner, groups=groups, presets=presets, renamed=renamed)
+    return enabled
+
+
+# --- classes: generated, hand-written, and several at once ------------------------------------
+
+
+def _explicit_presets(cls: type[SpanGroup]) -> Mapping[str, frozenset[str]]:
+    # The nearest class that declares presets decides: a generated class declares
+    # PRESETS (and _PRESETS, the same mapping); a hand-written 0.1.0-style subclass
+    # declares only _PRESETS, which must win over the PRESETS it inherits.
+    for klass in cls.__mro__:
+        own = vars(klass)
+        for attribute in ("_PRESETS", "PRESETS"):
+            if attribute in own:
+                presets: Mapping[str, frozenset[str]] = own[attribute]
+                return presets
+    return {}
+
+
+def goodput_groups(cls: type[SpanGroup]) -> frozenset[str]:
+    """The groups of *cls* whose category is ``goodput``."""
+    declared: frozenset[str] = getattr(cls, "GOODPUT_GROUPS", frozenset())
+    return declared & cls.ALL_GROUPS
+
+
+def presets_of(cls: type[SpanGroup]) -> Mapping[str, frozenset[str]]:
+    """Every preset of *cls*: the ones it declares, plus ``all``, ``goodput`` and ``profiling``.
+
+    Works for generated classes and for hand-written subclasses alike: a class
+    that declares ``_PRESETS`` (the 0.1.0 pattern) resolves against its own
+    presets, never the base class's. ``all`` is always the class's own
+    ``ALL_GROUPS``.
+    """
+    presets = {name: frozenset(members) for name, members in _explicit_presets(cls).items()}
+    presets.setdefault(GOODPUT, goodput_groups(cls))
+    presets.setdefault(PROFILING, cls.ALL_GROUPS)
+    presets["all"] = cls.ALL_GROUPS
+    return MappingProxyType(presets)
+
+
+def categories_of(cls: type[SpanGroup]) -> Mapping[str, str]:
+    """``{group: "goodput" | "profiling"}`` for every group of *cls*."""
+    goodput = goodput_groups(cls)
+    return MappingProxyType(
+        {group: GOODPUT if group in goodput else PROFILING for group in sorted(cls.ALL_GROUPS)}
+    )
+
+
+def _classes(classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> tuple[type[SpanGroup], ...]:
+    if isinstance(classes, type):
+        return (classes,)
+    return tuple(classes)
+
+
+class _Union(NamedTuple):
+    owner: str
+    groups: frozenset[str]
+    presets: Mapping[str, frozenset[str]]
+    renamed: Mapping[str, str]
+
+
+def _union(classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> _Union:
+    chosen = _classes(classes)
+    if not chosen:
+        raise ValueError("span-group classes: name at least one class, e.g. (SpanGroup,)")
+    groups: frozenset[str] = frozenset()
+    presets: dict[str, frozenset[str]] = {}
+    renamed: dict[str, str] = {}
+    for cls in chosen:
+        groups |= cls.ALL_GROUPS
+        # Same-named presets union: `per_step` of an RL job with a Megatron backend
+        # is RL's per_step and Megatron's per_step.
+        for name, members in presets_of(cls).items():
+            presets[name] = presets.get(name, frozenset()) | members
+        for old, new in getattr(cls, "RENAMED", {}).items():
+            renamed.setdefault(old, new)
+    owner = " + ".join(cls.__name__ for cls in chosen)
+    return _Union(owner, groups, presets, renamed)
+
+
+def explain_for(
+    spec: str, classes: type[SpanGroup] | Sequence[type[SpanGroup]]
+) -> tuple[frozenset[str], tuple[SpecStep, ...]]:
+    """:func:`explain_spec` against one class or the union of several (see :func:`resolve_for`)."""
+    union = _union(classes)
+    return explain_spec(
+        spec,
+        owner=union.owner,
+        groups=union.groups,
+        presets=union.presets,
+        renamed=union.renamed,
+    )
+
+
+def resolve_for(spec: str, classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> frozenset[str]:
+    """Resolve *spec* against one span-group class, or against the union of several.
+
+    With several classes (an RL worker that runs Megatron as its backend), a spec
+    may name any group of any of them, and a preset name selects the union of
+    that preset in every class that has it. An unknown name is a
+    :class:`ValueError` naming the valid names of all of them.
+    """
+    enabled, _ = explain_for(spec, classes)
+    return enabled
+
+
+def categories_for(classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> Mapping[str, str]:
+    """The category of every group of one class or several; the first class to name a group
+    decides its category (so put the job's main consumer first)."""
+    merged: dict[str, str] = {}
+    for cls in _classes(classes):
+        for group, category in categories_of(cls).items():
+            merged.setdefault(group, category)
+    return MappingProxyType(merged)
+
+
+# --- renamed groups -----------------------------------------------------------------------------
+
+# Old name -> the new names it was renamed to (one per class that renamed it).
+# Filled in as span-group classes are created; read when the enabled set is set.
+_renamed: dict[str, set[str]] = {}
+
+
+class RenamedGroup:
+    """The class attribute that a renamed group's old constant becomes.
+
+    Reading it (``SpanGroup.ITERATION``) emits a :class:`DeprecationWarning`
+    with ``message`` pointing at the reading line, and gives the new group's
+    name, so old code keeps tracing the same spans. Type checkers see a
+    generated subclass whose ``__get__`` is marked deprecated, and report each
+    use. Creating one records the rename for :func:`with_old_names`.
+    """
+
+    __slots__ = ("_message", "_new", "_old")
+
+    def __init__(self, old: str, new: str, message: str) -> None:
+        self._old = old
+        self._new = new
+        self._message = message
+        _renamed.setdefault(old, set()).add(new)
+
+    def __get__(self, instance: object, owner: type[object] | None = None) -> str:
+        warnings.warn(self._message, DeprecationWarning, stacklevel=2)
+        return self._new
+
+    def __repr__(self) -> str:
+        return f"<span group {self._old!r}, renamed to {self._new!r}>"
+
+
+def with_old_names(groups: Iterable[str]) -> frozenset[str]:
+    """Return ``groups`` plus the old name of every renamed group it enables.
+
+    Used where the enabled set is stored, so ``managed_span("old_name", ...)``
+    stays one ``frozenset`` test. Only renames of classes imported so far are
+    known; setting up with a span-group class imports it first.
+    """
+    groups = frozenset(groups)
+    old_names = {old for old, new in _renamed.items() if not new.isdisjoint(groups)}
+    return groups | old_names if old_names else groups
+
+
+# --- the typed primitives of generated modules ------------------------------------------------
+
+_PRIMITIVES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "managed_span": "nemo.lens.helpers",
+        "trace_fn": "nemo.lens.helpers",
+        "is_span_group_enabled": "nemo.lens.state",
+    }
+)
+
+
+def primitive(module: str, name: str) -> object:
+    """The run-time value of a span-group module's group-checked primitive ``name``.
+
+    Generated span-group modules declare ``managed_span``, ``trace_fn`` and
+    ``is_span_group_enabled`` for type checkers with their own groups, and
+    serve them from a module ``__getattr__`` that calls this: the value is the
+    very function nemo.lens exports, imported on first use so importing a
+    span-group module stays light.
+    """
+    source = _PRIMITIVES.get(name)
+    if source is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    value: object = getattr(importlib.import_module(source), name)
+    return value

@@ -1,0 +1,113 @@
+"""One schema edit plus `make generate` is the whole change: the project's gates stay green.
+
+In a copy of the repository (every file git tracks, and new ones it does not
+ignore), a group is added to the base ``per_step`` preset and another to
+Megatron's, with one edit of the schema; the generator runs; then ruff, the
+format check, mypy --strict, the generated-files check and the whole test suite
+run in the copy, exactly as ``make check`` does. No test, doc or example may
+restate the vocabulary, or this fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.generator.conftest import REPO, add_group
+
+NESTED = "NEMO_LENS_INSIDE_THE_ONE_EDIT_TEST"
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        os.environ.get("NEMO_LENS_SLOW_TESTS") != "1",
+        reason="runs the whole suite again in a copy: set NEMO_LENS_SLOW_TESTS=1 (CI sets it)",
+    ),
+    pytest.mark.skipif(os.environ.get(NESTED) == "1", reason="already inside the copy"),
+]
+
+
+def _tracked_files() -> list[str]:
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    )
+    return [name for name in listed.stdout.decode().split("\0") if name]
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (REPO / ".git").exists():
+        pytest.skip("needs a git checkout to know which files belong to the repository")
+    root = tmp_path_factory.mktemp("one-edit")
+    for name in _tracked_files():
+        source, target = REPO / name, root / name
+        if not source.exists() and not source.is_symlink():
+            continue  # deleted in the working tree, not yet committed
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            target.symlink_to(os.readlink(source))
+        else:
+            shutil.copy2(source, target)
+    return root
+
+
+def _run(copy: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PYTEST_", "NEMO_LENS_", "OTEL_", "MYPY"))
+    }
+    # The copy's own package first, as the copy's virtualenv would have it.
+    env.update(PYTHONPATH=str(copy / "src"), **{NESTED: "1"})
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_one_schema_edit_and_generate_keep_every_gate_green(copy: Path) -> None:
+    schema = copy / "schema" / "span_groups.toml"
+    text = add_group(schema.read_text(encoding="utf-8"), "one_edit_base_group")
+    text = add_group(text, "one_edit_megatron_group", consumer="megatron")
+    schema.write_text(text, encoding="utf-8")
+
+    generated = _run(copy, "-m", "nemo.lens.codegen")
+    assert generated.returncode == 0, generated.stderr
+    gates = [
+        ("-m", "ruff", "check", "."),
+        ("-m", "ruff", "format", "--check", "."),
+        ("-m", "mypy", "--strict", "src", "tests", "examples", "bench"),
+        ("-m", "nemo.lens.codegen", "--check"),
+        ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-x"),
+    ]
+    for gate in gates:
+        result = _run(copy, *gate)
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-40:])
+        assert result.returncode == 0, f"{' '.join(gate)} failed in the copy:\n{tail}"
+
+    # The new groups really are there, where one edit put them.
+    check = _run(
+        copy,
+        "-c",
+        "from nemo.lens.groups import SpanGroup\n"
+        "from nemo.lens.consumers.megatron import MegatronSpanGroup\n"
+        "from nemo.lens.consumers.rl import RLSpanGroup\n"
+        "assert 'one_edit_base_group' in SpanGroup.resolve('per_step')\n"
+        "assert 'one_edit_base_group' in RLSpanGroup.resolve('per_step')\n"
+        "assert 'one_edit_megatron_group' in MegatronSpanGroup.resolve('per_step')\n"
+        "assert 'one_edit_megatron_group' not in RLSpanGroup.ALL_GROUPS\n",
+    )
+    assert check.returncode == 0, check.stderr
