@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +40,31 @@ def run_codegen(
         check=False,
         env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"},
     )
+
+
+def copy_checkout(target: Path) -> Path:
+    """Copy the repository as a commit of the working tree would hold it: every file git
+    tracks and every new one it does not ignore (links kept as links)."""
+    import pytest
+
+    if not (REPO / ".git").exists():
+        pytest.skip("needs a git checkout to know which files belong to the repository")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    )
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source, copy = REPO / name, target / name
+        if not source.exists() and not source.is_symlink():
+            continue  # deleted in the working tree, not yet committed
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            copy.symlink_to(os.readlink(source))
+        else:
+            shutil.copy2(source, copy)
+    return target
 
 
 def add_group(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -14,11 +15,12 @@ from nemo.lens.groups import SpanGroup
 from tests.generator.conftest import REPO, add_group, run_codegen
 
 
-def _python(code: str, *, cwd: Path, path: Path) -> str:
+def _python(code: str, *, cwd: Path, path: Path | list[Path]) -> str:
+    paths = path if isinstance(path, list) else [path]
     result = subprocess.run(
         [sys.executable, "-c", code],
         cwd=cwd,
-        env={"PYTHONPATH": str(path)},
+        env={"PYTHONPATH": os.pathsep.join(map(str, paths))},
         capture_output=True,
         text=True,
         check=False,
@@ -178,7 +180,8 @@ assert MyLibSpanGroup.ALL_GROUPS == SpanGroup.ALL_GROUPS | {"shard_merge", "toke
 print(MyLibSpanGroup.TOKEN_BATCH)
 """,
         cwd=other,
-        path=other / "src",  # nemo.lens itself is the installed package
+        # The consumer's tree, then the nemo.lens under test (the one that generated it).
+        path=[other / "src", REPO / "src"],
     )
     assert out.strip() == "token_batch"
     docs = (other / "docs" / "span-groups.md").read_text(encoding="utf-8")

@@ -11,14 +11,13 @@ restate the vocabulary, or this fails.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.generator.conftest import REPO, add_group
+from tests.generator.conftest import add_group, copy_checkout
 
 NESTED = "NEMO_LENS_INSIDE_THE_ONE_EDIT_TEST"
 
@@ -32,31 +31,9 @@ pytestmark = [
 ]
 
 
-def _tracked_files() -> list[str]:
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        check=True,
-    )
-    return [name for name in listed.stdout.decode().split("\0") if name]
-
-
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not (REPO / ".git").exists():
-        pytest.skip("needs a git checkout to know which files belong to the repository")
-    root = tmp_path_factory.mktemp("one-edit")
-    for name in _tracked_files():
-        source, target = REPO / name, root / name
-        if not source.exists() and not source.is_symlink():
-            continue  # deleted in the working tree, not yet committed
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_symlink():
-            target.symlink_to(os.readlink(source))
-        else:
-            shutil.copy2(source, target)
-    return root
+    return copy_checkout(tmp_path_factory.mktemp("one-edit"))
 
 
 def _run(copy: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:

@@ -119,6 +119,10 @@ def test_categories_are_the_schemas(cls: type[SpanGroup]) -> None:
     assert cls.categories() == {g: "goodput" if g in goodput else "profiling" for g in groups}
     for group, info in cls.GROUP_INFO.items():
         assert info.category == cls.categories()[group]
+    table = _table(cls) or {}
+    for group, body in {**SCHEMA["groups"], **table.get("groups", {})}.items():
+        if group in cls.GROUP_INFO:
+            assert cls.GROUP_INFO[group].bucket == body.get("bucket", ""), group
 
 
 @pytest.mark.parametrize("cls", CLASSES.values(), ids=lambda c: c.__name__)

@@ -140,7 +140,7 @@ CASES = {
         [
             "s.toml:8: groups.step: missing required key 'description'",
             "s.toml:9: groups.step.descripton: unknown key 'descripton'; did you mean "
-            "'description'? (allowed: description, fires, since, category, deprecated)",
+            "'description'? (allowed: description, fires, since, category, bucket, deprecated)",
         ],
     ),
     "wrong type": (
@@ -184,6 +184,22 @@ CASES = {
         [
             "s.toml:6: groups.job.category: unknown category 'goodptu'; did you mean 'goodput'? "
             "(categories: goodput, profiling)"
+        ],
+    ),
+    "unknown bucket": (
+        VALID.replace(
+            'fires = "once"', 'fires = "once"\ncategory = "goodput"\nbucket = "restarts"'
+        ),
+        [
+            "s.toml:7: groups.job.bucket: unknown bucket 'restarts' (buckets: productive, "
+            "initialization, checkpoint_save, evaluation)"
+        ],
+    ),
+    "a bucket on a profiling group": (
+        VALID.replace('fires = "once"', 'fires = "once"\nbucket = "productive"'),
+        [
+            "s.toml:6: groups.job.bucket: only a goodput group feeds a goodput bucket; add "
+            'category = "goodput" or remove the bucket'
         ],
     ),
     "explicit goodput preset": (

@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 4b26f2823c6d3a75822b2b88ae5cdd48a7c02ba10dbfcce74a12c0966c623947
+# schema-sha256: 0ec325e2793943324938cbf740bb9ec9fb97de0615553abcf36b49ef0e43f424
 """The base span-group vocabulary of nemo.lens."""
 
 from __future__ import annotations
@@ -104,18 +104,24 @@ class SpanGroup:
     """
 
     LOAD_CHECKPOINT: Final = "load_checkpoint"
-    """Checkpoint load at start-up. Fires once (once per job or process); goodput; since 0.1.0."""
+    """Checkpoint load at start-up. Fires once (once per job or process); goodput, feeds
+    initialization; since 0.1.0.
+    """
 
     MODEL_INIT: Final = "model_init"
-    """Model construction at start-up. Fires once (once per job or process); goodput; since
-    0.1.0.
+    """Model construction at start-up. Fires once (once per job or process); goodput, feeds
+    initialization; since 0.1.0.
     """
 
     CHECKPOINT: Final = "checkpoint"
-    """Checkpoint save. Fires periodic (every N iterations); goodput; since 0.1.0."""
+    """Checkpoint save. Fires periodic (every N iterations); goodput, feeds checkpoint_save;
+    since 0.1.0.
+    """
 
     EVALUATE: Final = "evaluate"
-    """Evaluation pass. Fires periodic (every N iterations); goodput; since 0.1.0."""
+    """Evaluation pass. Fires periodic (every N iterations); goodput, feeds evaluation; since
+    0.1.0.
+    """
 
     FORWARD_BACKWARD: Final = "forward_backward"
     """Forward and backward pass of an iteration. Fires per_step (every iteration); profiling;
@@ -126,8 +132,8 @@ class SpanGroup:
     """Optimizer step. Fires per_step (every iteration); profiling; since 0.1.0."""
 
     STEP: Final = "step"
-    """Training-step boundary: one span per iteration. Fires per_step (every iteration); goodput;
-    since 0.1.0.
+    """Training-step boundary: one span per iteration. Fires per_step (every iteration); goodput,
+    feeds productive; since 0.1.0.
     """
 
     # Each class overrides these, so they are ClassVar rather than Final: mypy
@@ -216,6 +222,7 @@ class SpanGroup:
                 fires="once",
                 since="0.1.0",
                 category="goodput",
+                bucket="initialization",
             ),
             MODEL_INIT: GroupInfo(
                 name=MODEL_INIT,
@@ -223,6 +230,7 @@ class SpanGroup:
                 fires="once",
                 since="0.1.0",
                 category="goodput",
+                bucket="initialization",
             ),
             CHECKPOINT: GroupInfo(
                 name=CHECKPOINT,
@@ -230,6 +238,7 @@ class SpanGroup:
                 fires="periodic",
                 since="0.1.0",
                 category="goodput",
+                bucket="checkpoint_save",
             ),
             EVALUATE: GroupInfo(
                 name=EVALUATE,
@@ -237,6 +246,7 @@ class SpanGroup:
                 fires="periodic",
                 since="0.1.0",
                 category="goodput",
+                bucket="evaluation",
             ),
             FORWARD_BACKWARD: GroupInfo(
                 name=FORWARD_BACKWARD,
@@ -256,6 +266,7 @@ class SpanGroup:
                 fires="per_step",
                 since="0.1.0",
                 category="goodput",
+                bucket="productive",
             ),
         }
     )

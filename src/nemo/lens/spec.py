@@ -98,6 +98,9 @@ class GroupInfo(NamedTuple):
     """Deprecation note; empty when the group is current."""
     category: str = PROFILING
     """``goodput`` or ``profiling`` (see :data:`CATEGORIES`)."""
+    bucket: str = ""
+    """The goodput bucket a goodput group's time feeds (``productive``, ``initialization``,
+    ``checkpoint_save``, ``evaluation``); empty when it feeds none."""
 
 
 class SpecStep(NamedTuple):

@@ -33,6 +33,13 @@ GOODPUT = "goodput"
 PROFILING = "profiling"
 CATEGORIES: tuple[str, ...] = (GOODPUT, PROFILING)
 """A group is `profiling` unless the schema says `goodput` (upstream's rule)."""
+BUCKETS: dict[str, str] = {
+    "productive": "time that trained the model (a step whose iteration was not run again)",
+    "initialization": "start-up: building the model, loading a checkpoint, set-up phases",
+    "checkpoint_save": "saving checkpoints",
+    "evaluation": "evaluation passes",
+}
+"""The goodput buckets a goodput group can feed (`nemo-lens goodput` accounts by them)."""
 IMPLICIT_PRESETS: tuple[str, ...] = (GOODPUT, PROFILING, ALL_PRESET)
 """Presets every class has without declaring them, in the order they are listed."""
 
@@ -46,6 +53,8 @@ class Group:
     deprecated_note: str = ""
     renamed_to: str = ""
     category: str = PROFILING
+    bucket: str = ""
+    """The goodput bucket the group's time feeds (goodput groups only); empty: none."""
 
     @property
     def constant(self) -> str:

@@ -135,9 +135,10 @@ def docstring(text: str, indent: int) -> str:
 
 
 def group_doc(group: Group) -> str:
+    category = f"{group.category}, feeds {group.bucket}" if group.bucket else group.category
     text = (
         f"{group.description.rstrip('.')}. Fires {group.fires} "
-        f"({TIER_MEANING[group.fires]}); {group.category}; since {group.since}."
+        f"({TIER_MEANING[group.fires]}); {category}; since {group.since}."
     )
     if group.renamed_to:
         text = f"Deprecated: renamed to {group.renamed_to!r}. {group.deprecated_note}"
@@ -159,6 +160,8 @@ class GroupView:
     """Expression of the new group's constant, for renamed groups."""
     category: str
     """The category literal; empty when it is the default (`profiling`)."""
+    bucket: str
+    """The goodput bucket literal; empty when the group feeds none."""
 
 
 @dataclass(frozen=True)
@@ -397,6 +400,7 @@ def class_view(
             deprecated=pystr(g.deprecated_note),
             renamed_to=_expr(cls, g.renamed_to) if g.renamed_to else "",
             category=pystr(g.category) if g.category != PROFILING else "",
+            bucket=pystr(g.bucket) if g.bucket else "",
         )
         for g in cls.groups
     )
@@ -549,7 +553,10 @@ def docs_class(cls: GroupClass) -> DocsClass:
     for g in cls.all_groups:
         origin = "" if g.name in own or cls.base is None else " (base)"
         marks = tuple("✓" if g.name in members[n] else "" for n in names)
-        row = (f"`{g.name}`{origin}", g.fires, cls.category(g.name), _md(g.description))
+        category = cls.category(g.name)
+        if category == GOODPUT and g.bucket:
+            category += f" ({g.bucket})"
+        row = (f"`{g.name}`{origin}", g.fires, category, _md(g.description))
         rows.append((*row, *marks))
     for g in cls.groups:
         if g.renamed_to:

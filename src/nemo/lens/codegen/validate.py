@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from nemo.lens.codegen.locate import KeyPath, Locator
 from nemo.lens.codegen.model import (
     ALL_PRESET,
+    BUCKETS,
     CATEGORIES,
     GOODPUT,
     IMPLICIT_PRESETS,
@@ -71,7 +72,7 @@ RESERVED_NAMES = frozenset(
 )
 
 TOP_KEYS = ("schema_version", "extends", "groups", "presets", "consumers")
-GROUP_KEYS = ("description", "fires", "since", "category", "deprecated")
+GROUP_KEYS = ("description", "fires", "since", "category", "bucket", "deprecated")
 DEPRECATED_KEYS = ("note", "renamed_to")
 PRESET_KEYS = ("description", "groups", "extends", "replace", "allow_frequent")
 CONSUMER_KEYS = ("class", "module", "description", "categories", "groups", "presets")
@@ -128,6 +129,9 @@ def canonical_digest(data: Mapping[str, Any]) -> str:
 # zero-width marks): none belongs in a description, and each could change what the
 # generated source means or how it reads.
 _NOT_TEXT = frozenset({"Cc", "Cs", "Zl", "Zp", "Cf"})
+
+# Names whose constant (I, O) or whose own spelling (l) reads like a digit (ruff's E741).
+_AMBIGUOUS = frozenset({"i", "l", "o"})
 
 _TYPE_NAMES = {
     str: "a string",
@@ -227,6 +231,13 @@ class _Checker:
         if len(name) > MAX_NAME:
             self.error(path, f"{what} name {name!r} is longer than {MAX_NAME} characters")
             return False
+        if name in _AMBIGUOUS:
+            self.error(
+                path,
+                f"{what} name {name!r} becomes the constant {name.upper()!r}, which reads like "
+                "a digit; pick a longer name",
+            )
+            return False
         if keyword.iskeyword(name) or keyword.issoftkeyword(name):
             self.error(path, f"{what} name {name!r} is a Python keyword; pick another word")
             return False
@@ -296,8 +307,11 @@ def _read_groups(
         category = PROFILING
         if "category" in body:
             category = _category(chk, body["category"], (*gpath, "category")) or PROFILING
+        bucket = _bucket(chk, body, gpath, category)
         if description and fires and since:
-            groups[name] = Group(name, description, fires, since, note, renamed_to, category)
+            groups[name] = Group(
+                name, description, fires, since, note, renamed_to, category, bucket
+            )
         else:
             chk.broken.add(name)
     return groups
@@ -314,6 +328,31 @@ def _category(chk: _Checker, value: object, path: KeyPath) -> str | None:
             f" (categories: {', '.join(CATEGORIES)})",
         )
         return None
+    return str(value)
+
+
+def _bucket(chk: _Checker, body: Mapping[str, Any], path: KeyPath, category: str) -> str:
+    """The goodput bucket a goodput group's time feeds (see `nemo-lens goodput`)."""
+    if "bucket" not in body:
+        return ""
+    bpath = (*path, "bucket")
+    value = body["bucket"]
+    if not chk.expect(value, str, bpath):
+        return ""
+    if value not in BUCKETS:
+        chk.error(
+            bpath,
+            f"unknown bucket {value!r}{did_you_mean(str(value), BUCKETS)}"
+            f" (buckets: {', '.join(BUCKETS)})",
+        )
+        return ""
+    if category != GOODPUT:
+        chk.error(
+            bpath,
+            'only a goodput group feeds a goodput bucket; add category = "goodput" or '
+            "remove the bucket",
+        )
+        return ""
     return str(value)
 
 

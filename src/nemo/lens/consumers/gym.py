@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 4b26f2823c6d3a75822b2b88ae5cdd48a7c02ba10dbfcce74a12c0966c623947
+# schema-sha256: 0ec325e2793943324938cbf740bb9ec9fb97de0615553abcf36b49ef0e43f424
 """GymSpanGroup, the span groups of the 'gym' consumer."""
 
 from __future__ import annotations

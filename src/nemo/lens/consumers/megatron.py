@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 4b26f2823c6d3a75822b2b88ae5cdd48a7c02ba10dbfcce74a12c0966c623947
+# schema-sha256: 0ec325e2793943324938cbf740bb9ec9fb97de0615553abcf36b49ef0e43f424
 """MegatronSpanGroup, the span groups of the 'megatron' consumer."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class MegatronSpanGroup(SpanGroup):
 
     FIRST_ITERATION: Final = "first_iteration"
     """The first iteration this process executed: warm-up costs (compilation, graph capture).
-    Fires once (once per job or process); goodput; since 0.1.0.
+    Fires once (once per job or process); goodput, feeds initialization; since 0.1.0.
     """
 
     DATA_LOADING: Final = "data_loading"
@@ -201,6 +201,7 @@ class MegatronSpanGroup(SpanGroup):
                 fires="once",
                 since="0.1.0",
                 category="goodput",
+                bucket="initialization",
             ),
             DATA_LOADING: GroupInfo(
                 name=DATA_LOADING,

@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 4b26f2823c6d3a75822b2b88ae5cdd48a7c02ba10dbfcce74a12c0966c623947
+# schema-sha256: 0ec325e2793943324938cbf740bb9ec9fb97de0615553abcf36b49ef0e43f424
 """RLSpanGroup, the span groups of the 'rl' consumer."""
 
 from __future__ import annotations
@@ -71,7 +71,9 @@ class RLSpanGroup(SpanGroup):
     """Span groups for reinforcement-learning loops (rollout, scoring, policy update)."""
 
     SETUP: Final = "setup"
-    """Driver start-up phases. Fires once (once per job or process); goodput; since 0.1.0."""
+    """Driver start-up phases. Fires once (once per job or process); goodput, feeds
+    initialization; since 0.1.0.
+    """
 
     ADVANTAGE: Final = "advantage"
     """Advantage estimation. Fires per_step (every iteration); profiling; since 0.1.0."""
@@ -214,6 +216,7 @@ class RLSpanGroup(SpanGroup):
                 fires="once",
                 since="0.1.0",
                 category="goodput",
+                bucket="initialization",
             ),
             ADVANTAGE: GroupInfo(
                 name=ADVANTAGE,
