@@ -347,16 +347,5 @@ PROFILING_PRESET: Final[frozenset[SpanGroupName]] = frozenset(
 )
 """The 'profiling' preset of SpanGroup. Every group: the fine-grained detail too, for profiling."""
 
-ALL_PRESET: Final[frozenset[SpanGroupName]] = frozenset(
-    {
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "checkpoint",
-        "evaluate",
-        "forward_backward",
-        "optimizer",
-        "step",
-    }
-)
+ALL_PRESET: Final[frozenset[SpanGroupName]] = PROFILING_PRESET
 """The 'all' preset of SpanGroup. Every group of the class."""

@@ -218,6 +218,8 @@ class PresetView:
     """The module-level `Final` frozenset of the preset (`PER_STEP_PRESET`)."""
     names: tuple[str, ...]
     """The member names as literals, for that frozenset."""
+    same_as: str = ""
+    """Another preset constant with the very same members (`all` is `profiling`)."""
 
 
 @dataclass(frozen=True)
@@ -387,6 +389,7 @@ def class_view(
                 is_all=every,
                 constant=f"{name.upper()}_PRESET",
                 names=tuple(pystr(m) for m in members),
+                same_as=f"{PROFILING.upper()}_PRESET" if name == ALL_PRESET else "",
             )
         )
     groups = tuple(

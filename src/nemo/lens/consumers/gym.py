@@ -320,25 +320,7 @@ PROFILING_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
 profiling.
 """
 
-ALL_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
-    {
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "checkpoint",
-        "evaluate",
-        "forward_backward",
-        "optimizer",
-        "step",
-        "agent",
-        "http_client",
-        "model_call",
-        "rollout",
-        "sandbox",
-        "server",
-        "verify",
-    }
-)
+ALL_PRESET: Final[frozenset[GymSpanGroupName]] = PROFILING_PRESET
 """The 'all' preset of GymSpanGroup. Every group of the class."""
 
 

@@ -324,26 +324,7 @@ PROFILING_PRESET: Final[frozenset[MegatronSpanGroupName]] = frozenset(
 profiling.
 """
 
-ALL_PRESET: Final[frozenset[MegatronSpanGroupName]] = frozenset(
-    {
-        "first_iteration",
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "checkpoint",
-        "evaluate",
-        "data_loading",
-        "forward_backward",
-        "optimizer",
-        "step",
-        "communication",
-        "microbatch",
-        "trace_region",
-        "activation_offload",
-        "layer",
-        "inference",
-    }
-)
+ALL_PRESET: Final[frozenset[MegatronSpanGroupName]] = PROFILING_PRESET
 """The 'all' preset of MegatronSpanGroup. Every group of the class."""
 
 

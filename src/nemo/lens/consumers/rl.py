@@ -365,29 +365,7 @@ PROFILING_PRESET: Final[frozenset[RLSpanGroupName]] = frozenset(
 profiling.
 """
 
-ALL_PRESET: Final[frozenset[RLSpanGroupName]] = frozenset(
-    {
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "setup",
-        "checkpoint",
-        "evaluate",
-        "advantage",
-        "data_processing",
-        "efficiency",
-        "forward_backward",
-        "generation",
-        "logprob",
-        "optimizer",
-        "policy_update",
-        "reward",
-        "rollout",
-        "step",
-        "data_plane",
-        "per_prompt",
-    }
-)
+ALL_PRESET: Final[frozenset[RLSpanGroupName]] = PROFILING_PRESET
 """The 'all' preset of RLSpanGroup. Every group of the class."""
 
 
