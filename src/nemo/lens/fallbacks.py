@@ -92,6 +92,7 @@ def span_cm(
     name: str,
     tracer: Tracer | None = None,
     record_exception: bool = True,
+    group: str | None = None,
     **attributes: object,
 ) -> AbstractContextManager[Span]:
     """Run the ``with`` body with no span; the ``as`` target is ``None``.

@@ -507,11 +507,7 @@ def setup_telemetry(
             f"NemoLensConfig.export_rank {config.export_rank} is out of range for world_size "
             f"{world_size}; use a rank in 0..{world_size - 1} or -1 for the last rank"
         )
-    groups = (
-        frozenset(config.span_group_cls.resolve(config.span_groups))
-        if config.traces_enabled
-        else frozenset()
-    )
+    groups = config.resolved_span_groups if config.traces_enabled else frozenset()
     resolved = config.resolved()
     strategy = _resolve_strategy(resolved, export_strategy)
     exporting = bool(strategy.should_export(rank, world_size, resolved))
@@ -574,6 +570,7 @@ def setup_telemetry(
         _delegating.publish(
             pipeline.tracer_provider, pipeline.meter_provider, pipeline.logger_provider
         )
+        state.set_span_group_classes(resolved.span_group_cls)
         state.set_enabled_span_groups(groups)
         _use_tracer_provider(pipeline.tracer_provider)
         _current = handle
@@ -662,4 +659,5 @@ def _reset_for_testing() -> None:
     _delegating.restore_otel_globals_for_testing()
     _reset_registry_for_testing()
     state.set_enabled_span_groups(())
+    state._reset_span_group_classes()
     _use_tracer_provider(None)
