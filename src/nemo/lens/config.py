@@ -261,7 +261,9 @@ class NemoLensConfig:
         if self.exporter.strip().lower() not in EXPORTER_NAMES:
             raise _FieldValueError(
                 "exporter",
-                f"unknown exporter {self.exporter!r}; use one of: {', '.join(EXPORTER_NAMES)}",
+                # Ours, then 0.1.0's phrase (callers match on it), then the choices.
+                f"unknown exporter {self.exporter!r} (Unknown exporter type: {self.exporter!r}); "
+                f"use one of: {', '.join(EXPORTER_NAMES)}",
             )
         cls = self.span_group_cls
         chosen = cls if isinstance(cls, (tuple, list)) else (cls,)

@@ -48,7 +48,7 @@ from opentelemetry.util.types import AttributeValue
 from nemo.lens import _signals, semconv, state
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.exporters import Signal, otlp_protocol
-from nemo.lens.strategies import ExportStrategy, _FunctionStrategy, get_export_strategy
+from nemo.lens.strategies import ExportStrategy, export_decision, get_export_strategy
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -75,7 +75,9 @@ DEFAULT_SHUTDOWN_TIMEOUT_MS: Final = 5000
 _SCOPE_NAME: Final = semconv.SCOPE_NAME
 
 StrategyArgument = ExportStrategy | str | Callable[[int, int, NemoLensConfig], bool]
-"""What ``setup_telemetry(export_strategy=...)`` accepts."""
+"""What ``setup_telemetry(export_strategy=...)`` accepts: a registered name, a callable
+``strategy(config, rank, world_size)`` (0.1.0), an object with ``should_export``, or a
+function whose first parameter is ``rank`` (see :func:`nemo.lens.strategies.export_decision`)."""
 _TESTING_SHUTDOWN_TIMEOUT_MS: Final = 1000
 
 # _current is the handle whose providers are published; guarded by _LOCK.
@@ -392,19 +394,17 @@ def _check_resource_attributes(
 
 def _resolve_strategy(
     config: NemoLensConfig, export_strategy: StrategyArgument | None
-) -> ExportStrategy:
+) -> ExportStrategy | Callable[[int, int, NemoLensConfig], bool]:
     if export_strategy is None:
         return get_export_strategy(config.export_strategy)
     if isinstance(export_strategy, str):
         return get_export_strategy(export_strategy)
-    if isinstance(export_strategy, ExportStrategy):
+    if callable(getattr(export_strategy, "should_export", None)) or callable(export_strategy):
         return export_strategy
-    if callable(export_strategy):
-        return _FunctionStrategy(export_strategy)
     raise TypeError(
-        "export_strategy must be a registered strategy name, an object with "
-        "should_export(rank, world_size, config) or a function with that signature, "
-        f"got {export_strategy!r}"
+        "export_strategy must be a registered strategy name, a function "
+        "strategy(config, rank, world_size) -> bool, or an object with "
+        f"should_export(rank, world_size, config), got {export_strategy!r}"
     )
 
 
@@ -412,8 +412,9 @@ def _check_guard(allow_reinit: bool) -> None:
     if _current is not None and not allow_reinit:
         raise RuntimeError(
             "setup_telemetry() was already called in this process and its handle is still "
-            "active; call handle.shutdown() first, or pass _allow_reinit=True to shut the "
-            "previous set-up down and replace it (notebooks, tests)"
+            "active (telemetry has already been initialised); call handle.shutdown() first, "
+            "or pass _allow_reinit=True to shut the previous set-up down and replace it "
+            "(notebooks, tests)"
         )
 
 
@@ -443,9 +444,11 @@ def setup_telemetry(
             one (e.g. the SDK's ``InMemorySpanExporter`` in tests).
         metric_reader: Use this reader for metrics instead of the configured
             exporter (e.g. ``InMemoryMetricReader``).
-        export_strategy: A registered name, a strategy object or a function
-            ``(rank, world_size, config) -> bool`` that overrides
-            ``config.export_strategy``.
+        export_strategy: Overrides ``config.export_strategy``: a registered
+            name, a callable ``strategy(config, rank, world_size) -> bool``
+            (0.1.0), an object with ``should_export(rank, world_size, config)``,
+            or a function whose first parameter is named ``rank``, called as
+            ``(rank, world_size, config)``.
         _allow_reinit: Replace an active set-up (shutting it down) instead of
             raising.
         log_exporter: Use this exporter for log records instead of the
@@ -510,7 +513,7 @@ def setup_telemetry(
     groups = config.resolved_span_groups if config.traces_enabled else frozenset()
     resolved = config.resolved()
     strategy = _resolve_strategy(resolved, export_strategy)
-    exporting = bool(strategy.should_export(rank, world_size, resolved))
+    exporting = export_decision(strategy, resolved, rank, world_size)
     exporter_name = resolved.exporter.strip().lower()
     trace_path = resolved.format_trace_file(rank) if exporter_name == "file" else None
     if exporter_name == "otlp" and exporting:
