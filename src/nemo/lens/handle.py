@@ -109,19 +109,25 @@ class TelemetryHandle:
     Keep it for the life of the job and call :meth:`shutdown` at the end (or use
     it as a context manager); an exit hook shuts it down too if you forget,
     bounded by :data:`DEFAULT_SHUTDOWN_TIMEOUT_MS`.
+
+    ``TelemetryHandle(tracer, meter, is_exporting=False)`` (0.1.0's constructor)
+    wraps a tracer and meter of your own, e.g. in tests; such a handle installed
+    nothing, so its :meth:`shutdown` has nothing to shut down.
     """
 
     def __init__(
         self,
+        tracer: trace.Tracer | None = None,
+        meter: metrics.Meter | None = None,
+        is_exporting: bool = False,
         *,
-        config: NemoLensConfig,
-        rank: int,
-        world_size: int,
-        enabled_groups: frozenset[str],
-        is_exporting: bool,
-        pipeline: Pipeline | None,
+        config: NemoLensConfig | None = None,
+        rank: int = 0,
+        world_size: int = 1,
+        enabled_groups: frozenset[str] = frozenset(),
+        pipeline: Pipeline | None = None,
     ) -> None:
-        self._config = config
+        self._config = NemoLensConfig() if config is None else config
         self._rank = rank
         self._world_size = world_size
         self._enabled_groups = enabled_groups
@@ -134,16 +140,20 @@ class TelemetryHandle:
         tracer_provider = pipeline.tracer_provider if pipeline is not None else None
         meter_provider = pipeline.meter_provider if pipeline is not None else None
         version = _scope_version() if pipeline is not None else None
-        self._tracer: trace.Tracer = (
-            tracer_provider.get_tracer(_SCOPE_NAME, version)
-            if tracer_provider is not None
-            else trace.NoOpTracer()
-        )
-        self._meter: metrics.Meter = (
-            meter_provider.get_meter(_SCOPE_NAME, version)
-            if meter_provider is not None
-            else metrics.NoOpMeter(_SCOPE_NAME)
-        )
+        if tracer is None:
+            tracer = (
+                tracer_provider.get_tracer(_SCOPE_NAME, version)
+                if tracer_provider is not None
+                else trace.NoOpTracer()
+            )
+        if meter is None:
+            meter = (
+                meter_provider.get_meter(_SCOPE_NAME, version)
+                if meter_provider is not None
+                else metrics.NoOpMeter(_SCOPE_NAME)
+            )
+        self._tracer: trace.Tracer = tracer
+        self._meter: metrics.Meter = meter
 
     # -- what users read ------------------------------------------------------------
 

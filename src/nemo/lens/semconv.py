@@ -28,7 +28,8 @@ Sections:
   ``logging.LogRecord`` objects (:data:`LOG_TRACE_ID` ...) and the attributes
   it puts on exported log records (``code.*``, ``exception.*``);
 * metrics: the names, units and attributes recorded by
-  :mod:`nemo.lens.instruments` (GenAI inference, RL steps, Gym rollouts).
+  :mod:`nemo.lens.instruments` (GenAI inference, RL steps, Gym rollouts), and the
+  names 0.1.0's ``record_rl_metrics`` / ``record_gym_metrics`` record (``LEGACY_*``).
 """
 
 from __future__ import annotations
@@ -74,6 +75,19 @@ __all__ = [
     "INVERTED_START_EPOCH_SECONDS",
     "K8S_NAMESPACE_NAME",
     "K8S_POD_NAME",
+    "LEGACY_GYM_ROLLOUT_DURATION_MS",
+    "LEGACY_GYM_SERVERS_ACTIVE",
+    "LEGACY_GYM_SERVER_REQUEST_DURATION_MS",
+    "LEGACY_GYM_VERIFY_DURATION_MS",
+    "LEGACY_GYM_VERIFY_SUCCESS_RATE",
+    "LEGACY_RL_ENTROPY",
+    "LEGACY_RL_GENERATION_DURATION_MS",
+    "LEGACY_RL_KL_DIVERGENCE",
+    "LEGACY_RL_POLICY_LOSS",
+    "LEGACY_RL_RESPONSE_LENGTH_MEAN",
+    "LEGACY_RL_REWARD_MEAN",
+    "LEGACY_RL_ROLLOUT_DURATION_MS",
+    "LEGACY_RL_VALUE_LOSS",
     "LEGACY_SPAN_GROUP",
     "LOCAL_RANK",
     "LOG_SPAN_ID",
@@ -332,3 +346,35 @@ GYM_AGENT: Final = "nemo.gym.agent"
 """Metric attribute: the agent that produced a rollout."""
 GYM_VERIFY_PASSED: Final = "nemo.gym.verify.passed"
 """Metric attribute: ``True`` when the rollout passed verification, ``False`` when it failed."""
+
+# -- metrics: the 0.1.0 names ---------------------------------------------------------
+# Recorded by nemo.lens.instruments.rl.record_rl_metrics and
+# nemo.lens.instruments.gym.record_gym_metrics, the 0.1.0 helpers, under the names
+# 0.1.0 gave them, so dashboards built on them keep their data.
+
+LEGACY_RL_REWARD_MEAN: Final = "rl.reward.mean"
+"""Gauge (0.1.0 name): mean reward across the rollout batch."""
+LEGACY_RL_KL_DIVERGENCE: Final = "rl.kl_divergence"
+"""Gauge (0.1.0 name): KL divergence between the policy and the reference."""
+LEGACY_RL_POLICY_LOSS: Final = "rl.policy_loss"
+"""Gauge (0.1.0 name): the policy-gradient loss."""
+LEGACY_RL_VALUE_LOSS: Final = "rl.value_loss"
+"""Gauge (0.1.0 name): the value-function loss."""
+LEGACY_RL_ENTROPY: Final = "rl.entropy"
+"""Gauge (0.1.0 name): the policy entropy."""
+LEGACY_RL_RESPONSE_LENGTH_MEAN: Final = "rl.response_length.mean"
+"""Gauge (0.1.0 name): mean generated response length, in tokens."""
+LEGACY_RL_GENERATION_DURATION_MS: Final = "rl.generation.duration_ms"
+"""Histogram, ``ms`` (0.1.0 name): duration of text generation."""
+LEGACY_RL_ROLLOUT_DURATION_MS: Final = "rl.rollout.duration_ms"
+"""Histogram, ``ms`` (0.1.0 name): duration of rollout collection."""
+LEGACY_GYM_SERVER_REQUEST_DURATION_MS: Final = "gym.server.request_duration_ms"
+"""Histogram, ``ms`` (0.1.0 name): duration of one Gym server request."""
+LEGACY_GYM_ROLLOUT_DURATION_MS: Final = "gym.rollout.duration_ms"
+"""Histogram, ``ms`` (0.1.0 name): duration of rollout collection."""
+LEGACY_GYM_VERIFY_DURATION_MS: Final = "gym.verify.duration_ms"
+"""Histogram, ``ms`` (0.1.0 name): duration of the verification endpoint."""
+LEGACY_GYM_VERIFY_SUCCESS_RATE: Final = "gym.verify.success_rate"
+"""Gauge (0.1.0 name): fraction of successful verifications."""
+LEGACY_GYM_SERVERS_ACTIVE: Final = "gym.servers.active"
+"""Gauge (0.1.0 name): number of active Gym servers."""
