@@ -222,6 +222,18 @@ class TelemetryHandle:
         return MappingProxyType(dict(self._pipeline.resource.attributes))
 
     @property
+    def undelivered(self) -> Mapping[str, int]:
+        """Telemetry this set-up could not deliver so far, by signal (``traces``,
+        ``metrics``, ``logs``): items whose export failed plus items dropped.
+
+        Empty when everything went out, or nothing was set up. Read it after
+        :meth:`shutdown` to know whether everything was exported.
+        """
+        if self._pipeline is None:
+            return MappingProxyType({})
+        return MappingProxyType(self._pipeline.health.lost())
+
+    @property
     def is_shut_down(self) -> bool:
         """Whether :meth:`shutdown` has been called."""
         return self._closing

@@ -27,7 +27,7 @@ from nemo.lens import semconv
 from nemo.lens import state as _state
 from nemo.lens.helpers import _default_tracer, _span_attributes
 
-__all__ = ["emit_span"]
+__all__ = ["emit_span", "epoch_nanoseconds"]
 
 _logger = logging.getLogger(__name__)
 
@@ -41,12 +41,20 @@ _skew_lock = threading.Lock()
 _skew_logged = False
 
 
-def _seconds(value: object, parameter: str) -> Decimal:
-    """*value* (epoch seconds as a float, an int, a decimal string or a Decimal) exactly."""
+def epoch_nanoseconds(value: float | str | Decimal) -> tuple[Decimal, int]:
+    """Unix-epoch seconds *value* as an exact :class:`~decimal.Decimal` and in nanoseconds.
+
+    *value* is a ``float`` (or an ``int``), a decimal string or a ``Decimal``;
+    strings and Decimals are read exactly, never through a float, and the
+    nanoseconds are rounded half to even. Raises :class:`ValueError` for text
+    that is not a number, NaN, an infinity, or a time OpenTelemetry cannot
+    carry (before 1970, after 2554), and :class:`TypeError` for another type.
+    The messages say what is wrong, not where: callers add that.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
         raise TypeError(
-            f"emit_span({parameter}=...) takes Unix-epoch seconds as a float, a decimal string "
-            f"or a Decimal, got {type(value).__name__} {value!r}"
+            "takes Unix-epoch seconds as a float, a decimal string or a Decimal, got "
+            f"{type(value).__name__} {value!r}"
         )
     if isinstance(value, str):
         try:
@@ -54,28 +62,29 @@ def _seconds(value: object, parameter: str) -> Decimal:
             number = Decimal(value.strip())
         except decimal.InvalidOperation:
             raise ValueError(
-                f"emit_span({parameter}={value!r}): not a number; write Unix-epoch seconds "
-                "such as '1767225600.25'"
+                f"{value!r} is not a number; write Unix-epoch seconds such as '1767225600.25'"
             ) from None
     else:
         # Decimal(float) is the float's exact binary value: no second rounding.
         number = Decimal(value)
     if not number.is_finite():
         raise ValueError(
-            f"emit_span({parameter}={value!r}): times must be finite Unix-epoch seconds, "
-            "not NaN or infinity"
+            f"{value!r} is not a finite time; write Unix-epoch seconds, not NaN or infinity"
         )
-    return number
-
-
-def _nanoseconds(seconds: Decimal, parameter: str, value: object) -> int:
-    nanoseconds = int((seconds * _NS_PER_SECOND).to_integral_value(context=_CONTEXT))
+    nanoseconds = int((number * _NS_PER_SECOND).to_integral_value(context=_CONTEXT))
     if not 0 <= nanoseconds <= _MAX_NS:
         raise ValueError(
-            f"emit_span({parameter}={value!r}): out of range; a time is Unix-epoch seconds "
-            "from 0 to about 1.8e10 (the year 2554)"
+            f"{value!r} is out of range; a time is Unix-epoch seconds from 0 to about 1.8e10 "
+            "(the year 2554)"
         )
-    return nanoseconds
+    return number, nanoseconds
+
+
+def _time(value: object, parameter: str) -> tuple[Decimal, int]:
+    try:
+        return epoch_nanoseconds(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"emit_span({parameter}=...): {exc}") from None
 
 
 def _log_skew_once(name: str, start: Decimal, end: Decimal) -> None:
@@ -155,10 +164,8 @@ def emit_span(
             f"emit_span(attributes=...) must be a mapping of str to values, got "
             f"{type(attributes).__name__}"
         )
-    start = _seconds(start_epoch_seconds, "start_epoch_seconds")
-    end = _seconds(end_epoch_seconds, "end_epoch_seconds")
-    start_ns = _nanoseconds(start, "start_epoch_seconds", start_epoch_seconds)
-    end_ns = _nanoseconds(end, "end_epoch_seconds", end_epoch_seconds)
+    start, start_ns = _time(start_epoch_seconds, "start_epoch_seconds")
+    end, end_ns = _time(end_epoch_seconds, "end_epoch_seconds")
 
     given: Mapping[str, object] | None = attributes
     if end_ns < start_ns:
