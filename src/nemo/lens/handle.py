@@ -48,7 +48,12 @@ from opentelemetry.util.types import AttributeValue
 from nemo.lens import _signals, semconv, state
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.exporters import Signal, otlp_protocol
-from nemo.lens.strategies import ExportStrategy, export_decision, get_export_strategy
+from nemo.lens.strategies import (
+    ExportStrategyFunction,
+    ExportStrategyObject,
+    export_decision,
+    get_export_strategy,
+)
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -74,7 +79,10 @@ DEFAULT_SHUTDOWN_TIMEOUT_MS: Final = 5000
 
 _SCOPE_NAME: Final = semconv.SCOPE_NAME
 
-StrategyArgument = ExportStrategy | str | Callable[[int, int, NemoLensConfig], bool]
+# One flat union, so a lambda type-checks in either argument order (see strategies).
+StrategyArgument = (
+    ExportStrategyFunction | ExportStrategyObject | str | Callable[[int, int, NemoLensConfig], bool]
+)
 """What ``setup_telemetry(export_strategy=...)`` accepts: a registered name, a callable
 ``strategy(config, rank, world_size)`` (0.1.0), an object with ``should_export``, or a
 function whose first parameter is ``rank`` (see :func:`nemo.lens.strategies.export_decision`)."""
@@ -416,11 +424,11 @@ def _check_resource_attributes(
 
 def _resolve_strategy(
     config: NemoLensConfig, export_strategy: StrategyArgument | None
-) -> ExportStrategy | Callable[[int, int, NemoLensConfig], bool]:
-    if export_strategy is None:
-        return get_export_strategy(config.export_strategy)
-    if isinstance(export_strategy, str):
-        return get_export_strategy(export_strategy)
+) -> ExportStrategyFunction | ExportStrategyObject | Callable[[int, int, NemoLensConfig], bool]:
+    if export_strategy is None or isinstance(export_strategy, str):
+        name = config.export_strategy if export_strategy is None else export_strategy
+        registered: ExportStrategyFunction | ExportStrategyObject = get_export_strategy(name)
+        return registered
     if callable(getattr(export_strategy, "should_export", None)) or callable(export_strategy):
         return export_strategy
     raise TypeError(

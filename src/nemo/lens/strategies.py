@@ -107,6 +107,11 @@ ExportStrategyFunction: TypeAlias = Callable[["NemoLensConfig", int, int], bool]
 
 _RankFirstFunction: TypeAlias = Callable[[int, int, "NemoLensConfig"], bool]
 
+# What register_export_strategy and export_decision accept. Spelled as one flat
+# union: with two callable types in it, type checkers take a lambda in either
+# argument order, where a nested union makes them pick one order and reject the other.
+_Registrable: TypeAlias = ExportStrategyFunction | ExportStrategyObject | _RankFirstFunction
+
 if TYPE_CHECKING:
     ExportStrategy: TypeAlias = ExportStrategyFunction | ExportStrategyObject
     """A strategy: the 0.1.0 callable or an object with ``should_export``."""
@@ -141,7 +146,7 @@ def _takes_rank_first(function: Callable[..., object]) -> bool:
 
 
 def export_decision(
-    strategy: ExportStrategy | _RankFirstFunction,
+    strategy: _Registrable,
     config: NemoLensConfig,
     rank: int,
     world_size: int,
@@ -277,10 +282,6 @@ BUILTIN_STRATEGIES: Mapping[str, _BuiltinStrategy] = MappingProxyType(
 
 Iterating gives their names, as 0.1.0's set of names did."""
 
-# What register_export_strategy accepts: the 0.1.0 callable, an object with
-# should_export, or a function taking (rank, world_size, config).
-_Registrable: TypeAlias = "ExportStrategy | _RankFirstFunction"
-
 _LOCK = threading.Lock()
 _REGISTRY: dict[str, _Registrable] = dict(BUILTIN_STRATEGIES)
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.\-]*")
@@ -308,7 +309,7 @@ def _unknown_message(name: str, *, unregistering: bool = False) -> str:
 
 def register_export_strategy(
     name: str,
-    strategy: ExportStrategy | _RankFirstFunction,
+    strategy: _Registrable,
     *,
     allow_override: bool = False,
 ) -> None:
@@ -433,8 +434,13 @@ def registered_strategies() -> StrategyNames:
         return StrategyNames(_REGISTRY)
 
 
-def get_export_strategy(name: str) -> ExportStrategy:
+def get_export_strategy(name: str) -> Any:
     """Return exactly the strategy registered under *name*.
+
+    Typed ``Any`` because it is whatever was registered: 0.1.0 code calls it
+    (``strategy(config, rank, world_size)``, which the built-ins accept), code
+    that registered an object calls its ``should_export``; to ask any of them,
+    use :func:`export_decision`.
 
     Raises :class:`ValueError` listing the registered names (and the closest
     one) when *name* is unknown.
@@ -444,9 +450,7 @@ def get_export_strategy(name: str) -> ExportStrategy:
         found = _REGISTRY.get(key)
         if found is None:
             raise ValueError(_unknown_message(key))
-        # Registered as given; a (rank, world_size, config) function is typed apart
-        # only so that register_export_strategy accepts it.
-        return found  # type: ignore[return-value]
+        return found
 
 
 def _reset_registry_for_testing() -> None:
