@@ -7,6 +7,11 @@ is atomic, so readers never take a lock and never see a half-built set.
 
 Before set-up the set is empty: every group is disabled and the instrumented code
 runs with no OpenTelemetry work at all.
+
+It also keeps what spans of a group are tagged with (``lens.group`` and
+``lens.span_category``, from the configured span-group classes; see
+:func:`group_tags`), built when the configuration changes rather than per span,
+and the pipeline-parallel trace carrier of 0.1.0 (:func:`set_pp_trace_carrier`).
 """
 
 from __future__ import annotations
