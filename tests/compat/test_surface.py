@@ -334,6 +334,20 @@ def test_the_built_in_strategies_are_callables_too() -> None:
     assert sorted(BUILTIN_STRATEGIES) == registered_strategies()
 
 
+def test_export_strategy_is_the_type_of_both_forms() -> None:
+    from nemo.lens import ExportStrategy
+
+    class EveryRank:
+        def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
+            return True
+
+    assert isinstance(_strategy, ExportStrategy)  # the 0.1.0 callable
+    assert isinstance(EveryRank(), ExportStrategy)  # an object with should_export
+    assert isinstance(get_export_strategy("single_rank"), ExportStrategy)
+    assert not isinstance(42, ExportStrategy)
+    assert not isinstance("single_rank", ExportStrategy)
+
+
 def test_registered_strategies_is_a_sorted_list_of_names() -> None:
     register_export_strategy("zeta", lambda config, rank, world_size: True)
     register_export_strategy("alpha", lambda config, rank, world_size: True)

@@ -56,9 +56,10 @@ _categories: Mapping[str, str] | None = None
 # Group name -> the attributes that tag its spans ({lens.group: ..., lens.span_category:
 # ...}), built when the configuration changes for every group of the configured classes
 # and every enabled name, so the enabled hot path adds one dict lookup and builds
-# nothing. Only ever rebound. A name missing here (never configured, or a race with a
-# reconfiguration) gets its tags from group_tags().
-_tags: Mapping[str, Mapping[str, str]] = MappingProxyType({})
+# nothing. A plain dict for the fastest lookup, but only ever rebound, never mutated.
+# A name missing here (never configured, or a race with a reconfiguration) gets its
+# tags from group_tags().
+_tags: dict[str, Mapping[str, str]] = {}
 
 
 # Type checkers see the generated signature, which takes only the schema's group
@@ -128,13 +129,13 @@ def _tag(group: str, categories: Mapping[str, str]) -> Mapping[str, str]:
 
 def _build_tags(
     categories: Mapping[str, str], enabled: frozenset[str], selected: frozenset[str]
-) -> Mapping[str, Mapping[str, str]]:
+) -> dict[str, Mapping[str, str]]:
     tags = {group: _tag(group, categories) for group in (*categories, *selected)}
     for name in enabled - tags.keys():
         # The old name of a renamed group: its spans are tagged with the new name.
         current = sorted(new_names(name) & selected)
         tags[name] = tags[current[0]] if current else _tag(name, categories)
-    return MappingProxyType(tags)
+    return tags
 
 
 def group_tags(group: str) -> Mapping[str, str]:
