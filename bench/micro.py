@@ -15,7 +15,7 @@ Three phases, run in this order because each changes process-wide state:
     ``SimpleSpanProcessor``, exactly what set-up builds for it). The baseline is
     OpenTelemetry's ``tracer.start_as_current_span`` on the held tracer of the
     same provider. Each baseline starts the span its candidate starts -- same
-    name, same attributes, including the ``nemo.span_group`` attribute the
+    name, same attributes, including the ``lens.group`` and ``lens.span_category`` attributes the
     gated primitives add -- and :func:`_check_same_spans` verifies that before
     timing, so a ratio is the cost of nemo.lens's own work and nothing else.
     Informational rows: the issue's literal one-attribute baseline, a held

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from nemo.lens import NemoLensConfig, managed_span, setup_telemetry, span_cm
+from nemo.lens import NemoLensConfig, managed_span, semconv, setup_telemetry, span_cm
 from nemo.lens.cli import main
 from nemo.lens.groups import SpanGroup
 
@@ -43,7 +43,7 @@ def span_dict(
     """One span in the shape of nemo.lens.exporters.encoding, times in ms after EPOCH."""
     attrs = dict(attributes or {})
     if group is not None:
-        attrs["nemo.span_group"] = group
+        attrs[semconv.SPAN_GROUP] = group
     resource: dict[str, Any] = {"service.name": "svc", "nemo.run_id": run}
     if rank is not None:
         resource["nemo.rank"] = rank

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from nemo.lens import semconv
+
 from .conftest import EPOCH, MS, Result, line, span_dict, write_lines
 
 Run = Callable[..., Result]
@@ -141,7 +143,7 @@ def test_a_real_trace_converts_to_valid_nested_chrome_json(
         assert rows[(event["pid"], event["tid"])]["name"] == event["cat"]
     steps = [event for event in complete(document) if event["name"] == "train.step"]
     assert [event["args"]["iteration"] for event in steps] == [1, 2, 3]
-    assert "nemo.span_group" not in steps[0]["args"]  # it is the row, not an argument
+    assert semconv.SPAN_GROUP not in steps[0]["args"]  # it is the row, not an argument
 
 
 def test_times_are_microseconds_from_the_first_span(

@@ -19,6 +19,7 @@ from types import ModuleType
 
 import pytest
 
+from nemo.lens import semconv
 from nemo.lens.cli import main as cli_main
 from nemo.lens.groups import SpanGroup
 
@@ -101,7 +102,7 @@ def summary_counts(lines: list[str]) -> dict[str, int]:
 
 def groups_in(path: Path) -> set[str]:
     return {
-        json.loads(text)["attributes"]["nemo.span_group"]
+        json.loads(text)["attributes"][semconv.SPAN_GROUP]
         for text in path.read_text(encoding="utf-8").splitlines()
     }
 

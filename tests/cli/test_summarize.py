@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from nemo.lens import NemoLensConfig, setup_telemetry
+from nemo.lens import NemoLensConfig, semconv, setup_telemetry
 from nemo.lens._summary import percentile
 from nemo.lens._table import format_duration
 from nemo.lens.groups import SpanGroup
@@ -403,7 +403,7 @@ def test_the_exporter_writes_the_group_attribute_the_reader_groups_by(
     # Guards the contract between helpers.py (writer) and the reader.
     trace = real_trace(steps=1)
     groups = {
-        json.loads(text)["attributes"].get("nemo.span_group")
+        json.loads(text)["attributes"].get(semconv.SPAN_GROUP)
         for text in trace.read_text().splitlines()
     }
     assert groups == {

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from nemo.lens import NemoLensConfig, managed_span, setup_telemetry
+from nemo.lens import NemoLensConfig, managed_span, semconv, setup_telemetry
 from nemo.lens.consumers.gym import GymSpanGroup
 
 _TRACE_ID = 0x0AF7651916CD43DD8448EB211C80319C
@@ -131,7 +131,10 @@ def test_fastapi_group_enabled_makes_the_server_span(fastapi_app: Any) -> None:
     exporter = _set_up("default")  # GymSpanGroup's default includes server and rollout
     instrument_fastapi(fastapi_app, group=GymSpanGroup.SERVER)
     assert _get(fastapi_app, "/rollout") == 200
-    assert len(_of_kind(exporter, SpanKind.SERVER)) == 1
+    (server,) = _of_kind(exporter, SpanKind.SERVER)
+    attributes = server.attributes or {}
+    assert attributes[semconv.SPAN_GROUP] == GymSpanGroup.SERVER
+    assert attributes[semconv.SPAN_CATEGORY] == GymSpanGroup.categories()[GymSpanGroup.SERVER]
 
 
 def test_fastapi_helper_replaces_native_telemetry_rather_than_doubling_it(
@@ -169,11 +172,23 @@ def test_fastapi_with_an_explicit_provider(fastapi_app: Any) -> None:
     assert routes == ["/rollout"]
 
 
-def test_fastapi_rejects_a_service_name_where_the_provider_goes(fastapi_app: Any) -> None:
-    from nemo.lens.contrib.fastapi import instrument_fastapi
+def test_fastapi_takes_0_1_0s_service_name_and_rejects_anything_else_as_provider(
+    fastapi_app: Any,
+) -> None:
+    from nemo.lens.contrib.fastapi import instrument_fastapi, uninstrument_fastapi
+
+    exporter = _set_up()
+    instrument_fastapi(fastapi_app, "nemo-gym")  # 0.1.0: instrument_fastapi(app, service_name)
+    assert _get(fastapi_app, "/rollout") == 200
+    assert len(_of_kind(exporter, SpanKind.SERVER)) == 1
+    uninstrument_fastapi(fastapi_app)
+    instrument_fastapi(fastapi_app, service_name="nemo-gym")
+    assert _get(fastapi_app, "/rollout") == 200
+    assert len(_of_kind(exporter, SpanKind.SERVER)) == 2
+    uninstrument_fastapi(fastapi_app)
 
     with pytest.raises(TypeError) as info:
-        instrument_fastapi(fastapi_app, "nemo-gym")  # type: ignore[arg-type]
+        instrument_fastapi(fastapi_app, 42)  # type: ignore[arg-type]
     assert "must be an OpenTelemetry TracerProvider or None" in str(info.value)
     assert "NemoLensConfig.service_name" in str(info.value)
 

@@ -291,7 +291,11 @@ def test_integer_sample_rates_are_accepted() -> None:
 
 
 def test_unknown_exporter() -> None:
-    with pytest.raises(ValueError, match=r"unknown exporter 'zipkin'; use one of: otlp, console"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown exporter 'zipkin' \(Unknown exporter type: 'zipkin'\); use one of: otlp, "
+        "console",
+    ):
         NemoLensConfig(exporter="zipkin")
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from nemo.lens import fallbacks, helpers, state
+from nemo.lens import fallbacks, helpers, span_utilities, state
 from nemo.lens.groups import SpanGroup
 
 PUBLIC = [
@@ -17,10 +17,13 @@ PUBLIC = [
     "is_span_group_enabled",
     "safe_set_span_attributes",
     "redact_value",
+    "emit_span",
 ]
 
 
 def _real(name: str) -> Any:
+    if name == "emit_span":
+        return span_utilities.emit_span
     return getattr(state if name == "is_span_group_enabled" else helpers, name)
 
 

@@ -159,7 +159,8 @@ def test_enabled_managed_span_exports_the_span_with_its_attributes(
         "phase": "train",
         "prompt": "[REDACTED]",
         "ranks": (0, 1),
-        "nemo.span_group": "step",
+        semconv.SPAN_GROUP: "step",
+        semconv.SPAN_CATEGORY: SpanGroup.categories()[STEP],
     }
     assert exported.status.status_code is StatusCode.UNSET
 
@@ -202,7 +203,14 @@ def test_attributes_are_redacted_before_the_sampler_sees_them() -> None:
     with managed_span(STEP, "generate", tracer, prompt="hello", tokens=7, junk=object()):
         pass
 
-    assert sampler.seen == [{"prompt": "[REDACTED]", "tokens": 7, "nemo.span_group": "step"}]
+    assert sampler.seen == [
+        {
+            "prompt": "[REDACTED]",
+            "tokens": 7,
+            semconv.SPAN_GROUP: "step",
+            semconv.SPAN_CATEGORY: SpanGroup.categories()[STEP],
+        }
+    ]
     assert provider.names() == ["generate"]
 
 
@@ -335,7 +343,7 @@ def test_gated_spans_carry_their_group_as_an_attribute(spans: InMemorySpanExport
     asyncio.run(drain())
 
     labelled = {
-        span.name: (span.attributes or {}).get("nemo.span_group")
+        span.name: (span.attributes or {}).get(semconv.SPAN_GROUP)
         for span in spans.get_finished_spans()
     }
     assert labelled == dict.fromkeys(

@@ -60,7 +60,9 @@ def test_no_two_names_share_a_value() -> None:
 
 def test_the_names_users_query_by() -> None:
     # Dashboards, alerts and the CLI depend on these exact strings.
-    assert semconv.SPAN_GROUP == "nemo.span_group"
+    assert semconv.SPAN_GROUP == "lens.group"
+    assert semconv.SPAN_CATEGORY == "lens.span_category"
+    assert semconv.LEGACY_SPAN_GROUP == "nemo.span_group"
     assert semconv.SPAN_TRUNCATED == "nemo.span.truncated"
     assert semconv.RANK == "nemo.rank"
     assert semconv.WORLD_SIZE == "nemo.world_size"
@@ -174,6 +176,7 @@ def test_spans_and_resources_carry_the_semconv_names() -> None:
     )
     assert step.attributes is not None and truncated.attributes is not None
     assert step.attributes[semconv.SPAN_GROUP] == "step"
+    assert step.attributes[semconv.SPAN_CATEGORY] == SpanGroup.categories()[SpanGroup.STEP]
     assert truncated.name == "left.open" and open_span.get_span_context().is_valid
     assert truncated.attributes[semconv.SPAN_TRUNCATED] is True
     resource = step.resource.attributes

@@ -23,6 +23,7 @@ from nemo.lens.strategies import (
     FirstRankPerNodeStrategy,
     SampledStrategy,
     SingleRankStrategy,
+    export_decision,
     get_export_strategy,
     rank_sample_fraction,
     register_export_strategy,
@@ -52,7 +53,7 @@ def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def _exporting_ranks(strategy: ExportStrategy, world_size: int, cfg: NemoLensConfig) -> list[int]:
-    return [r for r in range(world_size) if strategy.should_export(r, world_size, cfg)]
+    return [r for r in range(world_size) if export_decision(strategy, cfg, r, world_size)]
 
 
 # -- built-in rules -----------------------------------------------------------------------
@@ -193,7 +194,7 @@ def test_register_an_object_and_a_function() -> None:
 def test_registered_strategies_is_a_read_only_snapshot() -> None:
     snapshot = registered_strategies()
     with pytest.raises(TypeError):
-        snapshot["x"] = AllRanksStrategy()  # type: ignore[index]
+        snapshot["x"] = AllRanksStrategy()  # type: ignore[call-overload]
     register_export_strategy("later", AllRanksStrategy())
     assert "later" not in snapshot
     assert "later" in registered_strategies()
@@ -219,7 +220,10 @@ def test_unregister_unknown_suggests_the_closest() -> None:
     register_export_strategy("per_node", AllRanksStrategy())
     with pytest.raises(ValueError) as info:
         unregister_export_strategy("per_nod")
-    assert "unknown export strategy 'per_nod'; did you mean 'per_node'?" in str(info.value)
+    assert (
+        "unknown export strategy 'per_nod' (Unknown export_strategy 'per_nod': 'per_nod' is not "
+        "registered); did you mean 'per_node'?"
+    ) in str(info.value)
 
 
 def test_unregister_then_register_again() -> None:

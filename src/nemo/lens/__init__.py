@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "managed_span": "nemo.lens.helpers",
     "trace_fn": "nemo.lens.helpers",
     "span_cm": "nemo.lens.helpers",
+    "emit_span": "nemo.lens.span_utilities",
     "safe_set_span_attributes": "nemo.lens.helpers",
     "redact_value": "nemo.lens.helpers",
     "DEFAULT_REDACT_KEYS": "nemo.lens.helpers",
@@ -51,6 +52,7 @@ __all__ = [
     "__version__",
     "broadcast_trace_context",
     "create_linked_span",
+    "emit_span",
     "extract_context",
     "get_meter",
     "get_tracer",
@@ -96,6 +98,7 @@ if TYPE_CHECKING:
         trace_fn,
     )
     from nemo.lens.propagation import create_linked_span, extract_context, inject_context
+    from nemo.lens.span_utilities import emit_span
     from nemo.lens.state import is_span_group_enabled, set_enabled_span_groups
     from nemo.lens.strategies import (
         ExportStrategy,

@@ -36,7 +36,7 @@ from typing import Any, Final, TextIO
 
 from nemo.lens._progress import progress
 from nemo.lens._trace_io import Process, SpanRecord
-from nemo.lens.semconv import SPAN_GROUP
+from nemo.lens.semconv import LEGACY_SPAN_GROUP, SPAN_GROUP
 
 __all__ = ["ChromeTrace", "build_chrome_trace", "write_chrome_trace"]
 
@@ -137,7 +137,12 @@ def _us(nanoseconds: int) -> float:
 
 
 def _args(span: SpanRecord) -> dict[str, Any]:
-    args = {key: value for key, value in span.attributes.items() if key != SPAN_GROUP}
+    # The group is the row, not an argument (under either key a trace may carry).
+    args = {
+        key: value
+        for key, value in span.attributes.items()
+        if key not in (SPAN_GROUP, LEGACY_SPAN_GROUP)
+    }
     if span.status != "UNSET":
         args["status"] = (
             f"{span.status}: {span.status_description}" if span.status_description else span.status

@@ -22,8 +22,9 @@ What a line may be
 Where a span belongs
     Its process is its resource's ``nemo.rank``, ``nemo.run_id`` (else
     ``service.instance.id``) and ``service.name``; its group is its
-    ``nemo.span_group`` attribute (:data:`NO_GROUP` when the span was not made
-    by a gated primitive, e.g. by ``span_cm``).
+    ``lens.group`` attribute, or ``nemo.span_group`` in a trace written before
+    0.2 (:data:`NO_GROUP` when the span carries neither, e.g. one made by
+    ``span_cm`` without a group).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ __all__ = [
 
 
 NO_GROUP: Final = "(none)"
-"""The group of a span that carries no ``nemo.span_group`` attribute."""
+"""The group of a span that carries no ``lens.group`` (nor old ``nemo.span_group``) attribute."""
 
 STDIN: Final = "-"
 """The path that means standard input."""
@@ -444,6 +445,8 @@ def _span_from_dict(record: dict[str, Any], location: Location, processes: _Inte
             )
         )
     group = attributes.get(semconv.SPAN_GROUP)
+    if group is None:
+        group = attributes.get(semconv.LEGACY_SPAN_GROUP)
     process = Process.from_resource(_object_field(record, "resource", location))
     return SpanRecord(
         name=name,

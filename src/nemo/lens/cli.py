@@ -1,10 +1,11 @@
-"""The ``nemo-lens`` command line: list span groups, summarize and convert traces.
+"""The ``nemo-lens`` command line: list span groups, summarize, convert and emit traces.
 
 ::
 
     nemo-lens groups [--class megatron|rl|gym] [--spec "per_step,-optimizer"]
     nemo-lens summarize TRACE... [--skip-invalid]
     nemo-lens convert TRACE... [--to chrome] [-o OUT] [--skip-invalid]
+    nemo-lens emit-spans --service NAME --span NAME,START,END[,PARENT] ...
     nemo-lens generate [--schema PATH --out-root DIR] [--docs PATH] [--check]
 
 ``TRACE`` is what the ``file`` exporter writes (one JSON span per line), or
@@ -13,8 +14,10 @@ input. Several inputs (one per rank, say) are read as one trace.
 
 Exit status: 0 on success, 1 when an input cannot be used (missing, empty, a
 garbled line: the message names the file and the line) or the output cannot
-be written, 2 on bad usage (an unknown option, class or span group). Also
-runnable as ``python -m nemo.lens.cli``.
+be written, 2 on bad usage (an unknown option, class or span group).
+``emit-spans`` exits 1 on invalid spans (nothing is emitted) and 2 when set-up
+or the export fails (see :mod:`nemo.lens._emit_spans`). Also runnable as
+``python -m nemo.lens.cli``.
 """
 
 from __future__ import annotations
@@ -333,6 +336,15 @@ def _write_atomically(path: str, write: Callable[[TextIO], None]) -> None:
         raise
 
 
+# --- emit-spans -----------------------------------------------------------------------------
+
+
+def _cmd_emit_spans(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens._emit_spans import emit_spans
+
+    return emit_spans(args.service, args.spans or [])
+
+
 # --- the parser ------------------------------------------------------------------------------
 
 
@@ -416,6 +428,34 @@ def _parser(classes: Sequence[str]) -> argparse.ArgumentParser:
     )
     convert.add_argument("--skip-invalid", action="store_true", help=skip_help)
     convert.set_defaults(run=_cmd_convert, command_parser=convert)
+
+    emit = commands.add_parser(
+        "emit-spans",
+        help="emit a tree of finished spans (e.g. from scheduler records) through the "
+        "configured exporter",
+        description=(
+            "Emit finished spans over the given intervals through the exporter the usual "
+            "configuration names (NEMO_LENS_EXPORTER, NEMO_LENS_TRACE_FILE, OTEL_*), as one "
+            "process of service NAME. Parents may be listed in any order. Everything is "
+            "checked first: invalid spans emit nothing."
+        ),
+        epilog=(
+            "Exit status: 0 emitted, 1 invalid input (a malformed field, a duplicate name, "
+            "a missing parent, a cycle, a time that is not finite), 2 set-up or export "
+            "failure. Example: --span job,1767225600,1767232800 "
+            "--span queue,1767225600,1767225900,job"
+        ),
+    )
+    emit.add_argument("--service", metavar="NAME", help="the spans' service.name")
+    emit.add_argument(
+        "--span",
+        dest="spans",
+        action="append",
+        metavar="NAME,START,END[,PARENT]",
+        help="one span: its name, start and end in Unix-epoch seconds (decimal, kept to the "
+        "nanosecond) and optionally the name of its parent span; repeat for each span",
+    )
+    emit.set_defaults(run=_cmd_emit_spans, command_parser=emit)
 
     # Listed for --help only: main() hands `generate` to the generator's own parser.
     commands.add_parser(

@@ -19,19 +19,24 @@ import re
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from nemo.lens._ids import new_run_id
 from nemo.lens.exporters import EXPORTER_NAMES
 from nemo.lens.groups import SpanGroup
+from nemo.lens.spec import resolve_for
 
 __all__ = [
     "DEFAULT_ENV_PREFIX",
     "DEFAULT_TRACE_FILE",
     "TRACE_FILE_PLACEHOLDERS",
     "NemoLensConfig",
+    "SpanGroupClasses",
     "default_run_id",
 ]
+
+SpanGroupClasses: TypeAlias = type[SpanGroup] | tuple[type[SpanGroup], ...]
+"""One span-group class, or several when one process hosts several consumers."""
 
 DEFAULT_ENV_PREFIX: Final = "NEMO_LENS"
 """The prefix :meth:`NemoLensConfig.from_env` reads by default (``NEMO_LENS_ENABLED``, ...)."""
@@ -191,8 +196,12 @@ class NemoLensConfig:
     """Weights & Biases entity, recorded on the resource (``WANDB_ENTITY``)."""
     wandb_project: str = ""
     """Weights & Biases project, recorded on the resource (``WANDB_PROJECT``)."""
-    span_group_cls: type[SpanGroup] = SpanGroup
-    """The span-group class ``span_groups`` is resolved against (e.g. ``MegatronSpanGroup``)."""
+    span_group_cls: SpanGroupClasses = SpanGroup
+    """The span-group class ``span_groups`` is resolved against (e.g. ``MegatronSpanGroup``),
+    or a tuple of classes when one process hosts several consumers (an RL worker with a
+    Megatron backend: ``(RLSpanGroup, MegatronSpanGroup)``). With several, the spec may
+    name any group of any of them, a preset name selects that preset of every class
+    that has it, and the first class to name a group decides its span category."""
     trace_file: str = ""
     """Output path of the ``file`` exporter; empty means :data:`DEFAULT_TRACE_FILE`.
     May use ``{rank}``, ``{run_id}`` and ``{service_name}``."""
@@ -252,17 +261,21 @@ class NemoLensConfig:
         if self.exporter.strip().lower() not in EXPORTER_NAMES:
             raise _FieldValueError(
                 "exporter",
-                f"unknown exporter {self.exporter!r}; use one of: {', '.join(EXPORTER_NAMES)}",
+                # Ours, then 0.1.0's phrase (callers match on it), then the choices.
+                f"unknown exporter {self.exporter!r} (Unknown exporter type: {self.exporter!r}); "
+                f"use one of: {', '.join(EXPORTER_NAMES)}",
             )
         cls = self.span_group_cls
-        if not (isinstance(cls, type) and callable(getattr(cls, "resolve", None))):
+        chosen = cls if isinstance(cls, (tuple, list)) else (cls,)
+        if not chosen or not all(_is_span_group_class(each) for each in chosen):
             raise _FieldTypeError(
                 "span_group_cls",
                 "NemoLensConfig.span_group_cls must be a span-group class such as SpanGroup "
-                f"or MegatronSpanGroup, got {_describe(cls)}",
+                "or MegatronSpanGroup, or a non-empty tuple of them such as "
+                f"(RLSpanGroup, MegatronSpanGroup), got {_describe(cls)}",
             )
         try:
-            cls.resolve(self.span_groups)
+            resolve_for(self.span_groups, chosen)
         except (ValueError, TypeError) as exc:
             raise _FieldValueError(
                 "span_groups", f"invalid span_groups {self.span_groups!r}: {exc}"
@@ -290,6 +303,15 @@ class NemoLensConfig:
             ) from None
 
     # -- derived values -------------------------------------------------------------
+
+    @property
+    def resolved_span_groups(self) -> frozenset[str]:
+        """The groups ``span_groups`` enables, resolved against ``span_group_cls``.
+
+        Evaluated on each access, so it follows later assignments to either field.
+        Raises :class:`ValueError` for an unknown name, as set-up would.
+        """
+        return resolve_for(self.span_groups, self.span_group_cls)
 
     def resolved(self) -> NemoLensConfig:
         """Return a copy with ``run_id`` filled in (see :func:`default_run_id`)."""
@@ -322,7 +344,7 @@ class NemoLensConfig:
         cls,
         prefix: str = DEFAULT_ENV_PREFIX,
         fallback_prefix: str | None = None,
-        span_group_cls: type[SpanGroup] | None = None,
+        span_group_cls: SpanGroupClasses | None = None,
     ) -> NemoLensConfig:
         """Build a config from environment variables.
 
@@ -334,7 +356,8 @@ class NemoLensConfig:
         yes/no, on/off in any case; integers and numbers are parsed strictly.
         A bad value raises :class:`ValueError` naming the variable and what it
         accepts. ``span_group_cls`` (default :class:`SpanGroup`) is what the
-        spec is resolved against.
+        spec is resolved against: one class, or a tuple of classes for a process
+        hosting several consumers.
         """
         env = os.environ
         values: dict[str, Any] = {}
@@ -374,6 +397,10 @@ class NemoLensConfig:
             if source is None:
                 raise
             raise ValueError(f"{source}={env.get(source, '')!r}: {exc}") from None
+
+
+def _is_span_group_class(value: object) -> bool:
+    return isinstance(value, type) and isinstance(getattr(value, "ALL_GROUPS", None), frozenset)
 
 
 def _parse_bool(variable: str, raw: str) -> bool:

@@ -16,7 +16,8 @@ module imports nothing outside the standard library at run time.
 
 Behaviour: :func:`managed_span` and :func:`span_cm` yield ``None`` and run the
 body; :func:`trace_fn` returns the function itself; :func:`is_span_group_enabled`
-is always ``False``; :func:`safe_set_span_attributes` does nothing. Code that may
+is always ``False``; :func:`safe_set_span_attributes` does nothing;
+:func:`emit_span` emits nothing and returns ``None``. Code that may
 run on these must treat the value ``span_cm`` yields as possibly ``None``.
 :func:`redact_value` still redacts: hiding a secret is not tracing work.
 
@@ -32,12 +33,15 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from collections.abc import Set as AbstractSet
     from contextlib import AbstractContextManager
+    from decimal import Decimal
     from types import TracebackType
 
+    from opentelemetry.context import Context
     from opentelemetry.trace import Link, Span, SpanKind, Tracer
 
 __all__ = [
     "DEFAULT_REDACT_KEYS",
+    "emit_span",
     "is_span_group_enabled",
     "managed_span",
     "redact_value",
@@ -92,6 +96,7 @@ def span_cm(
     name: str,
     tracer: Tracer | None = None,
     record_exception: bool = True,
+    group: str | None = None,
     **attributes: object,
 ) -> AbstractContextManager[Span]:
     """Run the ``with`` body with no span; the ``as`` target is ``None``.
@@ -122,6 +127,20 @@ def safe_set_span_attributes(
     redact_keys: AbstractSet[str] = DEFAULT_REDACT_KEYS,
 ) -> None:
     """Do nothing (there is no span to set attributes on)."""
+    return None
+
+
+def emit_span(
+    tracer: Tracer | None,
+    name: str,
+    start_epoch_seconds: float | str | Decimal,
+    end_epoch_seconds: float | str | Decimal,
+    *,
+    group: str | None = None,
+    context: Context | None = None,
+    attributes: Mapping[str, object] | None = None,
+) -> Span | None:
+    """Emit nothing and return ``None``, as the real one does for a disabled group."""
     return None
 
 

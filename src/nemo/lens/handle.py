@@ -48,7 +48,12 @@ from opentelemetry.util.types import AttributeValue
 from nemo.lens import _signals, semconv, state
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.exporters import Signal, otlp_protocol
-from nemo.lens.strategies import ExportStrategy, _FunctionStrategy, get_export_strategy
+from nemo.lens.strategies import (
+    ExportStrategyFunction,
+    ExportStrategyObject,
+    export_decision,
+    get_export_strategy,
+)
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -74,8 +79,13 @@ DEFAULT_SHUTDOWN_TIMEOUT_MS: Final = 5000
 
 _SCOPE_NAME: Final = semconv.SCOPE_NAME
 
-StrategyArgument = ExportStrategy | str | Callable[[int, int, NemoLensConfig], bool]
-"""What ``setup_telemetry(export_strategy=...)`` accepts."""
+# One flat union, so a lambda type-checks in either argument order (see strategies).
+StrategyArgument = (
+    ExportStrategyFunction | ExportStrategyObject | str | Callable[[int, int, NemoLensConfig], bool]
+)
+"""What ``setup_telemetry(export_strategy=...)`` accepts: a registered name, a callable
+``strategy(config, rank, world_size)`` (0.1.0), an object with ``should_export``, or a
+function whose first parameter is ``rank`` (see :func:`nemo.lens.strategies.export_decision`)."""
 _TESTING_SHUTDOWN_TIMEOUT_MS: Final = 1000
 
 # _current is the handle whose providers are published; guarded by _LOCK.
@@ -107,19 +117,25 @@ class TelemetryHandle:
     Keep it for the life of the job and call :meth:`shutdown` at the end (or use
     it as a context manager); an exit hook shuts it down too if you forget,
     bounded by :data:`DEFAULT_SHUTDOWN_TIMEOUT_MS`.
+
+    ``TelemetryHandle(tracer, meter, is_exporting=False)`` (0.1.0's constructor)
+    wraps a tracer and meter of your own, e.g. in tests; such a handle installed
+    nothing, so its :meth:`shutdown` has nothing to shut down.
     """
 
     def __init__(
         self,
+        tracer: trace.Tracer | None = None,
+        meter: metrics.Meter | None = None,
+        is_exporting: bool = False,
         *,
-        config: NemoLensConfig,
-        rank: int,
-        world_size: int,
-        enabled_groups: frozenset[str],
-        is_exporting: bool,
-        pipeline: Pipeline | None,
+        config: NemoLensConfig | None = None,
+        rank: int = 0,
+        world_size: int = 1,
+        enabled_groups: frozenset[str] = frozenset(),
+        pipeline: Pipeline | None = None,
     ) -> None:
-        self._config = config
+        self._config = NemoLensConfig() if config is None else config
         self._rank = rank
         self._world_size = world_size
         self._enabled_groups = enabled_groups
@@ -132,16 +148,20 @@ class TelemetryHandle:
         tracer_provider = pipeline.tracer_provider if pipeline is not None else None
         meter_provider = pipeline.meter_provider if pipeline is not None else None
         version = _scope_version() if pipeline is not None else None
-        self._tracer: trace.Tracer = (
-            tracer_provider.get_tracer(_SCOPE_NAME, version)
-            if tracer_provider is not None
-            else trace.NoOpTracer()
-        )
-        self._meter: metrics.Meter = (
-            meter_provider.get_meter(_SCOPE_NAME, version)
-            if meter_provider is not None
-            else metrics.NoOpMeter(_SCOPE_NAME)
-        )
+        if tracer is None:
+            tracer = (
+                tracer_provider.get_tracer(_SCOPE_NAME, version)
+                if tracer_provider is not None
+                else trace.NoOpTracer()
+            )
+        if meter is None:
+            meter = (
+                meter_provider.get_meter(_SCOPE_NAME, version)
+                if meter_provider is not None
+                else metrics.NoOpMeter(_SCOPE_NAME)
+            )
+        self._tracer: trace.Tracer = tracer
+        self._meter: metrics.Meter = meter
 
     # -- what users read ------------------------------------------------------------
 
@@ -208,6 +228,18 @@ class TelemetryHandle:
         if self._pipeline is None:
             return MappingProxyType({})
         return MappingProxyType(dict(self._pipeline.resource.attributes))
+
+    @property
+    def undelivered(self) -> Mapping[str, int]:
+        """Telemetry this set-up could not deliver so far, by signal (``traces``,
+        ``metrics``, ``logs``): items whose export failed plus items dropped.
+
+        Empty when everything went out, or nothing was set up. Read it after
+        :meth:`shutdown` to know whether everything was exported.
+        """
+        if self._pipeline is None:
+            return MappingProxyType({})
+        return MappingProxyType(self._pipeline.health.lost())
 
     @property
     def is_shut_down(self) -> bool:
@@ -392,19 +424,17 @@ def _check_resource_attributes(
 
 def _resolve_strategy(
     config: NemoLensConfig, export_strategy: StrategyArgument | None
-) -> ExportStrategy:
-    if export_strategy is None:
-        return get_export_strategy(config.export_strategy)
-    if isinstance(export_strategy, str):
-        return get_export_strategy(export_strategy)
-    if isinstance(export_strategy, ExportStrategy):
+) -> ExportStrategyFunction | ExportStrategyObject | Callable[[int, int, NemoLensConfig], bool]:
+    if export_strategy is None or isinstance(export_strategy, str):
+        name = config.export_strategy if export_strategy is None else export_strategy
+        registered: ExportStrategyFunction | ExportStrategyObject = get_export_strategy(name)
+        return registered
+    if callable(getattr(export_strategy, "should_export", None)) or callable(export_strategy):
         return export_strategy
-    if callable(export_strategy):
-        return _FunctionStrategy(export_strategy)
     raise TypeError(
-        "export_strategy must be a registered strategy name, an object with "
-        "should_export(rank, world_size, config) or a function with that signature, "
-        f"got {export_strategy!r}"
+        "export_strategy must be a registered strategy name, a function "
+        "strategy(config, rank, world_size) -> bool, or an object with "
+        f"should_export(rank, world_size, config), got {export_strategy!r}"
     )
 
 
@@ -412,8 +442,9 @@ def _check_guard(allow_reinit: bool) -> None:
     if _current is not None and not allow_reinit:
         raise RuntimeError(
             "setup_telemetry() was already called in this process and its handle is still "
-            "active; call handle.shutdown() first, or pass _allow_reinit=True to shut the "
-            "previous set-up down and replace it (notebooks, tests)"
+            "active (telemetry has already been initialised); call handle.shutdown() first, "
+            "or pass _allow_reinit=True to shut the previous set-up down and replace it "
+            "(notebooks, tests)"
         )
 
 
@@ -443,9 +474,11 @@ def setup_telemetry(
             one (e.g. the SDK's ``InMemorySpanExporter`` in tests).
         metric_reader: Use this reader for metrics instead of the configured
             exporter (e.g. ``InMemoryMetricReader``).
-        export_strategy: A registered name, a strategy object or a function
-            ``(rank, world_size, config) -> bool`` that overrides
-            ``config.export_strategy``.
+        export_strategy: Overrides ``config.export_strategy``: a registered
+            name, a callable ``strategy(config, rank, world_size) -> bool``
+            (0.1.0), an object with ``should_export(rank, world_size, config)``,
+            or a function whose first parameter is named ``rank``, called as
+            ``(rank, world_size, config)``.
         _allow_reinit: Replace an active set-up (shutting it down) instead of
             raising.
         log_exporter: Use this exporter for log records instead of the
@@ -507,14 +540,10 @@ def setup_telemetry(
             f"NemoLensConfig.export_rank {config.export_rank} is out of range for world_size "
             f"{world_size}; use a rank in 0..{world_size - 1} or -1 for the last rank"
         )
-    groups = (
-        frozenset(config.span_group_cls.resolve(config.span_groups))
-        if config.traces_enabled
-        else frozenset()
-    )
+    groups = config.resolved_span_groups if config.traces_enabled else frozenset()
     resolved = config.resolved()
     strategy = _resolve_strategy(resolved, export_strategy)
-    exporting = bool(strategy.should_export(rank, world_size, resolved))
+    exporting = export_decision(strategy, resolved, rank, world_size)
     exporter_name = resolved.exporter.strip().lower()
     trace_path = resolved.format_trace_file(rank) if exporter_name == "file" else None
     if exporter_name == "otlp" and exporting:
@@ -574,6 +603,7 @@ def setup_telemetry(
         _delegating.publish(
             pipeline.tracer_provider, pipeline.meter_provider, pipeline.logger_provider
         )
+        state.set_span_group_classes(resolved.span_group_cls)
         state.set_enabled_span_groups(groups)
         _use_tracer_provider(pipeline.tracer_provider)
         _current = handle
@@ -662,4 +692,5 @@ def _reset_for_testing() -> None:
     _delegating.restore_otel_globals_for_testing()
     _reset_registry_for_testing()
     state.set_enabled_span_groups(())
+    state._reset_span_group_classes()
     _use_tracer_provider(None)

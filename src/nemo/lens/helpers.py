@@ -39,7 +39,7 @@ import inspect
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
-from types import MappingProxyType, TracebackType
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 from opentelemetry import context as _context
@@ -52,7 +52,6 @@ from nemo.lens import _signatures
 from nemo.lens import state as _state
 from nemo.lens._names import signature_of
 from nemo.lens.semconv import SCOPE_NAME as _SCOPE_NAME
-from nemo.lens.semconv import SPAN_GROUP as _SPAN_GROUP
 
 __all__ = [
     "DEFAULT_REDACT_KEYS",
@@ -256,12 +255,36 @@ def _refresh_global_tracer() -> Tracer:
 # --- span scopes --------------------------------------------------------------------------------
 
 
+def _span_attributes(
+    attributes: Mapping[str, object] | None, group: str | None
+) -> Mapping[str, AttributeValue] | None:
+    """The attributes a span starts with: *attributes* cleaned, then *group*'s tags.
+
+    The tags (``lens.group``, ``lens.span_category``) were built when the
+    configuration last changed (see :func:`nemo.lens.state.group_tags`); they go
+    last so a caller's attribute of the same name cannot mislabel the span, and
+    without other attributes they are passed as they are, copying nothing.
+    """
+    tags: Mapping[str, str] | None = None
+    if group is not None:
+        tags = _state._tags.get(group)
+        if tags is None:
+            tags = _state.group_tags(group)
+    if not attributes:
+        return tags
+    cleaned = _clean_attributes(attributes, DEFAULT_REDACT_KEYS)
+    if tags is not None:
+        cleaned.update(tags)
+    return cleaned
+
+
 def _start_span(
     tracer: Tracer | None,
     name: str,
     kind: SpanKind | None,
     links: Sequence[Link] | None,
     attributes: Mapping[str, object] | None,
+    group: str | None = None,
 ) -> Span:
     if tracer is None:
         tracer = _default_tracer()
@@ -270,7 +293,7 @@ def _start_span(
     return tracer.start_span(
         name,
         kind=_INTERNAL if kind is None else kind,
-        attributes=_clean_attributes(attributes, DEFAULT_REDACT_KEYS) if attributes else None,
+        attributes=_span_attributes(attributes, group),
         links=links,
     )
 
@@ -353,7 +376,17 @@ class _SpanScope:
     Single use, like that one: each call of a primitive builds a fresh scope.
     """
 
-    __slots__ = ("_attributes", "_kind", "_links", "_name", "_record", "_span", "_token", "_tracer")
+    __slots__ = (
+        "_attributes",
+        "_group",
+        "_kind",
+        "_links",
+        "_name",
+        "_record",
+        "_span",
+        "_token",
+        "_tracer",
+    )
 
     def __init__(
         self,
@@ -363,6 +396,7 @@ class _SpanScope:
         links: Sequence[Link] | None,
         attributes: Mapping[str, object] | None,
         record_exception: bool,
+        group: str | None,
     ) -> None:
         self._tracer = tracer
         self._name = name
@@ -370,9 +404,12 @@ class _SpanScope:
         self._links = links
         self._attributes = attributes
         self._record = record_exception
+        self._group = group
 
     def __enter__(self) -> Span:
-        span = _start_span(self._tracer, self._name, self._kind, self._links, self._attributes)
+        span = _start_span(
+            self._tracer, self._name, self._kind, self._links, self._attributes, self._group
+        )
         self._token = _context.attach(_trace.set_span_in_context(span))
         self._span = span
         return span
@@ -414,9 +451,10 @@ def managed_span(
             if span is not None:
                 span.set_attribute("loss", loss)
 
-    ``tracer=None`` uses the cached ``nemo.lens`` tracer. Attributes named
-    ``group``, ``name``, ``tracer``, ``kind`` or ``links`` cannot be passed as
-    keywords; set them on the yielded span.
+    The span carries ``lens.group`` (*group*) and ``lens.span_category`` (its
+    category; see :mod:`nemo.lens.semconv`). ``tracer=None`` uses the cached
+    ``nemo.lens`` tracer. Attributes named ``group``, ``name``, ``tracer``,
+    ``kind`` or ``links`` cannot be passed as keywords; set them on the yielded span.
     """
     if group not in _state._enabled:
         return _DISABLED
@@ -426,16 +464,14 @@ def managed_span(
             f"managed_span(kind=...) takes an opentelemetry.trace.SpanKind such as "
             f"SpanKind.SERVER, got {kind!r}"
         )
-    # attributes is this call's own **kwargs dict, so adding to it is free; the
-    # group goes last so a caller's attribute of the same name cannot mislabel it.
-    attributes[_SPAN_GROUP] = group
-    return _SpanScope(tracer, name, kind, links, attributes, True)
+    return _SpanScope(tracer, name, kind, links, attributes, True, group)
 
 
 def span_cm(
     name: str,
     tracer: Tracer | None = None,
     record_exception: bool = True,
+    group: str | None = None,
     **attributes: object,
 ) -> AbstractContextManager[Span]:
     """Trace the body of a ``with`` block as span ``name``, whatever groups are enabled.
@@ -443,8 +479,12 @@ def span_cm(
     Yields the span (a non-recording one when no provider is installed or the
     sampler drops it). An :class:`Exception` in the body sets status ERROR and
     propagates; with ``record_exception=False`` no ``exception`` event is added.
+    *group* only tags the span (``lens.group``, ``lens.span_category``): it
+    never gates it, so the span is made whether or not the group is enabled.
     """
-    return _SpanScope(tracer, name, None, None, attributes, record_exception)
+    if group is not None and not isinstance(group, str):
+        raise TypeError(f"span_cm(group=...) takes a span-group name (a str), got {group!r}")
+    return _SpanScope(tracer, name, None, None, attributes, record_exception, group)
 
 
 # --- trace_fn -----------------------------------------------------------------------------------
@@ -481,24 +521,17 @@ def trace_fn(group: str, name: str, tracer: Tracer | None = None) -> Callable[[_
     return decorate
 
 
-def _group_attributes(group: str) -> Mapping[str, object]:
-    # Built once per decorated function and shared by its spans: _start_span
-    # copies attributes while cleaning them, so sharing is safe.
-    return MappingProxyType({_SPAN_GROUP: group})
-
-
 def _wrap_function(
     fn: Callable[..., Any], group: str, name: str, tracer: Tracer | None
 ) -> Callable[..., Any]:
     mirrored = _wrap_function_mirroring_parameters(fn, group, name, tracer)
     if mirrored is not None:
         return mirrored
-    attributes = _group_attributes(group)
 
     def traced(*args: Any, **kwargs: Any) -> Any:
         if group not in _state._enabled:
             return fn(*args, **kwargs)
-        with _SpanScope(tracer, name, None, None, attributes, True):
+        with _SpanScope(tracer, name, None, None, None, True, group):
             return fn(*args, **kwargs)
 
     return traced
@@ -507,7 +540,7 @@ def _wrap_function(
 # What the generated wrapper calls its own globals; a function with a parameter
 # of one of these names gets the generic wrapper instead.
 _GENERATED_NAMES: Final = frozenset(
-    {"_nl_fn", "_nl_group", "_nl_state", "_nl_scope", "_nl_tracer", "_nl_name", "_nl_attributes"}
+    {"_nl_fn", "_nl_group", "_nl_state", "_nl_scope", "_nl_tracer", "_nl_name"}
 )
 
 
@@ -545,7 +578,6 @@ def _wrap_function_mirroring_parameters(
         "_nl_scope": _SpanScope,
         "_nl_tracer": tracer,
         "_nl_name": name,
-        "_nl_attributes": _group_attributes(group),
     }
     declared: list[str] = []
     defaults = fn.__defaults__ or ()
@@ -585,7 +617,7 @@ def _wrap_function_mirroring_parameters(
         f"def traced({', '.join(declared)}):\n"
         f"    if _nl_group not in _nl_state._enabled:\n"
         f"        return {call}\n"
-        f"    with _nl_scope(_nl_tracer, _nl_name, None, None, _nl_attributes, True):\n"
+        f"    with _nl_scope(_nl_tracer, _nl_name, None, None, None, True, _nl_group):\n"
         f"        return {call}\n"
     )
     exec(compile(source, f"<nemo.lens trace_fn wrapper of {fn.__qualname__}>", "exec"), namespace)
@@ -596,14 +628,13 @@ def _wrap_function_mirroring_parameters(
 def _wrap_coroutine(
     fn: Callable[..., Any], group: str, name: str, tracer: Tracer | None
 ) -> Callable[..., Any]:
-    attributes = _group_attributes(group)
 
     async def traced(*args: Any, **kwargs: Any) -> Any:
         if group not in _state._enabled:
             return await fn(*args, **kwargs)
         # The context stays attached across the awaits: they all run in this
         # task's own context, which is exactly where the span should be current.
-        with _SpanScope(tracer, name, None, None, attributes, True):
+        with _SpanScope(tracer, name, None, None, None, True, group):
             return await fn(*args, **kwargs)
 
     return traced
@@ -612,13 +643,12 @@ def _wrap_coroutine(
 def _wrap_generator(
     fn: Callable[..., Any], group: str, name: str, tracer: Tracer | None
 ) -> Callable[..., Any]:
-    attributes = _group_attributes(group)
 
     def traced(*args: Any, **kwargs: Any) -> Generator[Any, Any, Any]:
         if group not in _state._enabled:
             return (yield from fn(*args, **kwargs))
         inner: Generator[Any, Any, Any] = fn(*args, **kwargs)
-        span = _start_span(tracer, name, None, None, attributes)
+        span = _start_span(tracer, name, None, None, None, group)
         # Made current around each resumption of the body only: attaching once
         # across a yield would leak the span into the consumer's code.
         span_context = _trace.set_span_in_context(span)
@@ -664,14 +694,13 @@ def _wrap_generator(
 def _wrap_async_generator(
     fn: Callable[..., Any], group: str, name: str, tracer: Tracer | None
 ) -> Callable[..., Any]:
-    attributes = _group_attributes(group)
 
     async def traced(*args: Any, **kwargs: Any) -> AsyncGenerator[Any, Any]:
         inner: AsyncGenerator[Any, Any] = fn(*args, **kwargs)
         # Async generators have no `yield from`, so a disabled call forwards by
         # hand too (asend/athrow/aclose must reach the body either way).
         span = (
-            _start_span(tracer, name, None, None, attributes) if group in _state._enabled else None
+            _start_span(tracer, name, None, None, None, group) if group in _state._enabled else None
         )
         span_context = None if span is None else _trace.set_span_in_context(span)
         sent: Any = None

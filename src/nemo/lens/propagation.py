@@ -157,6 +157,7 @@ def create_linked_span(
     tracer: Tracer | None = None,
     *,
     kind: SpanKind = SpanKind.INTERNAL,
+    group: str | None = None,
     **attributes: object,
 ) -> Span: ...
 
@@ -169,6 +170,7 @@ def create_linked_span(
     remote_carrier: Mapping[str, str] | None = None,
     *,
     kind: SpanKind = SpanKind.INTERNAL,
+    group: str | None = None,
     **attributes: object,
 ) -> Span: ...
 
@@ -176,7 +178,7 @@ def create_linked_span(
 def create_linked_span(*args: Any, **kwargs: Any) -> Span:
     """Start span *name* linked (not parented) to the span that *remote* names.
 
-    ``create_linked_span(name, remote, tracer=None, *, kind=INTERNAL, **attributes)``
+    ``create_linked_span(name, remote, tracer=None, *, kind=INTERNAL, group=None, **attributes)``
 
     The new span's parent is the caller's current span, as usual; the remote
     span (a carrier, a context, a span context or a span) is attached as a
@@ -184,8 +186,11 @@ def create_linked_span(*args: Any, **kwargs: Any) -> Span:
     their traces. Without a valid remote span the span simply has no link.
     Attributes are filtered and redacted as by
     :func:`nemo.lens.safe_set_span_attributes`; ``name``, ``remote``, ``tracer``,
-    ``kind``, ``remote_context`` and ``remote_carrier`` cannot be attribute
-    names. ``tracer=None`` uses nemo.lens's default tracer.
+    ``kind``, ``group``, ``remote_context`` and ``remote_carrier`` cannot be
+    attribute names. *group* tags the span with ``lens.group`` and
+    ``lens.span_category`` (it does not gate it: check
+    ``is_span_group_enabled(group)`` first for that). ``tracer=None`` uses
+    nemo.lens's default tracer.
 
     The span is not made current; end it yourself or use
     ``opentelemetry.trace.use_span(span, end_on_exit=True)``.
@@ -193,12 +198,12 @@ def create_linked_span(*args: Any, **kwargs: Any) -> Span:
     The 0.1.0 form ``create_linked_span(tracer, name, remote_context=None,
     remote_carrier=None, **attributes)`` is accepted too.
     """
-    tracer, name, remote, kind, attributes = _linked_span_arguments(args, kwargs)
+    tracer, name, remote, kind, group, attributes = _linked_span_arguments(args, kwargs)
     from nemo.lens.helpers import _default_tracer, _start_span
 
     peer = remote_span_context(remote)
     links = [Link(peer)] if peer.is_valid else None
-    return _start_span(tracer or _default_tracer(), name, kind, links, attributes)
+    return _start_span(tracer or _default_tracer(), name, kind, links, attributes, group)
 
 
 _NEW_FORM = ("name", "remote", "tracer")
@@ -207,7 +212,7 @@ _OLD_FORM = ("tracer", "name", "remote_context", "remote_carrier")
 
 def _linked_span_arguments(
     args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[Tracer | None, str, object, SpanKind, dict[str, object]]:
+) -> tuple[Tracer | None, str, object, SpanKind, str | None, dict[str, object]]:
     """Bind either call form of :func:`create_linked_span` to its parameters."""
     names = _OLD_FORM if args and isinstance(args[0], Tracer) else _NEW_FORM
     if len(args) > len(names):
@@ -232,9 +237,12 @@ def _linked_span_arguments(
     kind = bound.pop("kind", SpanKind.INTERNAL)
     if not isinstance(kind, SpanKind):
         raise TypeError(f"create_linked_span(kind=...) must be a SpanKind, got {kind!r}")
+    group = bound.pop("group", None)
+    if group is not None and not isinstance(group, str):
+        raise TypeError(f"create_linked_span(group=...) must be a span-group name, got {group!r}")
     remote: object = None
     for source in ("remote", "remote_context", "remote_carrier"):
         value = bound.pop(source, None)
         if remote is None and value is not None:
             remote = value
-    return tracer, name, remote, kind, bound
+    return tracer, name, remote, kind, group, bound

@@ -6,6 +6,9 @@ global state; :mod:`nemo.lens.handle` publishes the result in one step, or
 discards it with :meth:`Pipeline.shutdown` when something failed first. Only
 :mod:`nemo.lens.handle` imports this module, and only on the enabled path.
 
+0.1.0's :func:`build_providers` and :func:`build_noop_providers` are here too,
+for code that installed providers itself; both go through set-up.
+
 Choices made here, and why:
 
 * **Ids** come from :class:`UrandomIdGenerator` (``os.urandom``), not the SDK's
@@ -65,13 +68,14 @@ Choices made here, and why:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from opentelemetry.context import Context
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
@@ -115,6 +119,9 @@ from nemo.lens.exporters.redaction import RedactingSpanExporter
 from nemo.lens.resources import build_resource
 from nemo.lens.sampling import RankAwareSampler
 
+if TYPE_CHECKING:
+    from nemo.lens.handle import TelemetryHandle
+
 __all__ = [
     "FILE_MAX_EXPORT_BATCH_SIZE",
     "FILE_MAX_QUEUE_SIZE",
@@ -128,7 +135,9 @@ __all__ = [
     "OpenSpanTracker",
     "Pipeline",
     "UrandomIdGenerator",
+    "build_noop_providers",
     "build_pipeline",
+    "build_providers",
     "run_bounded",
 ]
 
@@ -668,3 +677,60 @@ def build_pipeline(
         run_bounded({f"discard {i}": fn for i, fn in enumerate(created)}, 1.0)
         raise
     return pipeline
+
+
+# -- the 0.1.0 entry points -------------------------------------------------------------
+
+
+def build_providers(
+    config: NemoLensConfig,
+    rank: int = 0,
+    world_size: int = 1,
+    resource_attributes: Mapping[str, AttributeValue] | None = None,
+    span_exporter: SpanExporter | None = None,
+    metric_reader: MetricReader | None = None,
+) -> TelemetryHandle:
+    """Install the SDK providers as set-up does on an exporting rank (0.1.0's helper).
+
+    Runs :func:`nemo.lens.setup_telemetry` for *config* as if telemetry were
+    enabled and this rank exported, replacing an active set-up, and leaves the
+    enabled span groups as they were (0.1.0's helper did not touch them; set-up
+    enables them). Everything is validated first, as set-up does. Returns the
+    handle (0.1.0 returned ``None``); shut it down, or let the exit hook do it.
+    """
+    from nemo.lens import handle, state
+    from nemo.lens.strategies import AllRanksStrategy
+
+    if not isinstance(config, NemoLensConfig):
+        raise TypeError(
+            f"build_providers() needs a NemoLensConfig, got {type(config).__name__}; "
+            "build one with NemoLensConfig(...) or NemoLensConfig.from_env()"
+        )
+    groups = state.enabled_span_groups()
+    installed = handle.setup_telemetry(
+        dataclasses.replace(config, enabled=True),
+        rank,
+        world_size,
+        resource_attributes,
+        span_exporter,
+        metric_reader,
+        export_strategy=AllRanksStrategy(),
+        _allow_reinit=True,
+    )
+    state.set_enabled_span_groups(groups)
+    return installed
+
+
+def build_noop_providers() -> None:
+    """Make nemo.lens's providers no-ops (0.1.0's helper for silent ranks).
+
+    Shuts down an active set-up (flushing what it buffered): nemo.lens's
+    tracer, meter and logger then forward to no-ops, as before any set-up.
+    OpenTelemetry's global providers that nemo.lens never claimed stay as the
+    application set them.
+    """
+    from nemo.lens import handle
+
+    current = handle._current
+    if current is not None:
+        current.shutdown()

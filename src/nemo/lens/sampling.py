@@ -9,6 +9,11 @@ instrumented code pays for a non-recording span only, instead of building
 spans that nothing would export. Span contexts, and so propagation, still work
 on both.
 
+0.1.0's form, ``RankAwareSampler(rank, world_size, sample_rate=1.0)``, works
+as it did: the rank is sampled (every span, or none) when a deterministic hash
+of the rank, read as a fraction in [0, 1), is below ``sample_rate`` (always at
+``1.0``, never at ``0.0``); the decision is taken once, at construction.
+
 This module is on the SDK side of the wall (it subclasses the SDK's
 ``Sampler``) and is imported only when telemetry is enabled, or by users who
 build their own provider.
@@ -16,8 +21,10 @@ build their own provider.
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, overload
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
@@ -29,15 +36,46 @@ if TYPE_CHECKING:
     from nemo.lens.config import NemoLensConfig
     from nemo.lens.strategies import ExportStrategy
 
-__all__ = ["RankAwareSampler"]
+__all__ = ["RankAwareSampler", "rank_fraction"]
+
+
+def rank_fraction(rank: int) -> float:
+    """The fraction in [0, 1) that 0.1.0's sampler compared with ``sample_rate`` for *rank*.
+
+    Four decimal digits from the MD5 of the rank's decimal form, so a job moving to
+    this release keeps sampling the same ranks. Not a security use of MD5.
+    """
+    digest = hashlib.md5(str(rank).encode(), usedforsecurity=False).hexdigest()
+    return (int(digest, 16) % 10000) / 10000.0
 
 
 class RankAwareSampler(Sampler):
-    """Samples every span on this rank, or none, as decided at construction."""
+    """Samples every span on this rank, or none, as decided at construction.
 
-    def __init__(self, sampled: bool, *, rank: int | None = None) -> None:
+    ``RankAwareSampler(rank, world_size, sample_rate=1.0)`` (0.1.0) decides from
+    the rank and the rate (see the module docstring);
+    ``RankAwareSampler(sampled, rank=None)`` takes the decision as given (set-up
+    passes its export strategy's answer, see :meth:`for_rank`).
+    """
+
+    @overload
+    def __init__(self, rank: int, world_size: int, sample_rate: float = 1.0) -> None: ...
+
+    @overload
+    def __init__(self, sampled: bool, *, rank: int | None = None) -> None: ...
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._rate: float | None = None
+        if len(args) >= 2 or "world_size" in kwargs or "sample_rate" in kwargs:
+            given_rank, world_size, rate = _bind_rank_form(args, kwargs)
+            self._rank: int | None = given_rank
+            self._world_size: int | None = world_size
+            self._rate = rate
+            sampled = rate >= 1.0 or (rate > 0.0 and rank_fraction(given_rank) < rate)
+        else:
+            sampled, self._rank = _bind_decision_form(args, kwargs)
+            self._world_size = None
         self._sampled = bool(sampled)
-        self._rank = rank
         self._decision = Decision.RECORD_AND_SAMPLE if self._sampled else Decision.DROP
 
     @classmethod
@@ -52,11 +90,11 @@ class RankAwareSampler(Sampler):
 
         *strategy* defaults to the one registered under ``config.export_strategy``.
         """
-        if strategy is None:
-            from nemo.lens.strategies import get_export_strategy
+        from nemo.lens.strategies import export_decision, get_export_strategy
 
+        if strategy is None:
             strategy = get_export_strategy(config.export_strategy)
-        return cls(bool(strategy.should_export(rank, world_size, config)), rank=rank)
+        return cls(export_decision(strategy, config, rank, world_size), rank=rank)
 
     @property
     def sampled(self) -> bool:
@@ -80,6 +118,69 @@ class RankAwareSampler(Sampler):
         return SamplingResult(self._decision, None, parent_state)
 
     def get_description(self) -> str:
-        """Describe the sampler (shown by the SDK in diagnostics)."""
+        """Describe the sampler (shown by the SDK in diagnostics).
+
+        ``RankAwareSampler(rank=1, rate=0.25)`` for the 0.1.0 form,
+        ``RankAwareSampler{rank=1,sampled=True}`` for a decision given as such.
+        """
+        if self._rate is not None:
+            return f"RankAwareSampler(rank={self._rank}, rate={self._rate})"
         rank = "" if self._rank is None else f"rank={self._rank},"
         return f"RankAwareSampler{{{rank}sampled={self._sampled}}}"
+
+
+_RANK_FORM = ("rank", "world_size", "sample_rate")
+
+
+def _bind_rank_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, int, float]:
+    if len(args) > len(_RANK_FORM):
+        raise TypeError(
+            "RankAwareSampler(rank, world_size, sample_rate=1.0) takes at most 3 arguments, "
+            f"got {len(args)}"
+        )
+    bound = dict(zip(_RANK_FORM, args, strict=False))
+    for key, value in kwargs.items():
+        if key not in _RANK_FORM:
+            raise TypeError(
+                f"RankAwareSampler(rank, world_size, sample_rate=1.0) got an unexpected "
+                f"argument {key!r}"
+            )
+        if key in bound:
+            raise TypeError(f"RankAwareSampler() got multiple values for {key!r}")
+        bound[key] = value
+    missing = [name for name in _RANK_FORM[:2] if name not in bound]
+    if missing:
+        raise TypeError(f"RankAwareSampler(rank, world_size, ...) is missing {missing[0]!r}")
+    rank, world_size = bound["rank"], bound["world_size"]
+    rate = bound.get("sample_rate", 1.0)
+    for name, value in (("rank", rank), ("world_size", world_size)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"RankAwareSampler({name}=...) must be an int, got {value!r}")
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(
+            f"RankAwareSampler: rank {rank} is out of range for world_size {world_size} "
+            "(valid ranks: 0..world_size-1)"
+        )
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+        raise TypeError(f"RankAwareSampler(sample_rate=...) must be a number, got {rate!r}")
+    if not (math.isfinite(rate) and 0.0 <= rate <= 1.0):
+        raise ValueError(
+            f"RankAwareSampler(sample_rate=...) must be between 0 and 1 (a fraction of ranks, "
+            f"e.g. 0.25), got {rate!r}"
+        )
+    return rank, world_size, float(rate)
+
+
+def _bind_decision_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, int | None]:
+    unexpected = set(kwargs) - {"sampled", "rank"}
+    if unexpected or len(args) > 1 or ("sampled" in kwargs and args):
+        raise TypeError(
+            "RankAwareSampler takes (rank, world_size, sample_rate=1.0) or (sampled, *, rank=None)"
+        )
+    if not args and "sampled" not in kwargs:
+        raise TypeError("RankAwareSampler() is missing 'world_size' (or the decision, 'sampled')")
+    sampled = args[0] if args else kwargs["sampled"]
+    rank = kwargs.get("rank")
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)):
+        raise TypeError(f"RankAwareSampler(rank=...) must be an int or None, got {rank!r}")
+    return bool(sampled), rank

@@ -20,14 +20,16 @@ it anywhere.
 Sections:
 
 * instrumentation scope: :data:`SCOPE_NAME`;
-* span attributes: :data:`SPAN_GROUP`, :data:`SPAN_TRUNCATED`;
+* span attributes: :data:`SPAN_GROUP`, :data:`SPAN_CATEGORY`, :data:`SPAN_TRUNCATED`, the
+  ``inverted.*`` marks of ``emit_span`` (and :data:`LEGACY_SPAN_GROUP`, read only);
 * resource attributes: :data:`SERVICE_NAME` ... :data:`K8S_NAMESPACE_NAME`
   (also importable from :mod:`nemo.lens.resources.attributes`);
 * logs: the trace-context fields the logging bridge adds to standard-library
   ``logging.LogRecord`` objects (:data:`LOG_TRACE_ID` ...) and the attributes
   it puts on exported log records (``code.*``, ``exception.*``);
 * metrics: the names, units and attributes recorded by
-  :mod:`nemo.lens.instruments` (GenAI inference, RL steps, Gym rollouts).
+  :mod:`nemo.lens.instruments` (GenAI inference, RL steps, Gym rollouts), and the
+  names 0.1.0's ``record_rl_metrics`` / ``record_gym_metrics`` record (``LEGACY_*``).
 """
 
 from __future__ import annotations
@@ -65,9 +67,28 @@ __all__ = [
     "GYM_ROLLOUT_TOOL_CALLS",
     "GYM_VERIFY_DURATION",
     "GYM_VERIFY_PASSED",
+    "HOST_GPU_COUNT",
     "HOST_NAME",
+    "INVERTED_DELTA_SECONDS",
+    "INVERTED_END_EPOCH_SECONDS",
+    "INVERTED_SKEW",
+    "INVERTED_START_EPOCH_SECONDS",
     "K8S_NAMESPACE_NAME",
     "K8S_POD_NAME",
+    "LEGACY_GYM_ROLLOUT_DURATION_MS",
+    "LEGACY_GYM_SERVERS_ACTIVE",
+    "LEGACY_GYM_SERVER_REQUEST_DURATION_MS",
+    "LEGACY_GYM_VERIFY_DURATION_MS",
+    "LEGACY_GYM_VERIFY_SUCCESS_RATE",
+    "LEGACY_RL_ENTROPY",
+    "LEGACY_RL_GENERATION_DURATION_MS",
+    "LEGACY_RL_KL_DIVERGENCE",
+    "LEGACY_RL_POLICY_LOSS",
+    "LEGACY_RL_RESPONSE_LENGTH_MEAN",
+    "LEGACY_RL_REWARD_MEAN",
+    "LEGACY_RL_ROLLOUT_DURATION_MS",
+    "LEGACY_RL_VALUE_LOSS",
+    "LEGACY_SPAN_GROUP",
     "LOCAL_RANK",
     "LOG_SPAN_ID",
     "LOG_TRACE_ID",
@@ -101,6 +122,7 @@ __all__ = [
     "SLURM_NTASKS",
     "SLURM_PROCID",
     "SLURM_STEP_ID",
+    "SPAN_CATEGORY",
     "SPAN_GROUP",
     "SPAN_TRUNCATED",
     "USER",
@@ -116,11 +138,42 @@ SCOPE_NAME: Final = "nemo.lens"
 
 # -- span attributes ------------------------------------------------------------------
 
-SPAN_GROUP: Final = "nemo.span_group"
-"""The span group a gated span was emitted for (``managed_span``, ``trace_fn``).
+SPAN_GROUP: Final = "lens.group"
+"""The span group a span was emitted for: every gated primitive (``managed_span``,
+``trace_fn``, the contrib helpers given a ``group``) and ``span_cm``/``emit_span``/
+``create_linked_span`` given ``group=``.
 
-Set at span start, so samplers see it. ``span_cm`` is ungated and sets none.
+Set at span start, so samplers see it. The key the rest of the ecosystem slices by
+(resiliency launchers and post-job reckoners emit it too); traces written before
+0.2 carry :data:`LEGACY_SPAN_GROUP` instead.
 """
+
+SPAN_CATEGORY: Final = "lens.span_category"
+"""The category of the span's group, ``goodput`` or ``profiling``, set with :data:`SPAN_GROUP`.
+
+It comes from the span-group class(es) set-up was configured with
+(``NemoLensConfig.span_group_cls``); a group no configured class knows is ``profiling``.
+"""
+
+LEGACY_SPAN_GROUP: Final = "nemo.span_group"
+"""Where nemo.lens 0.1 and early 0.2 traces kept a span's group (now :data:`SPAN_GROUP`).
+
+Only read: ``nemo-lens summarize`` and ``convert`` fall back to it for older traces.
+"""
+
+INVERTED_SKEW: Final = "inverted.skew"
+"""``True`` on a span from ``emit_span`` whose end was before its start (clock skew).
+
+The span's end was clamped to its start; the given times are kept in
+:data:`INVERTED_START_EPOCH_SECONDS`, :data:`INVERTED_END_EPOCH_SECONDS` and
+:data:`INVERTED_DELTA_SECONDS`.
+"""
+INVERTED_START_EPOCH_SECONDS: Final = "inverted.start_epoch_seconds"
+"""The start ``emit_span`` was given for a span marked :data:`INVERTED_SKEW` (epoch seconds)."""
+INVERTED_END_EPOCH_SECONDS: Final = "inverted.end_epoch_seconds"
+"""The end ``emit_span`` was given for a span marked :data:`INVERTED_SKEW` (epoch seconds)."""
+INVERTED_DELTA_SECONDS: Final = "inverted.delta_seconds"
+"""End minus start as given, negative, for a span marked :data:`INVERTED_SKEW` (seconds)."""
 
 SPAN_TRUNCATED: Final = "nemo.span.truncated"
 """``True`` on a span that was still open at shutdown and was ended by it.
@@ -156,6 +209,9 @@ HOST_NAME: Final = "host.name"
 """The machine's host name."""
 PROCESS_PID: Final = "process.pid"
 """The process id."""
+HOST_GPU_COUNT: Final = "host.gpu.count"
+"""The GPU count under the name 0.1.0's ``detect_local()`` gives it (the resource uses
+:data:`GPU_COUNT`)."""
 GPU_COUNT: Final = "nemo.gpu.count"
 """Number of GPUs: those ``CUDA_VISIBLE_DEVICES`` exposes when set, else what ``nvidia-smi`` finds.
 
@@ -290,3 +346,35 @@ GYM_AGENT: Final = "nemo.gym.agent"
 """Metric attribute: the agent that produced a rollout."""
 GYM_VERIFY_PASSED: Final = "nemo.gym.verify.passed"
 """Metric attribute: ``True`` when the rollout passed verification, ``False`` when it failed."""
+
+# -- metrics: the 0.1.0 names ---------------------------------------------------------
+# Recorded by nemo.lens.instruments.rl.record_rl_metrics and
+# nemo.lens.instruments.gym.record_gym_metrics, the 0.1.0 helpers, under the names
+# 0.1.0 gave them, so dashboards built on them keep their data.
+
+LEGACY_RL_REWARD_MEAN: Final = "rl.reward.mean"
+"""Gauge (0.1.0 name): mean reward across the rollout batch."""
+LEGACY_RL_KL_DIVERGENCE: Final = "rl.kl_divergence"
+"""Gauge (0.1.0 name): KL divergence between the policy and the reference."""
+LEGACY_RL_POLICY_LOSS: Final = "rl.policy_loss"
+"""Gauge (0.1.0 name): the policy-gradient loss."""
+LEGACY_RL_VALUE_LOSS: Final = "rl.value_loss"
+"""Gauge (0.1.0 name): the value-function loss."""
+LEGACY_RL_ENTROPY: Final = "rl.entropy"
+"""Gauge (0.1.0 name): the policy entropy."""
+LEGACY_RL_RESPONSE_LENGTH_MEAN: Final = "rl.response_length.mean"
+"""Gauge (0.1.0 name): mean generated response length, in tokens."""
+LEGACY_RL_GENERATION_DURATION_MS: Final = "rl.generation.duration_ms"
+"""Histogram, ``ms`` (0.1.0 name): duration of text generation."""
+LEGACY_RL_ROLLOUT_DURATION_MS: Final = "rl.rollout.duration_ms"
+"""Histogram, ``ms`` (0.1.0 name): duration of rollout collection."""
+LEGACY_GYM_SERVER_REQUEST_DURATION_MS: Final = "gym.server.request_duration_ms"
+"""Histogram, ``ms`` (0.1.0 name): duration of one Gym server request."""
+LEGACY_GYM_ROLLOUT_DURATION_MS: Final = "gym.rollout.duration_ms"
+"""Histogram, ``ms`` (0.1.0 name): duration of rollout collection."""
+LEGACY_GYM_VERIFY_DURATION_MS: Final = "gym.verify.duration_ms"
+"""Histogram, ``ms`` (0.1.0 name): duration of the verification endpoint."""
+LEGACY_GYM_VERIFY_SUCCESS_RATE: Final = "gym.verify.success_rate"
+"""Gauge (0.1.0 name): fraction of successful verifications."""
+LEGACY_GYM_SERVERS_ACTIVE: Final = "gym.servers.active"
+"""Gauge (0.1.0 name): number of active Gym servers."""

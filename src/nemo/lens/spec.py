@@ -52,6 +52,7 @@ __all__ = [
     "explain_for",
     "explain_spec",
     "goodput_groups",
+    "new_names",
     "presets_of",
     "primitive",
     "resolve_for",
@@ -346,6 +347,14 @@ class RenamedGroup:
 
     def __repr__(self) -> str:
         return f"<span group {self._old!r}, renamed to {self._new!r}>"
+
+
+def new_names(old: str) -> frozenset[str]:
+    """The names a renamed group's old name *old* stands for now (empty when not renamed).
+
+    Usually one; several when classes renamed it differently.
+    """
+    return frozenset(_renamed.get(old, ()))
 
 
 def with_old_names(groups: Iterable[str]) -> frozenset[str]:

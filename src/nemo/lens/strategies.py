@@ -1,9 +1,22 @@
 """Export strategies: which ranks of a distributed job export telemetry.
 
 A job with thousands of ranks rarely wants thousands of copies of the same
-step spans. An export strategy answers one question at set-up time,
-``should_export(rank, world_size, config) -> bool``, and
-:func:`nemo.lens.setup_telemetry` attaches exporters only where it says yes.
+step spans. An export strategy answers one question at set-up time -- does
+this rank export? -- and :func:`nemo.lens.setup_telemetry` attaches exporters
+only where it says yes.
+
+A strategy is any of:
+
+* a callable ``strategy(config, rank, world_size) -> bool``, the 0.1.0 form
+  (:data:`ExportStrategyFunction`);
+* an object with ``should_export(rank, world_size, config) -> bool``
+  (:class:`ExportStrategyObject`; the built-ins are such objects, and callable
+  in the 0.1.0 form too);
+* a function whose first parameter is named ``rank``: it is called as
+  ``strategy(rank, world_size, config)``, the order of ``should_export`` that
+  nemo.lens 0.2 documented for functions.
+
+:func:`export_decision` asks any of them the question.
 
 Built-in strategies (selected by name through ``NemoLensConfig.export_strategy``):
 
@@ -26,25 +39,36 @@ Built-in strategies (selected by name through ``NemoLensConfig.export_strategy``
     them set, every process is taken to be alone on its node and exports; a
     value that is not an integer is an error at set-up.
 
-Custom strategies register by name with :func:`register_export_strategy`; any
-object with a ``should_export`` method, or a plain function with the same
-signature, will do. Names are case-insensitive. The decision is taken once per
-process, at set-up; :class:`nemo.lens.sampling.RankAwareSampler` turns the same
-decision into a sampler.
+Custom strategies register by name with :func:`register_export_strategy`;
+:func:`get_export_strategy` returns exactly what was registered. Names are
+case-insensitive. The decision is taken once per process, at set-up;
+:class:`nemo.lens.sampling.RankAwareSampler` turns the same decision into a
+sampler.
 
 This module imports nothing from the OpenTelemetry SDK.
 """
 
 from __future__ import annotations
 
+import abc
 import difflib
 import hashlib
+import inspect
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, ItemsView, KeysView, Mapping, ValuesView
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, Protocol, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Protocol,
+    SupportsIndex,
+    TypeAlias,
+    overload,
+    runtime_checkable,
+)
 
 if TYPE_CHECKING:
     from nemo.lens.config import NemoLensConfig
@@ -54,9 +78,13 @@ __all__ = [
     "LOCAL_RANK_VARIABLES",
     "AllRanksStrategy",
     "ExportStrategy",
+    "ExportStrategyFunction",
+    "ExportStrategyObject",
     "FirstRankPerNodeStrategy",
     "SampledStrategy",
     "SingleRankStrategy",
+    "StrategyNames",
+    "export_decision",
     "get_export_strategy",
     "rank_sample_fraction",
     "register_export_strategy",
@@ -66,15 +94,95 @@ __all__ = [
 
 
 @runtime_checkable
-class ExportStrategy(Protocol):
-    """Decides, once per process at set-up, whether this rank exports."""
+class ExportStrategyObject(Protocol):
+    """A strategy object: decides, once per process at set-up, whether this rank exports."""
 
     def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
         """Return ``True`` when *rank* of *world_size* should export telemetry."""
         ...
 
 
-class SingleRankStrategy:
+ExportStrategyFunction: TypeAlias = Callable[["NemoLensConfig", int, int], bool]
+"""The 0.1.0 strategy: ``strategy(config, rank, world_size) -> bool``."""
+
+_RankFirstFunction: TypeAlias = Callable[[int, int, "NemoLensConfig"], bool]
+
+# What register_export_strategy and export_decision accept. Spelled as one flat
+# union: with two callable types in it, type checkers take a lambda in either
+# argument order, where a nested union makes them pick one order and reject the other.
+_Registrable: TypeAlias = ExportStrategyFunction | ExportStrategyObject | _RankFirstFunction
+
+if TYPE_CHECKING:
+    ExportStrategy: TypeAlias = ExportStrategyFunction | ExportStrategyObject
+    """A strategy: the 0.1.0 callable or an object with ``should_export``."""
+else:
+
+    class ExportStrategy(abc.ABC):  # noqa: B024 (no abstract methods: a structural check)
+        """A strategy: the 0.1.0 callable ``strategy(config, rank, world_size) -> bool``, or
+        an object with ``should_export(rank, world_size, config) -> bool``.
+
+        ``isinstance(x, ExportStrategy)`` is true for both, as it was for each in the
+        release that defined it; type checkers see the union of the two.
+        """
+
+        @classmethod
+        def __subclasshook__(cls, other: type) -> bool:
+            if cls is not ExportStrategy:
+                return NotImplemented
+            for klass in other.__mro__:
+                if "should_export" in vars(klass) or "__call__" in vars(klass):
+                    return True
+            return NotImplemented
+
+
+def _takes_rank_first(function: Callable[..., object]) -> bool:
+    """Whether *function* is a 0.2-style strategy function: first parameter named ``rank``."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):  # a builtin or a C callable: no signature to read
+        return False
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return bool(parameters) and parameters[0].kind in positional and parameters[0].name == "rank"
+
+
+def export_decision(
+    strategy: _Registrable,
+    config: NemoLensConfig,
+    rank: int,
+    world_size: int,
+) -> bool:
+    """Ask *strategy* whether *rank* of *world_size* exports under *config*.
+
+    An object with ``should_export`` is asked ``should_export(rank, world_size,
+    config)``; a callable is called as ``strategy(config, rank, world_size)``
+    (0.1.0), unless its first parameter is named ``rank``, when it is called as
+    ``strategy(rank, world_size, config)``.
+    """
+    method = getattr(strategy, "should_export", None)
+    if callable(method):
+        return bool(method(rank, world_size, config))
+    if not callable(strategy):
+        raise TypeError(
+            f"an export strategy is a callable strategy(config, rank, world_size) -> bool or "
+            f"an object with should_export(rank, world_size, config), got {strategy!r}"
+        )
+    if _takes_rank_first(strategy):
+        return bool(strategy(rank, world_size, config))  # type: ignore[arg-type]
+    return bool(strategy(config, rank, world_size))  # type: ignore[arg-type]
+
+
+class _BuiltinStrategy:
+    """A built-in strategy: an object with ``should_export``, callable the 0.1.0 way too."""
+
+    def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
+        raise NotImplementedError
+
+    def __call__(self, config: NemoLensConfig, rank: int, world_size: int) -> bool:
+        """``strategy(config, rank, world_size)``: the 0.1.0 call of a strategy."""
+        return self.should_export(rank, world_size, config)
+
+
+class SingleRankStrategy(_BuiltinStrategy):
     """Export from ``config.export_rank`` only (``-1``: the last rank)."""
 
     def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
@@ -86,7 +194,7 @@ class SingleRankStrategy:
         return "SingleRankStrategy()"
 
 
-class AllRanksStrategy:
+class AllRanksStrategy(_BuiltinStrategy):
     """Export from every rank."""
 
     def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
@@ -108,7 +216,7 @@ def rank_sample_fraction(run_id: str, rank: int) -> float:
     return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
-class SampledStrategy:
+class SampledStrategy(_BuiltinStrategy):
     """Export from a deterministic fraction (``config.export_sample_rate``) of ranks."""
 
     def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
@@ -147,7 +255,7 @@ def _local_rank() -> int | None:
     return None
 
 
-class FirstRankPerNodeStrategy:
+class FirstRankPerNodeStrategy(_BuiltinStrategy):
     """Export from the first process of each node: node-local rank 0.
 
     The node-local rank comes from :data:`LOCAL_RANK_VARIABLES`.
@@ -162,20 +270,7 @@ class FirstRankPerNodeStrategy:
         return "FirstRankPerNodeStrategy()"
 
 
-class _FunctionStrategy:
-    """Adapts a plain function to :class:`ExportStrategy`."""
-
-    def __init__(self, function: Callable[[int, int, NemoLensConfig], bool]) -> None:
-        self._function = function
-
-    def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
-        return bool(self._function(rank, world_size, config))
-
-    def __repr__(self) -> str:
-        return f"_FunctionStrategy({self._function!r})"
-
-
-BUILTIN_STRATEGIES: Mapping[str, ExportStrategy] = MappingProxyType(
+BUILTIN_STRATEGIES: Mapping[str, _BuiltinStrategy] = MappingProxyType(
     {
         "single_rank": SingleRankStrategy(),
         "all_ranks": AllRanksStrategy(),
@@ -183,10 +278,12 @@ BUILTIN_STRATEGIES: Mapping[str, ExportStrategy] = MappingProxyType(
         "first_rank_per_node": FirstRankPerNodeStrategy(),
     }
 )
-"""The strategies every process starts with; they cannot be unregistered."""
+"""The strategies every process starts with; they cannot be unregistered.
+
+Iterating gives their names, as 0.1.0's set of names did."""
 
 _LOCK = threading.Lock()
-_REGISTRY: dict[str, ExportStrategy] = dict(BUILTIN_STRATEGIES)
+_REGISTRY: dict[str, _Registrable] = dict(BUILTIN_STRATEGIES)
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.\-]*")
 
 
@@ -196,9 +293,11 @@ def _normalise(name: object) -> str:
     return name.strip().lower()
 
 
-def _unknown_message(name: str) -> str:
+def _unknown_message(name: str, *, unregistering: bool = False) -> str:
     names = sorted(_REGISTRY)
-    message = f"unknown export strategy {name!r}"
+    # Ours, then 0.1.0's phrase (which callers match on), then the suggestion and list.
+    registered = f": {name!r} is not registered" if unregistering else ""
+    message = f"unknown export strategy {name!r} (Unknown export_strategy {name!r}{registered})"
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     if close:
         message += f"; did you mean {close[0]!r}?"
@@ -210,24 +309,31 @@ def _unknown_message(name: str) -> str:
 
 def register_export_strategy(
     name: str,
-    strategy: ExportStrategy | Callable[[int, int, NemoLensConfig], bool],
+    strategy: _Registrable,
+    *,
+    allow_override: bool = False,
 ) -> None:
     """Register *strategy* under *name* (case-insensitive) for ``export_strategy=name``.
 
-    *strategy* is an object with ``should_export(rank, world_size, config)`` or a
-    function with that signature. Raises :class:`ValueError` when the name is
-    malformed or already registered (unregister it first to replace a custom
-    strategy; built-in names cannot be replaced) and :class:`TypeError` when
-    *strategy* is a class rather than an instance, or has no ``should_export``
-    and is not callable.
+    *strategy* is a callable ``strategy(config, rank, world_size) -> bool``, an
+    object with ``should_export(rank, world_size, config)``, or a function whose
+    first parameter is named ``rank`` (called as ``(rank, world_size, config)``);
+    see :func:`export_decision`. :func:`get_export_strategy` returns it as given.
+
+    Raises :class:`ValueError` when the name is malformed or already registered
+    (pass ``allow_override=True`` to replace it, built-ins included, or
+    unregister a custom one first) and :class:`TypeError` when *strategy* is a
+    class rather than an instance, or neither callable nor has ``should_export``.
     """
     key = _normalise(name)
     if not _NAME_RE.fullmatch(key):
         raise ValueError(
-            f"export strategy name {name!r} is not valid: use letters, digits, '_', '.' or "
-            "'-', starting with a letter or digit (e.g. 'every_other_rank')"
+            f"export strategy name {name!r} is not valid (a strategy name must be a non-empty "
+            "string): use letters, digits, '_', '.' or '-', starting with a letter or digit "
+            "(e.g. 'every_other_rank')"
         )
-    adapted: ExportStrategy
+    if not isinstance(allow_override, bool):
+        raise TypeError(f"allow_override must be a bool, got {allow_override!r}")
     if isinstance(strategy, type):
         # A class has a should_export attribute too, so the protocol check below
         # would accept it and the first call would fail on a missing argument.
@@ -235,27 +341,26 @@ def register_export_strategy(
             f"export strategy {key!r} is the class {strategy.__name__}, not an instance; "
             f"register an instance: register_export_strategy({key!r}, {strategy.__name__}())"
         )
-    if isinstance(strategy, ExportStrategy):
-        adapted = strategy
-    elif callable(strategy):
-        adapted = _FunctionStrategy(strategy)
-    else:
+    if not callable(getattr(strategy, "should_export", None)) and not callable(strategy):
         raise TypeError(
             f"export strategy {key!r} must have a should_export(rank, world_size, config) "
-            f"method or be a function with that signature, got {type(strategy).__name__}"
+            "method or be a function strategy(config, rank, world_size) -> bool, got "
+            f"{type(strategy).__name__}"
         )
     with _LOCK:
-        if key in BUILTIN_STRATEGIES:
+        if key in BUILTIN_STRATEGIES and not allow_override:
             raise ValueError(
-                f"export strategy {key!r} is built in and cannot be replaced; "
-                "register yours under another name"
+                f"export strategy {key!r} is built in and cannot be replaced (the name is "
+                "already registered); register yours under another name, or pass "
+                "allow_override=True to replace the built-in"
             )
-        if key in _REGISTRY:
+        if key in _REGISTRY and not allow_override:
             raise ValueError(
                 f"export strategy {key!r} is already registered ({_REGISTRY[key]!r}); "
-                f"call unregister_export_strategy({key!r}) first to replace it"
+                f"call unregister_export_strategy({key!r}) first to replace it, or pass "
+                "allow_override=True"
             )
-        _REGISTRY[key] = adapted
+        _REGISTRY[key] = strategy
 
 
 def unregister_export_strategy(name: str) -> None:
@@ -266,20 +371,76 @@ def unregister_export_strategy(name: str) -> None:
     key = _normalise(name)
     with _LOCK:
         if key in BUILTIN_STRATEGIES:
-            raise ValueError(f"export strategy {key!r} is built in and cannot be unregistered")
+            raise ValueError(
+                f"export strategy {key!r} is built in and cannot be unregistered (built-in "
+                "strategies stay registered)"
+            )
         if key not in _REGISTRY:
-            raise ValueError(_unknown_message(key))
+            raise ValueError(_unknown_message(key, unregistering=True))
         del _REGISTRY[key]
 
 
-def registered_strategies() -> Mapping[str, ExportStrategy]:
-    """Return a read-only snapshot of the registry: name -> strategy, built-ins included."""
+class StrategyNames(list[str]):
+    """The sorted names of the registered strategies (what 0.1.0 returned).
+
+    It also reads like the ``name -> strategy`` mapping that nemo.lens 0.2
+    returned: ``names["sampled"]``, ``names.get(...)``, ``.keys()``,
+    ``.values()``, ``.items()`` and ``dict(names)`` give the strategies. A
+    snapshot: later registrations do not change it.
+    """
+
+    def __init__(self, registry: Mapping[str, _Registrable]) -> None:
+        super().__init__(sorted(registry))
+        self._strategies: Mapping[str, _Registrable] = MappingProxyType(dict(registry))
+
+    @overload
+    def __getitem__(self, key: SupportsIndex) -> str: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[str]: ...
+
+    @overload
+    def __getitem__(self, key: str) -> _Registrable: ...
+
+    def __getitem__(self, key: SupportsIndex | slice | str) -> Any:
+        if isinstance(key, str):
+            return self._strategies[key]
+        return super().__getitem__(key)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The strategy registered under *name* when the snapshot was taken, else *default*."""
+        return self._strategies.get(name, default)
+
+    def keys(self) -> KeysView[str]:
+        """The names, as a mapping's keys."""
+        return self._strategies.keys()
+
+    def values(self) -> ValuesView[_Registrable]:
+        """The strategies, in name order."""
+        return MappingProxyType(dict(sorted(self._strategies.items()))).values()
+
+    def items(self) -> ItemsView[str, _Registrable]:
+        """``(name, strategy)`` pairs, in name order."""
+        return MappingProxyType(dict(sorted(self._strategies.items()))).items()
+
+
+def registered_strategies() -> StrategyNames:
+    """Return the sorted names of every registered strategy, built-ins included.
+
+    The result is a ``list[str]`` (0.1.0); it also maps each name to its
+    strategy (see :class:`StrategyNames`).
+    """
     with _LOCK:
-        return MappingProxyType(dict(sorted(_REGISTRY.items())))
+        return StrategyNames(_REGISTRY)
 
 
-def get_export_strategy(name: str) -> ExportStrategy:
-    """Return the strategy registered under *name*.
+def get_export_strategy(name: str) -> Any:
+    """Return exactly the strategy registered under *name*.
+
+    Typed ``Any`` because it is whatever was registered: 0.1.0 code calls it
+    (``strategy(config, rank, world_size)``, which the built-ins accept), code
+    that registered an object calls its ``should_export``; to ask any of them,
+    use :func:`export_decision`.
 
     Raises :class:`ValueError` listing the registered names (and the closest
     one) when *name* is unknown.

@@ -30,7 +30,9 @@ and in a test::
 used when a primitive gets ``tracer=None``) to an in-memory exporter and enables
 span groups; it leaves OpenTelemetry's global provider alone, so spans a test
 starts from its own tracers do not arrive there. Consumer groups resolve
-against their class: ``capture_spans("all", span_group_cls=MegatronSpanGroup)``.
+against their class: ``capture_spans("all", span_group_cls=MegatronSpanGroup)``
+(or several: ``span_group_cls=(RLSpanGroup, MegatronSpanGroup)``), which also
+decides the ``lens.span_category`` the spans carry.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING
 from nemo.lens import helpers as _helpers
 from nemo.lens import state as _state
 from nemo.lens.groups import SpanGroup
+from nemo.lens.spec import resolve_for
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -73,6 +76,7 @@ def reset() -> None:
         if reset_handle is not None:
             reset_handle()
     _state.set_enabled_span_groups(())
+    _state._reset_span_group_classes()
     _helpers._use_tracer_provider(None)
 
 
@@ -80,7 +84,7 @@ def reset() -> None:
 def capture_spans(
     span_groups: str | Iterable[str] = "all",
     *,
-    span_group_cls: type[SpanGroup] = SpanGroup,
+    span_group_cls: type[SpanGroup] | tuple[type[SpanGroup], ...] = SpanGroup,
 ) -> Iterator[InMemorySpanExporter]:
     """Capture the spans nemo.lens emits inside the ``with`` block in memory.
 
@@ -90,30 +94,36 @@ def capture_spans(
     exporter; read spans with ``exporter.get_finished_spans()``.
 
     Args:
-        span_groups: A spec string resolved by ``span_group_cls.resolve``
+        span_groups: A spec string resolved against ``span_group_cls``
             (``"all"``, ``"default,step"``, ``"all,-optimizer"``) or an iterable
             of group names used as is.
-        span_group_cls: The span-group class a spec string resolves against.
+        span_group_cls: The span-group class (or tuple of classes) a spec string
+            resolves against and the spans' categories come from.
 
-    On exit the previously enabled groups and default-tracer provider come back,
-    and the capturing provider is shut down, so captures can nest.
+    On exit the previously enabled groups, span-group classes and default-tracer
+    provider come back, and the capturing provider is shut down, so captures can nest.
     """
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    groups = span_group_cls.resolve(span_groups) if isinstance(span_groups, str) else span_groups
+    groups = (
+        resolve_for(span_groups, span_group_cls) if isinstance(span_groups, str) else span_groups
+    )
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
 
     previous_groups = _state.enabled_span_groups()
+    previous_classes = _state.span_group_classes()
     previous_provider = _helpers._installed_provider
+    _state.set_span_group_classes(span_group_cls)
     _state.set_enabled_span_groups(groups)
     _helpers._use_tracer_provider(provider)
     try:
         yield exporter
     finally:
+        _state.set_span_group_classes(previous_classes)
         _state.set_enabled_span_groups(previous_groups)
         _helpers._use_tracer_provider(previous_provider)
         provider.shutdown()

@@ -8,7 +8,8 @@ moment is what lets an app be instrumented at import time and still export
 after a later set-up or re-initialisation.
 
 :class:`GatedTracerProvider` ties an instrumentation to a span group: the
-group is checked each time a span would start (one ``frozenset`` lookup).
+group is checked each time a span would start (one ``frozenset`` lookup), and
+the spans it lets through carry ``lens.group`` and ``lens.span_category``.
 """
 
 from __future__ import annotations
@@ -48,11 +49,15 @@ class _GatedTracer(trace.Tracer):
         set_status_on_exception: bool = True,
     ) -> Span:
         if self._group in _state._enabled:
+            # The instrumentation's attributes, then the group's tags (lens.group,
+            # lens.span_category), as every gated nemo.lens span carries them.
+            tagged = dict(attributes or {})
+            tagged.update(_state.group_tags(self._group))
             return self._tracer.start_span(
                 name,
                 context,
                 kind,
-                attributes,
+                tagged,
                 links,
                 start_time,
                 record_exception,

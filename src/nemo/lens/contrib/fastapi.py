@@ -32,13 +32,19 @@ _EXTRA = "fastapi"
 
 def instrument_fastapi(
     app: Any,
-    tracer_provider: trace.TracerProvider | None = None,
+    tracer_provider: trace.TracerProvider | str | None = None,
     meter_provider: metrics.MeterProvider | None = None,
     *,
     group: str | None = None,
+    service_name: str | None = None,
     **options: Any,
 ) -> None:
     """Trace every request *app* (a ``fastapi.FastAPI``) handles.
+
+    0.1.0's call, ``instrument_fastapi(app, service_name="nemo-gym")`` (the
+    name also positionally), works as it did: the spans' service is the one
+    set-up was configured with (``NemoLensConfig.service_name``), so the name
+    is accepted and not used, as in 0.1.0.
 
     Args:
         app: The application to instrument (once; a second call only logs a
@@ -59,6 +65,12 @@ def instrument_fastapi(
             FastAPI) is not installed.
         TypeError: a provider argument is not a provider.
     """
+    if isinstance(tracer_provider, str):  # 0.1.0's second parameter: the service name
+        if service_name is not None:
+            raise TypeError("instrument_fastapi() got the service name twice")
+        service_name, tracer_provider = tracer_provider, None
+    if service_name is not None and not isinstance(service_name, str):
+        raise TypeError(f"instrument_fastapi(service_name=...) must be a str, got {service_name!r}")
     instrumentation = import_extra(_MODULE, extra=_EXTRA, feature="instrument_fastapi()")
     tracers, meters = resolve_providers(
         tracer_provider, meter_provider, group, helper="instrument_fastapi"

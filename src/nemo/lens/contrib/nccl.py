@@ -24,6 +24,7 @@ Bytes work without torch; :func:`context_to_tensor` needs
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -98,8 +99,13 @@ def context_to_tensor(
 
 
 def serialize_context() -> bytes:
-    """The 0.1.0 name of ``context_to_bytes()``: the current context, variable length."""
-    return context_to_bytes()
+    """The current context as 0.1.0 encoded it: the W3C carrier as bare JSON.
+
+    A 0.1.0 peer (or ``json.loads``) reads it; :func:`deserialize_context` and
+    :func:`context_from_bytes` read it and the framed format alike. For a fixed
+    size, use :func:`context_to_bytes` with ``size=``.
+    """
+    return json.dumps(inject_context(), separators=(",", ":"), sort_keys=True).encode()
 
 
 def deserialize_context(data: object) -> dict[str, str] | None:

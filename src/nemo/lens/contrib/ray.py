@@ -67,8 +67,10 @@ def inject_ray_context(context: Context | None = None) -> dict[str, str]:
     return dict(inject_context(context=context))
 
 
-def extract_ray_context(carrier: object) -> Context:
+def extract_ray_context(carrier: object = None) -> Context:
     """Return the current context continued from *carrier* (unchanged when it names no span).
+
+    ``None`` (the default) gives the current context, as in 0.1.0.
 
     For callees that take the carrier some other way than :data:`CARRIER_KWARG`;
     never raises on a missing or malformed carrier.
@@ -127,10 +129,11 @@ def traced_remote_call(
     (``SERVER``: it serves a remote call). An exception in the body is recorded
     on the span and re-raised.
 
-    With *group*, the span is made only while that span group is enabled; the
-    caller's context is continued either way, so spans the body starts still
-    join the caller's trace. *tracer* defaults to nemo.lens's tracer.
-    Coroutine functions (async actor methods) are traced over their run.
+    With *group*, the span is made only while that span group is enabled, and
+    carries ``lens.group`` and ``lens.span_category``; the caller's context is
+    continued either way, so spans the body starts still join the caller's trace.
+    *tracer* defaults to nemo.lens's tracer. Coroutine functions (async actor
+    methods) are traced over their run.
     """
     if method is None:
 
@@ -161,9 +164,13 @@ def _decorate(
     def scope() -> AbstractContextManager[object]:
         from nemo.lens.helpers import _default_tracer
 
-        if group is not None and group not in _state._enabled:
+        if group is None:
+            return (tracer or _default_tracer()).start_as_current_span(span_name, kind=kind)
+        if group not in _state._enabled:
             return nullcontext()
-        return (tracer or _default_tracer()).start_as_current_span(span_name, kind=kind)
+        return (tracer or _default_tracer()).start_as_current_span(
+            span_name, kind=kind, attributes=_state.group_tags(group)
+        )
 
     wrapper: Callable[..., Any]
     if inspect.iscoroutinefunction(function):

@@ -7,13 +7,19 @@ Kubernetes, deployment environment) < ``OTEL_RESOURCE_ATTRIBUTES`` <
 configuration fields < the caller's ``resource_attributes``; see
 :mod:`nemo.lens.resources.build`.
 
+0.1.0's detectors are here too: :func:`detect_resource` and the modules
+:mod:`~nemo.lens.resources.local`, :mod:`~nemo.lens.resources.slurm` and
+:mod:`~nemo.lens.resources.kubernetes`, each returning a plain ``dict``.
+
 Importing this package does not import the OpenTelemetry SDK; only
 :func:`build_resource` and :func:`otel_env_attributes` do, when called.
 """
 
 from __future__ import annotations
 
-from nemo.lens.resources import attributes
+from opentelemetry.util.types import AttributeValue
+
+from nemo.lens.resources import attributes, kubernetes, local, slurm
 from nemo.lens.resources.build import (
     build_resource,
     config_attributes,
@@ -28,6 +34,9 @@ from nemo.lens.resources.detect import (
     nvidia_smi_gpu_count,
     visible_gpu_count,
 )
+from nemo.lens.resources.kubernetes import detect_kubernetes
+from nemo.lens.resources.local import detect_local
+from nemo.lens.resources.slurm import detect_slurm
 
 __all__ = [
     "K8S_NAMESPACE_FILE",
@@ -36,9 +45,28 @@ __all__ = [
     "build_resource",
     "config_attributes",
     "detect_attributes",
+    "detect_kubernetes",
+    "detect_local",
+    "detect_resource",
+    "detect_slurm",
+    "kubernetes",
+    "local",
     "merged_attributes",
     "nvidia_smi_gpu_count",
     "otel_env_attributes",
     "package_version",
+    "slurm",
     "visible_gpu_count",
 ]
+
+
+def detect_resource() -> dict[str, AttributeValue]:
+    """Every detector's attributes merged (0.1.0): local, then SLURM, then Kubernetes.
+
+    A plain ``dict``. Set-up records more than this (rank, run id, service, the
+    deployment environment): see :func:`build_resource`.
+    """
+    found = detect_local()
+    found.update(detect_slurm())
+    found.update(detect_kubernetes())
+    return found

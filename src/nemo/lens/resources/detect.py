@@ -26,7 +26,10 @@ __all__ = [
     "NVIDIA_SMI",
     "NVIDIA_SMI_TIMEOUT_S",
     "detect_attributes",
+    "gpu_count",
+    "kubernetes_attributes",
     "nvidia_smi_gpu_count",
+    "slurm_attributes",
     "visible_gpu_count",
 ]
 
@@ -168,22 +171,49 @@ def detect_attributes(
     if environment:
         found[attr.DEPLOYMENT_ENVIRONMENT] = environment
         found[attr.DEPLOYMENT_ENVIRONMENT_NAME] = environment
-    devices = env.get("CUDA_VISIBLE_DEVICES")
-    if devices is not None:
-        found[attr.GPU_COUNT] = visible_gpu_count(devices)
-    elif nvidia_smi is not None:
-        gpus = nvidia_smi_gpu_count(nvidia_smi, search_path=env.get("PATH"))
-        if gpus is not None:
-            found[attr.GPU_COUNT] = gpus
+    gpus = gpu_count(env, nvidia_smi=nvidia_smi)
+    if gpus is not None:
+        found[attr.GPU_COUNT] = gpus
     local_rank = _as_int(env.get("LOCAL_RANK", "").strip())
     if local_rank is not None:
         found[attr.LOCAL_RANK] = local_rank
+    found.update(slurm_attributes(env))
+    found.update(kubernetes_attributes(env, namespace_file=namespace_file))
+    return found
+
+
+def gpu_count(
+    environ: Mapping[str, str] | None = None, *, nvidia_smi: str | None = NVIDIA_SMI
+) -> int | None:
+    """The GPU count :func:`detect_attributes` reports, or ``None`` when it cannot tell."""
+    env = os.environ if environ is None else environ
+    devices = env.get("CUDA_VISIBLE_DEVICES")
+    if devices is not None:
+        return visible_gpu_count(devices)
+    if nvidia_smi is None:
+        return None
+    return nvidia_smi_gpu_count(nvidia_smi, search_path=env.get("PATH"))
+
+
+def slurm_attributes(environ: Mapping[str, str] | None = None) -> dict[str, AttributeValue]:
+    """The ``slurm.*`` attributes of the ``SLURM_*`` variables that are set (integers as ints)."""
+    env = os.environ if environ is None else environ
+    found: dict[str, AttributeValue] = {}
     for variable, name, numeric in _SLURM:
         raw = env.get(variable, "").strip()
         if not raw:
             continue
         number = _as_int(raw) if numeric else None
         found[name] = number if number is not None else raw
+    return found
+
+
+def kubernetes_attributes(
+    environ: Mapping[str, str] | None = None, *, namespace_file: str = K8S_NAMESPACE_FILE
+) -> dict[str, AttributeValue]:
+    """The pod name and namespace when ``KUBERNETES_SERVICE_HOST`` is set, else nothing."""
+    env = os.environ if environ is None else environ
+    found: dict[str, AttributeValue] = {}
     if env.get("KUBERNETES_SERVICE_HOST", "").strip():
         pod = env.get("HOSTNAME", "").strip() or socket.gethostname()
         found[attr.K8S_POD_NAME] = pod

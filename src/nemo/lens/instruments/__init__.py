@@ -15,9 +15,18 @@ Three helpers, one per kind of job:
 Every name, unit and attribute key is a constant in :mod:`nemo.lens.semconv`;
 ``docs/metrics-and-logs.md`` has the full table.
 
+0.1.0's helpers keep working where 0.1.0 had them:
+``nemo.lens.instruments.inference.record_inference_metrics(meter, request_duration_s,
+model, input_tokens, output_tokens, provider_name, operation_name)`` (also
+accepted by this package's :func:`record_inference_metrics`, which is the same
+function called positionally), :func:`nemo.lens.instruments.rl.record_rl_metrics`
+and :func:`nemo.lens.instruments.gym.record_gym_metrics`, which record under
+0.1.0's metric names (``rl.*``, ``gym.*``; the ``LEGACY_*`` constants of
+:mod:`nemo.lens.semconv`). They share everything below.
+
 Behaviour shared by the helpers:
 
-* **Keyword-only arguments; ``None`` means "not measured"** and records nothing
+* **Keyword arguments; ``None`` means "not measured"** and records nothing
   for that metric, so one call site can pass whatever it has.
 * **``meter=None`` is nemo.lens's meter** (:func:`nemo.lens.handle.get_meter`):
   the provider ``setup_telemetry`` installed, following re-initialisation and
@@ -51,7 +60,7 @@ import numbers
 import reprlib
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -62,9 +71,12 @@ from nemo.lens import handle as _handle
 from nemo.lens import semconv as sc
 
 __all__ = [
+    "gym",
+    "inference",
     "record_gym_rollout_metrics",
     "record_inference_metrics",
     "record_rl_step_metrics",
+    "rl",
 ]
 
 _logger = logging.getLogger(__name__)
@@ -94,6 +106,12 @@ _PHASE_BUCKETS_S: Final = (
 )  # fmt: skip
 # Zero is a boundary of its own: "made no call" is the most common answer.
 _CALL_BUCKETS: Final = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
+# The 0.1.0 metrics are in milliseconds.
+_PHASE_BUCKETS_MS: Final = tuple(bound * 1000.0 for bound in _PHASE_BUCKETS_S)
+_REQUEST_BUCKETS_MS: Final = (
+    5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0, 30000.0,
+    60000.0,
+)  # fmt: skip
 
 _Kind = Literal["counter", "histogram", "gauge"]
 
@@ -167,6 +185,36 @@ _SPECS: Final[Mapping[str, _Spec]] = {
     sc.GYM_ROLLOUT_SANDBOX_CALLS: _Spec(
         "histogram", "{call}", "Sandbox calls made by one rollout.", _CALL_BUCKETS
     ),
+    # The 0.1.0 names, kinds and units (see nemo.lens.instruments.rl and .gym).
+    sc.LEGACY_RL_REWARD_MEAN: _Spec(
+        "gauge", "", "Mean reward across rollout batch.", non_negative=False
+    ),
+    sc.LEGACY_RL_KL_DIVERGENCE: _Spec(
+        "gauge", "", "KL divergence between policy and reference.", non_negative=False
+    ),
+    sc.LEGACY_RL_POLICY_LOSS: _Spec("gauge", "", "Policy gradient loss.", non_negative=False),
+    sc.LEGACY_RL_VALUE_LOSS: _Spec("gauge", "", "Value function loss.", non_negative=False),
+    sc.LEGACY_RL_ENTROPY: _Spec("gauge", "", "Policy entropy.", non_negative=False),
+    sc.LEGACY_RL_RESPONSE_LENGTH_MEAN: _Spec(
+        "gauge", "", "Mean generated response length (tokens)."
+    ),
+    sc.LEGACY_RL_GENERATION_DURATION_MS: _Spec(
+        "histogram", "ms", "Duration of text generation in milliseconds.", _PHASE_BUCKETS_MS
+    ),
+    sc.LEGACY_RL_ROLLOUT_DURATION_MS: _Spec(
+        "histogram", "ms", "Duration of rollout collection in milliseconds.", _PHASE_BUCKETS_MS
+    ),
+    sc.LEGACY_GYM_SERVER_REQUEST_DURATION_MS: _Spec(
+        "histogram", "ms", "Gym server request duration in milliseconds.", _REQUEST_BUCKETS_MS
+    ),
+    sc.LEGACY_GYM_ROLLOUT_DURATION_MS: _Spec(
+        "histogram", "ms", "Rollout collection duration in milliseconds.", _PHASE_BUCKETS_MS
+    ),
+    sc.LEGACY_GYM_VERIFY_DURATION_MS: _Spec(
+        "histogram", "ms", "Verification endpoint duration in milliseconds.", _PHASE_BUCKETS_MS
+    ),
+    sc.LEGACY_GYM_VERIFY_SUCCESS_RATE: _Spec("gauge", "", "Fraction of successful verifications."),
+    sc.LEGACY_GYM_SERVERS_ACTIVE: _Spec("gauge", "", "Number of active Gym servers."),
 }
 
 # -- reporting problems once ----------------------------------------------------------
@@ -354,22 +402,38 @@ def _record(
 
 # -- the helpers ----------------------------------------------------------------------
 
+# What 0.1.0 recorded when a call named neither (see record_inference_metrics).
+_DEFAULT_OPERATION: Final = "text_completion"
+_DEFAULT_PROVIDER: Final = "nemo"
+_NO_ATTRIBUTES: Final[Mapping[str, AttributeValue]] = {}
+
+
+def _record_each(meter: metrics.Meter | None, values: Sequence[tuple[str, object]]) -> None:
+    """Record each ``(metric, value)`` pair with no attributes (the 0.1.0 helpers)."""
+    target = _resolve_meter(meter)
+    if target is None:
+        return
+    for name, value in values:
+        _record(target, name, value, _NO_ATTRIBUTES)
+
 
 def record_inference_metrics(
-    *,
-    operation: str,
+    meter: metrics.Meter | None = None,
+    request_duration_s: float | None = None,
     model: str | None = None,
-    response_model: str | None = None,
-    provider: str | None = None,
     input_tokens: int | None = None,
     output_tokens: int | None = None,
+    provider_name: str | None = None,
+    operation_name: str | None = None,
+    *,
+    operation: str | None = None,
+    response_model: str | None = None,
+    provider: str | None = None,
     operation_duration_s: float | None = None,
-    request_duration_s: float | None = None,
     time_to_first_token_s: float | None = None,
     time_per_output_token_s: float | None = None,
     error_type: str | None = None,
     attributes: Mapping[str, object] | None = None,
-    meter: metrics.Meter | None = None,
 ) -> None:
     """Record one GenAI operation (a request to a model) under the GenAI metric names.
 
@@ -393,16 +457,26 @@ def record_inference_metrics(
     request inside the engine that generated it (an inference server, an
     in-process engine). Record whichever the code at hand measures.
 
+    Called with keywords (``operation=...``), as nemo.lens 0.2 documents it; the
+    first seven parameters are also 0.1.0's, in 0.1.0's order, so
+    ``record_inference_metrics(meter, 0.8, "llama", 12, 30)`` records what 0.1.0
+    recorded. Without ``operation=``, the 0.1.0 defaults apply:
+    ``gen_ai.operation.name`` is *operation_name* or ``"text_completion"`` and
+    ``gen_ai.provider.name`` is *provider_name* or ``"nemo"``.
+
     Args:
-        operation: ``gen_ai.operation.name``, required by the conventions:
-            ``"chat"``, ``"text_completion"``, ``"generate_content"``, ...
+        meter: Where to record; ``None`` is nemo.lens's meter.
+        request_duration_s: Whole request, as the server measured it.
         model: ``gen_ai.request.model``, the model asked for.
-        response_model: ``gen_ai.response.model``, the model that answered.
-        provider: ``gen_ai.provider.name`` (``"vllm"``, ``"openai"``, ...).
         input_tokens: Prompt tokens.
         output_tokens: Generated tokens.
+        provider_name: 0.1.0's name for *provider*.
+        operation_name: 0.1.0's name for *operation*.
+        operation: ``gen_ai.operation.name``, required by the conventions:
+            ``"chat"``, ``"text_completion"``, ``"generate_content"``, ...
+        response_model: ``gen_ai.response.model``, the model that answered.
+        provider: ``gen_ai.provider.name`` (``"vllm"``, ``"openai"``, ...).
         operation_duration_s: Whole operation, as the caller measured it.
-        request_duration_s: Whole request, as the server measured it.
         time_to_first_token_s: Request arrival to first generated token
             (successful requests only, as the conventions define it).
         time_per_output_token_s: Mean time per output token after the first
@@ -411,11 +485,16 @@ def record_inference_metrics(
             class such as the exception's name or ``"timeout"``); added to the
             duration metrics, not to token usage.
         attributes: Further attributes for every point recorded.
-        meter: Where to record; ``None`` is nemo.lens's meter.
     """
     target = _resolve_meter(meter)
     if target is None:
         return
+    if operation is None:  # the 0.1.0 call
+        operation = operation_name if operation_name is not None else _DEFAULT_OPERATION
+        if provider is None:
+            provider = provider_name if provider_name is not None else _DEFAULT_PROVIDER
+    elif provider is None:
+        provider = provider_name
     base = _attributes(
         attributes,
         {
@@ -573,3 +652,7 @@ def record_gym_rollout_metrics(
     _record(target, sc.GYM_VERIFY_DURATION, verify_duration_s, common)
     _record(target, sc.GYM_ROLLOUT_TOOL_CALLS, tool_calls, common)
     _record(target, sc.GYM_ROLLOUT_SANDBOX_CALLS, sandbox_calls, common)
+
+
+# The 0.1.0 modules, importable as attributes of the package as well.
+from nemo.lens.instruments import gym, inference, rl  # noqa: E402
