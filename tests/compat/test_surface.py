@@ -6,6 +6,8 @@ import importlib
 import inspect
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -719,3 +721,32 @@ def test_the_0_1_0_ray_and_nccl_helpers() -> None:
     continued = trace.get_current_span(extract_nccl_context(data)).get_span_context()
     assert continued.span_id == parent.get_span_context().span_id
     assert trace.get_current_span(extract_ray_context(carrier)).get_span_context() == continued
+
+
+def test_the_logging_bridge_follows_an_sdk_provider_the_application_installed() -> None:
+    # Its own interpreter: OpenTelemetry lets the global logger provider be set once.
+    code = """
+import logging
+import subprocess
+import sys
+from opentelemetry._logs import set_logger_provider
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from nemo.lens.logging_bridge import setup_logging_bridge
+
+exporter = InMemoryLogRecordExporter()
+provider = LoggerProvider()
+provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+set_logger_provider(provider)
+handler = setup_logging_bridge("app")
+assert handler is not None
+logging.getLogger("app").warning("hello from the app")
+logging.getLogger("other").warning("not bridged")
+bodies = [item.log_record.body for item in exporter.get_finished_logs()]
+assert bodies == ["hello from the app"], bodies
+print("ok")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

@@ -183,11 +183,15 @@ class LoggingBridgeHandler(logging.Handler):
         "nemo_lens_bridge_emitting", default=False
     )
 
-    def __init__(self, level: int = logging.NOTSET) -> None:
+    def __init__(
+        self, level: int = logging.NOTSET, provider: otel_logs.LoggerProvider | None = None
+    ) -> None:
         super().__init__(level)
         from nemo.lens._delegating import LOGGER_HUB
 
-        self._provider: otel_logs.LoggerProvider = LOGGER_HUB
+        # nemo.lens's own provider, which follows set-up; or one the application
+        # installed itself (see setup_logging_bridge).
+        self._provider: otel_logs.LoggerProvider = LOGGER_HUB if provider is None else provider
         self.addFilter(TraceContextFilter())
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -279,6 +283,20 @@ def _logs_active() -> bool:
     return not isinstance(LOGGER_HUB.delegate, otel_logs.NoOpLoggerProvider)
 
 
+def _application_provider() -> otel_logs.LoggerProvider | None:
+    """An SDK logger provider the application installed as the global one, if any.
+
+    0.1.0 attached the bridge whenever an SDK logger provider was installed, not
+    only one of its own set-up; so do we.
+    """
+    from nemo.lens._delegating import LOGGER_HUB
+
+    provider = otel_logs.get_logger_provider()
+    if provider is LOGGER_HUB or isinstance(provider, otel_logs.NoOpLoggerProvider):
+        return None
+    return provider if type(provider).__module__.startswith("opentelemetry.sdk.") else None
+
+
 def setup_logging_bridge(
     logger_name: str = "", level: int | str = logging.INFO
 ) -> LoggingBridgeHandler | None:
@@ -290,7 +308,9 @@ def setup_logging_bridge(
     with its level set to *level*.
 
     Returns ``None`` and installs nothing when no logger provider is active:
-    telemetry is not set up (yet, or disabled) or ``logs_enabled`` is false.
+    telemetry is not set up (yet, or disabled) or ``logs_enabled`` is false, and
+    the application has not installed an SDK logger provider of its own (the
+    bridge then exports through that one, as 0.1.0 did).
 
     Raises:
         TypeError: *logger_name* is not a ``str`` or *level* is not a level.
@@ -299,7 +319,8 @@ def setup_logging_bridge(
     if not isinstance(logger_name, str):
         raise TypeError(f"logger_name must be a str ('' for the root logger), got {logger_name!r}")
     number = _level(level)
-    if not _logs_active():
+    provider = None if _logs_active() else _application_provider()
+    if not _logs_active() and provider is None:
         from nemo.lens import handle
 
         reason = (
@@ -313,7 +334,7 @@ def setup_logging_bridge(
     with _LOCK:
         found = _installed(logger)
         if found is None:
-            found = LoggingBridgeHandler(number)
+            found = LoggingBridgeHandler(number, provider)
             logger.addHandler(found)
         else:
             found.setLevel(number)
