@@ -349,7 +349,7 @@ def test_a_failed_write_removes_its_temporary_file(
     def full_disk(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("nemo.lens._chrome.write_chrome_trace", full_disk)
+    monkeypatch.setattr("nemo.lens.cli._chrome.write_chrome_trace", full_disk)
     result = run("convert", str(trace), "-o", str(out_dir / "out.json"))
 
     assert result.status == 1

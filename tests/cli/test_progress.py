@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nemo.lens import _progress
-from nemo.lens._progress import progress
+from nemo.lens.cli import _progress
+from nemo.lens.cli._progress import progress
 
 from .conftest import Result
 

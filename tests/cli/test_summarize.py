@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from nemo.lens import NemoLensConfig, semconv, setup_telemetry
-from nemo.lens._summary import percentile
-from nemo.lens._table import format_duration
+from nemo.lens.cli._summary import percentile
+from nemo.lens.cli._table import format_duration
 from nemo.lens.groups import SpanGroup
 
 from .conftest import Result, line, record_training, span_dict, write_lines

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Final, Literal, TypeAlias
 
 from nemo.lens import semconv
-from nemo.lens._progress import progress
+from nemo.lens.cli._progress import progress
 
 __all__ = [
     "NO_GROUP",
@@ -203,7 +203,7 @@ def read_traces(
     line that is neither a span nor a metrics or log record. With
     ``skip_invalid`` such lines and inputs become :attr:`Trace.problems`, and an
     error is raised only when no input holds a single span. ``show_progress``
-    is as for :func:`nemo.lens._progress.progress` (``None``: when stderr is a
+    is as for :func:`nemo.lens.cli._progress.progress` (``None``: when stderr is a
     terminal).
     """
     trace = Trace(spans=[])

@@ -16,8 +16,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from nemo.lens._table import format_duration, format_table
-from nemo.lens._trace_io import Process, SpanRecord
+from nemo.lens.cli._table import format_duration, format_table
+from nemo.lens.cli._trace_io import Process, SpanRecord
 
 __all__ = ["GroupStats", "ProcessSummary", "format_summary", "percentile", "summarize"]
 

@@ -16,7 +16,7 @@ Exit status: 0 on success, 1 when an input cannot be used (missing, empty, a
 garbled line: the message names the file and the line) or the output cannot
 be written, 2 on bad usage (an unknown option, class or span group).
 ``emit-spans`` exits 1 on invalid spans (nothing is emitted) and 2 when set-up
-or the export fails (see :mod:`nemo.lens._emit_spans`). Also runnable as
+or the export fails (see :mod:`nemo.lens.cli._emit_spans`). Also runnable as
 ``python -m nemo.lens.cli``.
 """
 
@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, TextIO
 
 from nemo.lens import __version__
-from nemo.lens._table import format_table
-from nemo.lens._trace_io import STDIN, Problem, Trace, TraceInputError, read_traces
+from nemo.lens.cli._table import format_table
+from nemo.lens.cli._trace_io import STDIN, Problem, Trace, TraceInputError, read_traces
 
 if TYPE_CHECKING:
     # Imported when used: `nemo-lens generate` must run even while the generated
@@ -258,7 +258,7 @@ def _explain_spec(
 
 
 def _cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from nemo.lens._summary import format_summary, summarize
+    from nemo.lens.cli._summary import format_summary, summarize
 
     trace = _read(args.traces, args.skip_invalid)
     if isinstance(trace, int):
@@ -276,7 +276,7 @@ def _default_output(path: str) -> str:
 
 
 def _cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from nemo.lens._chrome import build_chrome_trace, write_chrome_trace
+    from nemo.lens.cli._chrome import build_chrome_trace, write_chrome_trace
 
     output: str | None = args.output
     if output is None:
@@ -340,7 +340,7 @@ def _write_atomically(path: str, write: Callable[[TextIO], None]) -> None:
 
 
 def _cmd_emit_spans(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from nemo.lens._emit_spans import emit_spans
+    from nemo.lens.cli._emit_spans import emit_spans
 
     return emit_spans(args.service, args.spans or [])
 
@@ -502,7 +502,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return status
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TextIO
 
-from nemo.lens._progress import progress
-from nemo.lens._trace_io import Process, SpanRecord
+from nemo.lens.cli._progress import progress
+from nemo.lens.cli._trace_io import Process, SpanRecord
 from nemo.lens.semconv import LEGACY_SPAN_GROUP, SPAN_GROUP
 
 __all__ = ["ChromeTrace", "build_chrome_trace", "write_chrome_trace"]
@@ -162,7 +162,7 @@ def build_chrome_trace(
     """Lay ``spans`` out as Chrome trace events (see the module docstring).
 
     ``sources`` (the input names) is recorded in ``otherData``; ``show_progress``
-    is as for :func:`nemo.lens._progress.progress`.
+    is as for :func:`nemo.lens.cli._progress.progress`.
     """
     if not spans:
         raise ValueError("no spans to convert")
@@ -289,7 +289,7 @@ def write_chrome_trace(
     """Write ``trace`` as one JSON object, an event per line (readable with ``grep``).
 
     Streams event by event, so a trace of millions of spans never exists as one
-    string in memory. ``show_progress`` is as for :func:`nemo.lens._progress.progress`.
+    string in memory. ``show_progress`` is as for :func:`nemo.lens.cli._progress.progress`.
     """
     # Two chunks more than events: the opening and the closing of the object.
     total = len(trace.events) + 2
