@@ -22,9 +22,11 @@ def test_fixture_matches_golden_files(tmp_path: Path) -> None:
     rendered = _rendered(tmp_path)
     assert sorted(rendered) == [
         "docs.md",
+        "metrics.md",
         "src/nemo/lens/_signatures.py",
         "src/nemo/lens/consumers/serve.py",
         "src/nemo/lens/groups.py",
+        "src/nemo/lens/semconv/metrics.py",
     ]
     for name, text in rendered.items():
         golden = GOLDEN / (name.replace("/", "__") + ".golden")

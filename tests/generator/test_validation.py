@@ -272,6 +272,25 @@ CASES = {
             "generated code and docs)"
         ],
     ),
+    "metrics: unknown kind, no boundaries, a name used twice": (
+        VALID
+        + '\n[metrics.sections.s]\ntitle = "S"\n'
+        + '\n[metrics.instruments.a]\nname = "x.a"\nkind = "histogram"\ndescription = "A."'
+        + '\nsection = "s"\nrecorded_by = "a"\n'
+        + '\n[metrics.instruments.b]\nname = "x.a"\nkind = "gauje"\ndescription = "B."'
+        + '\nsection = "s"\nrecorded_by = "b"\n',
+        [
+            "s.toml:20: metrics.instruments.a: a histogram names its boundaries (see "
+            "[metrics.boundaries])",
+            "s.toml:28: metrics.instruments.b.name: metric 'x.a' is already metrics.instruments.a",
+            "s.toml:29: metrics.instruments.b.kind: unknown kind 'gauje'; did you mean 'gauge'? "
+            "(kinds: counter, up_down_counter, histogram, gauge)",
+        ],
+    ),
+    "metrics: boundaries that do not increase": (
+        VALID + "\n[metrics.boundaries]\nb = [1.0, 1.0, 2.0]\n",
+        ["s.toml:18: metrics.boundaries.b: boundaries must increase strictly, from the lowest up"],
+    ),
     "unsupported version": (
         VALID.replace("schema_version = 1", "schema_version = 7"),
         ["s.toml:1: schema_version: unsupported schema_version 7; this generator reads 1"],

@@ -592,3 +592,32 @@ def test_importing_and_recording_before_set_up_stays_off_the_sdk() -> None:
     assert completed.returncode == 0, completed.stderr
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert result == {"api": True, "sdk": []}
+
+
+def test_every_instrument_is_created_as_the_schema_catalogue_says() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from nemo.lens import instruments
+    from nemo.lens.semconv.metrics import INSTRUMENTS
+
+    reader = InMemoryMetricReader()
+    meter = MeterProvider(metric_readers=[reader]).get_meter("catalogue")
+    for name in INSTRUMENTS:
+        instruments._create(meter, name)(1.0, {})
+    data = reader.get_metrics_data()
+    assert data is not None
+    exported = {
+        metric.name: metric
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+    }
+    assert set(exported) == set(INSTRUMENTS)
+    for name, info in INSTRUMENTS.items():
+        assert (exported[name].unit, exported[name].description) == (info.unit, info.description)
+        kind = type(exported[name].data).__name__
+        assert kind == {"counter": "Sum", "histogram": "Histogram", "gauge": "Gauge"}[info.kind]
+        if info.boundaries is not None:
+            (point,) = exported[name].data.data_points
+            assert tuple(getattr(point, "explicit_bounds", ())) == info.boundaries

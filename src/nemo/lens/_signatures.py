@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 0ec325e2793943324938cbf740bb9ec9fb97de0615553abcf36b49ef0e43f424
+# schema-sha256: 259969bf4149e80e5c4a938b41a6dc4ea587b7ac411c0b906d612bb756ee1147
 """The group-checked signatures of nemo.lens's primitives, for type checkers."""
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ __all__ = [
     "Category",
     "DynamicSpanGroup",
     "GroupInfo",
+    "MetricInfo",
     "RenamedGroup",
     "SpecStep",
     "categories_for",
@@ -102,6 +103,20 @@ class GroupInfo(NamedTuple):
     bucket: str = ""
     """The goodput bucket a goodput group's time feeds (``productive``, ``initialization``,
     ``checkpoint_save``, ``evaluation``); empty when it feeds none."""
+
+
+class MetricInfo(NamedTuple):
+    """What the schema's metric catalogue says about one instrument."""
+
+    name: str
+    kind: str
+    """``counter``, ``up_down_counter``, ``histogram`` or ``gauge``."""
+    unit: str
+    description: str
+    boundaries: tuple[float, ...] | None = None
+    """Explicit histogram bucket boundaries (histograms only)."""
+    non_negative: bool = True
+    """A negative value is bad input (a duration, a count) and is not recorded."""
 
 
 class SpecStep(NamedTuple):

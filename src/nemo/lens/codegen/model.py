@@ -134,3 +134,50 @@ class Schema:
     consumers: tuple[GroupClass, ...]
     extends_base: bool
     """True for a consumer-only schema that extends another file's base vocabulary."""
+    catalogue: Catalogue | None = None
+    """The metric catalogue (base schemas only)."""
+
+
+METRIC_KINDS: tuple[str, ...] = ("counter", "up_down_counter", "histogram", "gauge")
+METRICS_MODULE = "nemo.lens.semconv.metrics"
+"""Where the metric catalogue of the base schema is generated."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric instrument of the catalogue."""
+
+    key: str
+    """The schema key; its upper case is the constant (`gen_ai_client_token_usage`)."""
+    name: str
+    """The metric name as exported (`gen_ai.client.token.usage`)."""
+    kind: str
+    unit: str
+    description: str
+    section: str
+    recorded_by: str
+    """What records it, for the docs (a recorder's argument)."""
+    boundaries: str = ""
+    """The named histogram boundaries (histograms only)."""
+    non_negative: bool = True
+    """Negative values are bad input and skipped (durations, counts)."""
+
+    @property
+    def constant(self) -> str:
+        return self.key.upper()
+
+
+@dataclass(frozen=True)
+class MetricSection:
+    key: str
+    title: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The `[metrics]` table: named boundaries, sections and instruments, in schema order."""
+
+    boundaries: tuple[tuple[str, tuple[float, ...]], ...]
+    sections: tuple[MetricSection, ...]
+    metrics: tuple[Metric, ...]

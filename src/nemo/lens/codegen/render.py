@@ -21,12 +21,15 @@ from nemo.lens.codegen.model import (
     ALL_PRESET,
     GOODPUT,
     IMPLICIT_PRESETS,
+    METRICS_MODULE,
     PRODUCTION_PRESET,
     PROFILING,
     SIGNATURES_MODULE,
     TIER_MEANING,
+    Catalogue,
     Group,
     GroupClass,
+    Metric,
     Preset,
     Schema,
 )
@@ -450,8 +453,13 @@ def _exports(cls: GroupClass, presets: list[PresetView]) -> tuple[str, ...]:
     else:
         names |= {"is_span_group_enabled", "managed_span", "trace_fn"}
 
+    return ruff_sorted(names)
+
+
+def ruff_sorted(names: set[str]) -> tuple[str, ...]:
+    """*names* in the order ruff keeps an ``__all__``: CONSTANTS, then Classes, then the rest."""
+
     def order(name: str) -> tuple[int, str]:
-        # ruff's isort-style order: CONSTANTS, then Classes, then functions.
         kind = 0 if name.isupper() else 1 if name[0].isupper() else 2
         return (kind, name)
 
@@ -583,6 +591,92 @@ def docs_class(cls: GroupClass) -> DocsClass:
     )
 
 
+@dataclass(frozen=True)
+class MetricView:
+    constant: str
+    literal: str
+    doc: str
+    kind: str
+    unit: str
+    description: str
+    boundaries: str
+    non_negative: bool
+    name: str
+    recorded_by: str
+
+
+@dataclass(frozen=True)
+class MetricSectionView:
+    title: str
+    description: str
+    metrics: tuple[MetricView, ...]
+
+
+@dataclass(frozen=True)
+class CatalogueView:
+    header: str
+    module_doc: str
+    exports: tuple[str, ...]
+    boundaries: tuple[tuple[str, tuple[str, ...]], ...]
+    sections: tuple[MetricSectionView, ...]
+    metrics: tuple[MetricView, ...]
+
+
+def _metric_view(metric: Metric, *, markdown: bool) -> MetricView:
+    unit = metric.unit or "1"
+    text = f"{metric.description.rstrip('.')}. A {metric.kind.replace('_', '-')} in `{unit}`"
+    text += f", recorded from {metric.recorded_by}."
+    esc = _md if markdown else (lambda s: s)
+    return MetricView(
+        constant=metric.constant,
+        literal=pystr(metric.name),
+        doc=docstring(text, 0),
+        kind=pystr(metric.kind) if not markdown else metric.kind.replace("_", "-"),
+        unit=pystr(metric.unit) if not markdown else (f"`{metric.unit}`" if metric.unit else ""),
+        description=(
+            pystr_block(metric.description, 12, len("description="))
+            if not markdown
+            else esc(metric.description)
+        ),
+        boundaries=metric.boundaries,
+        non_negative=metric.non_negative,
+        name=metric.name,
+        recorded_by=esc(metric.recorded_by),
+    )
+
+
+def catalogue_view(
+    schema: Schema, catalogue: Catalogue, command: str, *, markdown: bool = False
+) -> CatalogueView:
+    metrics = tuple(_metric_view(m, markdown=markdown) for m in catalogue.metrics)
+    by_key = {m.key: view for m, view in zip(catalogue.metrics, metrics, strict=True)}
+    sections = tuple(
+        MetricSectionView(
+            title=_md(s.title) if markdown else s.title,
+            description=_md(s.description) if markdown else s.description,
+            metrics=tuple(by_key[m.key] for m in catalogue.metrics if m.section == s.key),
+        )
+        for s in catalogue.sections
+    )
+    boundaries: tuple[tuple[str, tuple[str, ...]], ...]
+    if markdown:
+        boundaries = tuple(
+            (n, (", ".join(f"{v:g}" for v in vs),)) for n, vs in catalogue.boundaries
+        )
+    else:
+        boundaries = tuple((n, tuple(f"{v!r}," for v in vs)) for n, vs in catalogue.boundaries)
+    return CatalogueView(
+        header=header(schema, command, comment="<!--" if markdown else "#"),
+        module_doc=docstring(
+            "The metric catalogue of nemo.lens: every instrument its recorders create.", 0
+        ),
+        exports=ruff_sorted({"INSTRUMENTS", *(m.constant for m in metrics)}),
+        boundaries=boundaries,
+        sections=sections,
+        metrics=metrics,
+    )
+
+
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
@@ -616,6 +710,18 @@ def render_all(schema: Schema, out_root: Path, docs: Path | None, command: str) 
         files[module_path(out_root, SIGNATURES_MODULE)] = env.get_template(
             "signatures.py.j2"
         ).render(view=signatures_view(schema, classes, command))
+    if schema.catalogue is not None:
+        files[module_path(out_root, METRICS_MODULE)] = env.get_template("metrics.py.j2").render(
+            view=catalogue_view(schema, schema.catalogue, command)
+        )
+        if docs is not None:
+            table = catalogue_view(schema, schema.catalogue, command, markdown=True)
+            files[docs.with_name("metrics.md")] = env.get_template("metrics.md.j2").render(
+                header=table.header,
+                sections=table.sections,
+                boundaries=[(name, values[0]) for name, values in table.boundaries],
+                command=command,
+            )
     if docs is not None:
         tiers = tuple((tier, meaning) for tier, meaning in TIER_MEANING.items())
         files[docs] = env.get_template("span-groups.md.j2").render(

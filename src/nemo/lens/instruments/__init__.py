@@ -61,14 +61,15 @@ import reprlib
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final
 
 from opentelemetry import metrics
 from opentelemetry.util.types import AttributeValue
 
 from nemo.lens import handle as _handle
 from nemo.lens import semconv as sc
+from nemo.lens.semconv.metrics import INSTRUMENTS
+from nemo.lens.spec import MetricInfo
 
 __all__ = [
     "gym",
@@ -83,139 +84,9 @@ _logger = logging.getLogger(__name__)
 
 # -- what each metric is --------------------------------------------------------------
 
-# Histogram bucket boundaries. The GenAI ones are those the GenAI semantic
-# conventions ask for, so dashboards built for them line up; the SDK's default
-# boundaries (0 .. 10000) would put every time-to-first-token in one bucket.
-_TOKEN_BUCKETS: Final = (
-    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0,
-    1048576.0, 4194304.0, 16777216.0, 67108864.0,
-)  # fmt: skip
-_GEN_AI_DURATION_BUCKETS_S: Final = (
-    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
-)  # fmt: skip
-_TIME_TO_FIRST_TOKEN_BUCKETS_S: Final = (
-    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-)  # fmt: skip
-_TIME_PER_OUTPUT_TOKEN_BUCKETS_S: Final = (
-    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5,
-)  # fmt: skip
-# RL phases and Gym rollouts take from a fraction of a second to hours.
-_PHASE_BUCKETS_S: Final = (
-    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0,
-    5000.0, 10000.0,
-)  # fmt: skip
-# Zero is a boundary of its own: "made no call" is the most common answer.
-_CALL_BUCKETS: Final = (0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
-# The 0.1.0 metrics are in milliseconds.
-_PHASE_BUCKETS_MS: Final = tuple(bound * 1000.0 for bound in _PHASE_BUCKETS_S)
-_REQUEST_BUCKETS_MS: Final = (
-    5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0, 30000.0,
-    60000.0,
-)  # fmt: skip
-
-_Kind = Literal["counter", "histogram", "gauge"]
-
-
-@dataclass(frozen=True)
-class _Spec:
-    kind: _Kind
-    unit: str
-    description: str
-    buckets: tuple[float, ...] | None = None
-    non_negative: bool = True
-
-
-_SPECS: Final[Mapping[str, _Spec]] = {
-    sc.GEN_AI_CLIENT_TOKEN_USAGE: _Spec(
-        "histogram", "{token}", "Tokens used by one GenAI operation, by token type.", _TOKEN_BUCKETS
-    ),
-    sc.GEN_AI_CLIENT_OPERATION_DURATION: _Spec(
-        "histogram",
-        "s",
-        "Duration of one GenAI operation as its caller saw it.",
-        _GEN_AI_DURATION_BUCKETS_S,
-    ),
-    sc.GEN_AI_SERVER_REQUEST_DURATION: _Spec(
-        "histogram",
-        "s",
-        "Duration of one request in the model server, to its last output token.",
-        _GEN_AI_DURATION_BUCKETS_S,
-    ),
-    sc.GEN_AI_SERVER_TIME_TO_FIRST_TOKEN: _Spec(
-        "histogram",
-        "s",
-        "Time from a request's arrival to its first generated token.",
-        _TIME_TO_FIRST_TOKEN_BUCKETS_S,
-    ),
-    sc.GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN: _Spec(
-        "histogram",
-        "s",
-        "Mean time per output token after the first, for one request.",
-        _TIME_PER_OUTPUT_TOKEN_BUCKETS_S,
-    ),
-    sc.RL_STEP: _Spec("gauge", "{step}", "The last RL step reported."),
-    sc.RL_REWARD_MEAN: _Spec("gauge", "1", "Mean reward of the last step.", non_negative=False),
-    sc.RL_REWARD_STD: _Spec("gauge", "1", "Standard deviation of the last step's rewards."),
-    sc.RL_REWARD_MIN: _Spec("gauge", "1", "Lowest reward of the last step.", non_negative=False),
-    sc.RL_REWARD_MAX: _Spec("gauge", "1", "Highest reward of the last step.", non_negative=False),
-    sc.RL_STEP_DURATION: _Spec("histogram", "s", "Duration of one RL step.", _PHASE_BUCKETS_S),
-    sc.RL_ROLLOUT_DURATION: _Spec(
-        "histogram", "s", "Duration of one step's rollout phase.", _PHASE_BUCKETS_S
-    ),
-    sc.RL_GENERATION_DURATION: _Spec(
-        "histogram", "s", "Duration of one step's generation phase.", _PHASE_BUCKETS_S
-    ),
-    sc.RL_POLICY_UPDATE_DURATION: _Spec(
-        "histogram", "s", "Duration of one step's policy update.", _PHASE_BUCKETS_S
-    ),
-    sc.RL_GENERATION_TOKENS: _Spec("counter", "{token}", "Tokens generated."),
-    sc.RL_GENERATION_THROUGHPUT: _Spec(
-        "gauge", "{token}/s", "Generation throughput of the last step."
-    ),
-    sc.GYM_ROLLOUTS: _Spec("counter", "{rollout}", "Finished rollouts."),
-    sc.GYM_ROLLOUT_DURATION: _Spec(
-        "histogram", "s", "Duration of one rollout, to its verified result.", _PHASE_BUCKETS_S
-    ),
-    sc.GYM_VERIFY_DURATION: _Spec(
-        "histogram", "s", "Duration of one rollout's verification.", _PHASE_BUCKETS_S
-    ),
-    sc.GYM_ROLLOUT_TOOL_CALLS: _Spec(
-        "histogram", "{call}", "Tool calls made by one rollout.", _CALL_BUCKETS
-    ),
-    sc.GYM_ROLLOUT_SANDBOX_CALLS: _Spec(
-        "histogram", "{call}", "Sandbox calls made by one rollout.", _CALL_BUCKETS
-    ),
-    # The 0.1.0 names, kinds and units (see nemo.lens.instruments.rl and .gym).
-    sc.LEGACY_RL_REWARD_MEAN: _Spec(
-        "gauge", "", "Mean reward across rollout batch.", non_negative=False
-    ),
-    sc.LEGACY_RL_KL_DIVERGENCE: _Spec(
-        "gauge", "", "KL divergence between policy and reference.", non_negative=False
-    ),
-    sc.LEGACY_RL_POLICY_LOSS: _Spec("gauge", "", "Policy gradient loss.", non_negative=False),
-    sc.LEGACY_RL_VALUE_LOSS: _Spec("gauge", "", "Value function loss.", non_negative=False),
-    sc.LEGACY_RL_ENTROPY: _Spec("gauge", "", "Policy entropy.", non_negative=False),
-    sc.LEGACY_RL_RESPONSE_LENGTH_MEAN: _Spec(
-        "gauge", "", "Mean generated response length (tokens)."
-    ),
-    sc.LEGACY_RL_GENERATION_DURATION_MS: _Spec(
-        "histogram", "ms", "Duration of text generation in milliseconds.", _PHASE_BUCKETS_MS
-    ),
-    sc.LEGACY_RL_ROLLOUT_DURATION_MS: _Spec(
-        "histogram", "ms", "Duration of rollout collection in milliseconds.", _PHASE_BUCKETS_MS
-    ),
-    sc.LEGACY_GYM_SERVER_REQUEST_DURATION_MS: _Spec(
-        "histogram", "ms", "Gym server request duration in milliseconds.", _REQUEST_BUCKETS_MS
-    ),
-    sc.LEGACY_GYM_ROLLOUT_DURATION_MS: _Spec(
-        "histogram", "ms", "Rollout collection duration in milliseconds.", _PHASE_BUCKETS_MS
-    ),
-    sc.LEGACY_GYM_VERIFY_DURATION_MS: _Spec(
-        "histogram", "ms", "Verification endpoint duration in milliseconds.", _PHASE_BUCKETS_MS
-    ),
-    sc.LEGACY_GYM_VERIFY_SUCCESS_RATE: _Spec("gauge", "", "Fraction of successful verifications."),
-    sc.LEGACY_GYM_SERVERS_ACTIVE: _Spec("gauge", "", "Number of active Gym servers."),
-}
+# Kind, unit, description and bucket boundaries of every metric: the schema's catalogue
+# (nemo.lens.semconv.metrics, generated), so code, constants and docs never disagree.
+_SPECS: Final[Mapping[str, MetricInfo]] = INSTRUMENTS
 
 # -- reporting problems once ----------------------------------------------------------
 
@@ -253,13 +124,15 @@ def _create(meter: metrics.Meter, name: str) -> _Record:
     try:
         if spec.kind == "counter":
             return meter.create_counter(name, spec.unit, spec.description).add
+        if spec.kind == "up_down_counter":
+            return meter.create_up_down_counter(name, spec.unit, spec.description).add
         if spec.kind == "gauge":
             return meter.create_gauge(name, spec.unit, spec.description).set
         return meter.create_histogram(
             name,
             spec.unit,
             spec.description,
-            explicit_bucket_boundaries_advisory=spec.buckets,
+            explicit_bucket_boundaries_advisory=spec.boundaries,
         ).record
     except Exception:
         _report(name, "create", "nemo.lens: could not create metric %s", name, error=True)

@@ -27,14 +27,20 @@ Sections:
 * logs: the trace-context fields the logging bridge adds to standard-library
   ``logging.LogRecord`` objects (:data:`LOG_TRACE_ID` ...) and the attributes
   it puts on exported log records (``code.*``, ``exception.*``);
-* metrics: the names, units and attributes recorded by
-  :mod:`nemo.lens.instruments` (GenAI inference, RL steps, Gym rollouts), and the
-  names 0.1.0's ``record_rl_metrics`` / ``record_gym_metrics`` record (``LEGACY_*``).
+* metric attributes of :mod:`nemo.lens.instruments` (GenAI inference, Gym rollouts);
+* metrics: the names of every instrument the recorders create (GenAI inference, RL
+  steps, Gym rollouts, and 0.1.0's names as ``LEGACY_*``), re-exported from
+  :mod:`nemo.lens.semconv.metrics`, which the schema's ``[metrics]`` catalogue
+  generates with each metric's kind, unit, description and bucket boundaries.
 """
 
 from __future__ import annotations
 
 from typing import Final
+
+# The metric names, units and descriptions are the schema's catalogue, generated.
+from nemo.lens.semconv import metrics as _metrics
+from nemo.lens.semconv.metrics import *  # noqa: F403
 
 __all__ = [
     "CODE_FILE_PATH",
@@ -46,26 +52,16 @@ __all__ = [
     "EXCEPTION_MESSAGE",
     "EXCEPTION_STACKTRACE",
     "EXCEPTION_TYPE",
-    "GEN_AI_CLIENT_OPERATION_DURATION",
-    "GEN_AI_CLIENT_TOKEN_USAGE",
     "GEN_AI_OPERATION_NAME",
     "GEN_AI_PROVIDER_NAME",
     "GEN_AI_REQUEST_MODEL",
     "GEN_AI_RESPONSE_MODEL",
-    "GEN_AI_SERVER_REQUEST_DURATION",
-    "GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN",
-    "GEN_AI_SERVER_TIME_TO_FIRST_TOKEN",
     "GEN_AI_TOKEN_TYPE",
     "GEN_AI_TOKEN_TYPE_INPUT",
     "GEN_AI_TOKEN_TYPE_OUTPUT",
     "GPU_COUNT",
     "GYM_AGENT",
     "GYM_ENVIRONMENT",
-    "GYM_ROLLOUTS",
-    "GYM_ROLLOUT_DURATION",
-    "GYM_ROLLOUT_SANDBOX_CALLS",
-    "GYM_ROLLOUT_TOOL_CALLS",
-    "GYM_VERIFY_DURATION",
     "GYM_VERIFY_PASSED",
     "HOST_GPU_COUNT",
     "HOST_NAME",
@@ -75,19 +71,6 @@ __all__ = [
     "INVERTED_START_EPOCH_SECONDS",
     "K8S_NAMESPACE_NAME",
     "K8S_POD_NAME",
-    "LEGACY_GYM_ROLLOUT_DURATION_MS",
-    "LEGACY_GYM_SERVERS_ACTIVE",
-    "LEGACY_GYM_SERVER_REQUEST_DURATION_MS",
-    "LEGACY_GYM_VERIFY_DURATION_MS",
-    "LEGACY_GYM_VERIFY_SUCCESS_RATE",
-    "LEGACY_RL_ENTROPY",
-    "LEGACY_RL_GENERATION_DURATION_MS",
-    "LEGACY_RL_KL_DIVERGENCE",
-    "LEGACY_RL_POLICY_LOSS",
-    "LEGACY_RL_RESPONSE_LENGTH_MEAN",
-    "LEGACY_RL_REWARD_MEAN",
-    "LEGACY_RL_ROLLOUT_DURATION_MS",
-    "LEGACY_RL_VALUE_LOSS",
     "LEGACY_SPAN_GROUP",
     "LOCAL_RANK",
     "LOG_SPAN_ID",
@@ -95,17 +78,6 @@ __all__ = [
     "LOG_TRACE_SAMPLED",
     "PROCESS_PID",
     "RANK",
-    "RL_GENERATION_DURATION",
-    "RL_GENERATION_THROUGHPUT",
-    "RL_GENERATION_TOKENS",
-    "RL_POLICY_UPDATE_DURATION",
-    "RL_REWARD_MAX",
-    "RL_REWARD_MEAN",
-    "RL_REWARD_MIN",
-    "RL_REWARD_STD",
-    "RL_ROLLOUT_DURATION",
-    "RL_STEP",
-    "RL_STEP_DURATION",
     "RUN_ID",
     "SCOPE_NAME",
     "SERVICE_INSTANCE_ID",
@@ -129,6 +101,7 @@ __all__ = [
     "WANDB_ENTITY",
     "WANDB_PROJECT",
     "WORLD_SIZE",
+    *_metrics.__all__,
 ]
 
 # -- instrumentation scope ------------------------------------------------------------
@@ -273,18 +246,7 @@ EXCEPTION_MESSAGE: Final = "exception.message"
 EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
 """Exported log attribute: the formatted traceback of a logged exception."""
 
-# -- metrics: GenAI inference (OpenTelemetry GenAI semantic conventions) --------------
-
-GEN_AI_CLIENT_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
-"""Histogram, ``{token}``: tokens of one operation, one point per :data:`GEN_AI_TOKEN_TYPE`."""
-GEN_AI_CLIENT_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
-"""Histogram, ``s``: one GenAI operation end to end, as the caller saw it."""
-GEN_AI_SERVER_REQUEST_DURATION: Final = "gen_ai.server.request.duration"
-"""Histogram, ``s``: one request as the model server handled it (to the last output token)."""
-GEN_AI_SERVER_TIME_TO_FIRST_TOKEN: Final = "gen_ai.server.time_to_first_token"
-"""Histogram, ``s``: from the request's arrival to its first generated token."""
-GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN: Final = "gen_ai.server.time_per_output_token"
-"""Histogram, ``s``: mean time per output token after the first, for one request."""
+# -- metric attributes: GenAI inference (OpenTelemetry GenAI semantic conventions) ----
 
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 """Metric attribute: the operation (``chat``, ``text_completion``, ``generate_content``, ...)."""
@@ -303,78 +265,11 @@ GEN_AI_TOKEN_TYPE_OUTPUT: Final = "output"
 ERROR_TYPE: Final = "error.type"
 """Metric attribute: a low-cardinality class of the error an operation ended with."""
 
-# -- metrics: RL training steps -------------------------------------------------------
+# -- metric attributes: Gym rollouts ----------------------------------------------------
 
-RL_STEP: Final = "nemo.rl.step"
-"""Gauge, ``{step}``: the last RL step reported (progress, without a per-step attribute)."""
-RL_REWARD_MEAN: Final = "nemo.rl.reward.mean"
-"""Gauge, ``1``: the mean reward of the last step's samples."""
-RL_REWARD_STD: Final = "nemo.rl.reward.std"
-"""Gauge, ``1``: the standard deviation of the last step's rewards."""
-RL_REWARD_MIN: Final = "nemo.rl.reward.min"
-"""Gauge, ``1``: the lowest reward of the last step."""
-RL_REWARD_MAX: Final = "nemo.rl.reward.max"
-"""Gauge, ``1``: the highest reward of the last step."""
-RL_STEP_DURATION: Final = "nemo.rl.step.duration"
-"""Histogram, ``s``: one whole RL step."""
-RL_ROLLOUT_DURATION: Final = "nemo.rl.rollout.duration"
-"""Histogram, ``s``: the rollout phase of one step (generation plus environment and reward)."""
-RL_GENERATION_DURATION: Final = "nemo.rl.generation.duration"
-"""Histogram, ``s``: the generation phase of one step."""
-RL_POLICY_UPDATE_DURATION: Final = "nemo.rl.policy_update.duration"
-"""Histogram, ``s``: the policy-update (training) phase of one step."""
-RL_GENERATION_TOKENS: Final = "nemo.rl.generation.tokens"
-"""Counter, ``{token}``: tokens generated, summed over steps."""
-RL_GENERATION_THROUGHPUT: Final = "nemo.rl.generation.throughput"
-"""Gauge, ``{token}/s``: generation throughput of the last step."""
-
-# -- metrics: Gym rollouts ------------------------------------------------------------
-
-GYM_ROLLOUTS: Final = "nemo.gym.rollouts"
-"""Counter, ``{rollout}``: finished rollouts, by :data:`GYM_VERIFY_PASSED` when known."""
-GYM_ROLLOUT_DURATION: Final = "nemo.gym.rollout.duration"
-"""Histogram, ``s``: one rollout, from start to verified result."""
-GYM_VERIFY_DURATION: Final = "nemo.gym.verify.duration"
-"""Histogram, ``s``: the verification of one rollout."""
-GYM_ROLLOUT_TOOL_CALLS: Final = "nemo.gym.rollout.tool_calls"
-"""Histogram, ``{call}``: tool calls one rollout made."""
-GYM_ROLLOUT_SANDBOX_CALLS: Final = "nemo.gym.rollout.sandbox_calls"
-"""Histogram, ``{call}``: sandbox (code execution) calls one rollout made."""
 GYM_ENVIRONMENT: Final = "nemo.gym.environment"
 """Metric attribute: the environment (resource server) a rollout ran in."""
 GYM_AGENT: Final = "nemo.gym.agent"
 """Metric attribute: the agent that produced a rollout."""
 GYM_VERIFY_PASSED: Final = "nemo.gym.verify.passed"
 """Metric attribute: ``True`` when the rollout passed verification, ``False`` when it failed."""
-
-# -- metrics: the 0.1.0 names ---------------------------------------------------------
-# Recorded by nemo.lens.instruments.rl.record_rl_metrics and
-# nemo.lens.instruments.gym.record_gym_metrics, the 0.1.0 helpers, under the names
-# 0.1.0 gave them, so dashboards built on them keep their data.
-
-LEGACY_RL_REWARD_MEAN: Final = "rl.reward.mean"
-"""Gauge (0.1.0 name): mean reward across the rollout batch."""
-LEGACY_RL_KL_DIVERGENCE: Final = "rl.kl_divergence"
-"""Gauge (0.1.0 name): KL divergence between the policy and the reference."""
-LEGACY_RL_POLICY_LOSS: Final = "rl.policy_loss"
-"""Gauge (0.1.0 name): the policy-gradient loss."""
-LEGACY_RL_VALUE_LOSS: Final = "rl.value_loss"
-"""Gauge (0.1.0 name): the value-function loss."""
-LEGACY_RL_ENTROPY: Final = "rl.entropy"
-"""Gauge (0.1.0 name): the policy entropy."""
-LEGACY_RL_RESPONSE_LENGTH_MEAN: Final = "rl.response_length.mean"
-"""Gauge (0.1.0 name): mean generated response length, in tokens."""
-LEGACY_RL_GENERATION_DURATION_MS: Final = "rl.generation.duration_ms"
-"""Histogram, ``ms`` (0.1.0 name): duration of text generation."""
-LEGACY_RL_ROLLOUT_DURATION_MS: Final = "rl.rollout.duration_ms"
-"""Histogram, ``ms`` (0.1.0 name): duration of rollout collection."""
-LEGACY_GYM_SERVER_REQUEST_DURATION_MS: Final = "gym.server.request_duration_ms"
-"""Histogram, ``ms`` (0.1.0 name): duration of one Gym server request."""
-LEGACY_GYM_ROLLOUT_DURATION_MS: Final = "gym.rollout.duration_ms"
-"""Histogram, ``ms`` (0.1.0 name): duration of rollout collection."""
-LEGACY_GYM_VERIFY_DURATION_MS: Final = "gym.verify.duration_ms"
-"""Histogram, ``ms`` (0.1.0 name): duration of the verification endpoint."""
-LEGACY_GYM_VERIFY_SUCCESS_RATE: Final = "gym.verify.success_rate"
-"""Gauge (0.1.0 name): fraction of successful verifications."""
-LEGACY_GYM_SERVERS_ACTIVE: Final = "gym.servers.active"
-"""Gauge (0.1.0 name): number of active Gym servers."""
