@@ -20,12 +20,13 @@ it anywhere.
 Sections:
 
 * instrumentation scope: :data:`SCOPE_NAME`;
-* span attributes: :data:`SPAN_GROUP`, :data:`SPAN_TRUNCATED`;
+* span attributes: :data:`SPAN_GROUP`, :data:`SPAN_TRUNCATED`, :data:`SPAN_ENCODE_ERROR`;
 * resource attributes: :data:`SERVICE_NAME` ... :data:`K8S_NAMESPACE_NAME`
   (also importable from :mod:`nemo.lens.resources.attributes`);
 * logs: the trace-context fields the logging bridge adds to standard-library
   ``logging.LogRecord`` objects (:data:`LOG_TRACE_ID` ...) and the attributes
-  it puts on exported log records (``code.*``, ``exception.*``);
+  it puts on exported log records (``code.*``, ``exception.*``, the latter also on the
+  ``exception`` events of spans);
 * metrics: the names, units and attributes recorded by
   :mod:`nemo.lens.instruments` (GenAI inference, RL steps, Gym rollouts).
 """
@@ -41,6 +42,7 @@ __all__ = [
     "DEPLOYMENT_ENVIRONMENT",
     "DEPLOYMENT_ENVIRONMENT_NAME",
     "ERROR_TYPE",
+    "EXCEPTION_ESCAPED",
     "EXCEPTION_MESSAGE",
     "EXCEPTION_STACKTRACE",
     "EXCEPTION_TYPE",
@@ -101,6 +103,7 @@ __all__ = [
     "SLURM_NTASKS",
     "SLURM_PROCID",
     "SLURM_STEP_ID",
+    "SPAN_ENCODE_ERROR",
     "SPAN_GROUP",
     "SPAN_TRUNCATED",
     "USER",
@@ -127,6 +130,10 @@ SPAN_TRUNCATED: Final = "nemo.span.truncated"
 
 Its end time is the shutdown time, not the end of the work it traced.
 """
+
+SPAN_ENCODE_ERROR: Final = "nemo.span.encode_error"
+"""On the stand-in line the JSON exporters write for a span they could not encode at all
+(a custom span object whose fields raise): why. Never seen with the SDK's spans."""
 
 # -- resource attributes --------------------------------------------------------------
 
@@ -211,11 +218,15 @@ CODE_FUNCTION_NAME: Final = "code.function.name"
 CODE_LINE_NUMBER: Final = "code.line.number"
 """Exported log attribute: the line that logged (``LogRecord.lineno``)."""
 EXCEPTION_TYPE: Final = "exception.type"
-"""Exported log attribute: the fully qualified class name of a logged exception."""
+"""Exported log and ``exception`` span-event attribute: the fully qualified class name of
+the exception."""
 EXCEPTION_MESSAGE: Final = "exception.message"
-"""Exported log attribute: ``str()`` of a logged exception."""
+"""Exported log and ``exception`` span-event attribute: ``str()`` of the exception (a
+stand-in naming the failure when its ``__str__`` raises)."""
 EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
-"""Exported log attribute: the formatted traceback of a logged exception."""
+"""Exported log and ``exception`` span-event attribute: the formatted traceback."""
+EXCEPTION_ESCAPED: Final = "exception.escaped"
+"""``exception`` span-event attribute: ``"False"`` (as the SDK's ``record_exception`` sets it)."""
 
 # -- metrics: GenAI inference (OpenTelemetry GenAI semantic conventions) --------------
 
