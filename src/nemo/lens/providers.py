@@ -28,11 +28,19 @@ Choices made here, and why:
   drops the new span (so a dead collector never holds the job up). Failures and
   drops are logged once and totalled at shutdown
   (:mod:`nemo.lens.exporters.health`), and every span exporter sees spans
-  through :class:`~nemo.lens.exporters.redaction.RedactingSpanExporter`.
+  through :class:`~nemo.lens.exporters.redaction.RedactingSpanExporter`, which
+  redacts them and makes every value exportable (one bad value must not cost
+  the batch it travels in). In a worker process -- forked after set-up, or
+  started by ``multiprocessing`` -- the ``file`` exporter writes each span as it
+  ends: ``Pool.terminate()`` kills workers the moment their last task returns.
 * **Synchronous exporters** -- ``console`` and the SDK's
   ``InMemorySpanExporter`` -- get a ``SimpleSpanProcessor``: a span is visible
   the moment it ends, which is what a person at a terminal or a test wants,
-  and neither can block on a network.
+  and neither can block on a network. Their failures are reported like the
+  batched exporters' (once, then counted), not as a traceback per span.
+* **The resource** is made exportable once, here: a value no exporter could
+  write (a ``SLURM_JOB_NAME`` that is not UTF-8) would otherwise cost every
+  batch of the job.
 * **Metrics** are read by a ``PeriodicExportingMetricReader`` every
   ``OTEL_METRIC_EXPORT_INTERVAL`` ms (default :data:`METRIC_EXPORT_INTERVAL_MILLIS`),
   each export bounded by ``OTEL_METRIC_EXPORT_TIMEOUT`` ms (default

@@ -28,9 +28,21 @@ queue length every few milliseconds instead. A lock held by the span path could
 be held at the instant a signal handler (see :mod:`nemo.lens._signals`) or
 ``fork`` interrupts it, and the shutdown that follows would wait for it forever.
 
-**Shutdown drains everything** that was queued before it began, then shuts the
-exporter down. :meth:`shutdown` and :meth:`force_flush` honour their timeout
-(the SDK's ``force_flush`` ignores it).
+**Shutdown drains everything** that was queued before it began, and what ends
+while that is being exported, then shuts the exporter down. A span that ends
+after that last drain (a thread still emitting) is counted as lost, never
+silently dropped; the drain is bounded, so such threads cannot keep shutdown
+from finishing. :meth:`shutdown` and :meth:`force_flush` honour their timeout
+(the SDK's ``force_flush`` ignores it). The export thread outlives anything an
+exporter raises, ``SystemExit`` and ``KeyboardInterrupt`` included: a failed
+batch is counted, and the next one is exported.
+
+**Synchronous where a process may be killed at any moment.** With
+``synchronous=True`` (or, after ``fork``, ``synchronous_after_fork=True``)
+there is no queue: the thread that ends a span exports it before ``end()``
+returns. nemo.lens asks for this for the ``file`` exporter in worker
+processes, which ``multiprocessing.Pool.terminate()`` kills as soon as their
+last task returns.
 
 **After ``fork``** the child starts with an empty queue (the parent's spans are
 the parent's to export) and its own worker thread, and it does not export the
@@ -113,6 +125,9 @@ class BatchingSpanProcessor(SpanProcessor):
             uses a new one instead of its copy of the parent's.
         usable_after_fork: ``False`` for an exporter a forked child must not
             touch at all; its spans are then not exported from forked children.
+        synchronous: Export each span from the thread that ends it, with no
+            queue (see the module docstring).
+        synchronous_after_fork: Do so in a child forked from this process.
     """
 
     def __init__(
