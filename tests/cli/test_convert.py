@@ -5,7 +5,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
+import stat
+import subprocess
 import sys
+import threading
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -375,3 +379,119 @@ def test_an_unknown_format_is_a_usage_error(run: Run, tmp_path: Path) -> None:
 
     assert result.status == 2
     assert "argument --to: invalid choice: 'pprof'" in result.err
+
+
+# -- -o never replaces what it names -----------------------------------------------------------
+
+
+def test_a_symlink_is_written_through_and_stays_a_link(
+    run: Run, real_trace: Callable[..., Path], tmp_path: Path
+) -> None:
+    trace = real_trace(steps=1)
+    target = tmp_path / "kept" / "trace.json"
+    target.parent.mkdir()
+    target.write_text("old")
+    target.chmod(0o640)
+    link = tmp_path / "latest.json"
+    link.symlink_to(target)
+
+    result = run("convert", str(trace), "-o", str(link))
+
+    assert result.status == 0, result.err
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    check_trace_event_format(load(target))
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640  # the file's permissions are kept
+    assert sorted(os.listdir(target.parent)) == ["trace.json"]  # no temporary left behind
+
+
+def test_a_symlink_to_an_input_is_refused_like_the_input(
+    run: Run, real_trace: Callable[..., Path], tmp_path: Path
+) -> None:
+    trace = real_trace(steps=1)
+    link = tmp_path / "alias.jsonl"
+    link.symlink_to(trace)
+    before = trace.read_bytes()
+
+    result = run("convert", str(trace), "-o", str(link))
+
+    assert result.status == 2
+    assert "would overwrite an input" in result.err
+    assert trace.read_bytes() == before
+
+
+def test_a_fifo_is_written_to_not_replaced(
+    run: Run, real_trace: Callable[..., Path], tmp_path: Path
+) -> None:
+    trace = real_trace(steps=1)
+    fifo = tmp_path / "trace.pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+
+    result = run("convert", str(trace), "-o", str(fifo))
+
+    reader.join(10)
+    assert result.status == 0, result.err
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    check_trace_event_format(json.loads(received[0]))
+
+
+def test_standard_output_by_path_is_written_through(
+    real_trace: Callable[..., Path], tmp_path: Path
+) -> None:
+    # /dev/stdout is a link through /proc to whatever fd 1 is. A link of our own
+    # to the same place shows it without risking /dev's own (tests may run as root).
+    trace = real_trace(steps=1)
+    stdout_link = tmp_path / "stdout"
+    stdout_link.symlink_to("/proc/self/fd/1")
+    completed = subprocess.run(
+        [sys.executable, "-m", "nemo.lens.cli", "convert", str(trace), "-o", str(stdout_link)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert stdout_link.is_symlink()
+    document, report = completed.stdout.split("\nwrote ", 1)
+    check_trace_event_format(json.loads(document))
+    assert report.startswith(f"{stdout_link}: 7 spans")
+
+
+def test_a_character_device_is_written_to_not_replaced(
+    run: Run, real_trace: Callable[..., Path], tmp_path: Path
+) -> None:
+    trace = real_trace(steps=1)
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # what /dev/null is
+    except (PermissionError, OSError) as exc:
+        pytest.skip(f"cannot make a device node here: {exc}")
+
+    result = run("convert", str(trace), "-o", str(device))
+
+    assert result.status == 0, result.err
+    assert stat.S_ISCHR(device.stat().st_mode)
+
+
+def test_a_directory_or_a_socket_is_refused(
+    run: Run, real_trace: Callable[..., Path], tmp_path: Path
+) -> None:
+    trace = real_trace(steps=1)
+    directory = tmp_path / "out"
+    directory.mkdir()
+    result = run("convert", str(trace), "-o", str(directory))
+    assert result.status == 1
+    assert result.err_lines == [
+        f"nemo-lens: error: {directory}: is a directory",
+        "  hint: name a file to write, e.g. -o trace.chrome.json",
+    ]
+
+    path = tmp_path / "s.sock"
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(path))
+        result = run("convert", str(trace), "-o", str(path))
+    assert result.status == 1
+    assert result.err_lines[0] == f"nemo-lens: error: {path}: is a socket, not a file"
+    assert stat.S_ISSOCK(path.stat().st_mode)

@@ -415,3 +415,57 @@ def test_the_exporter_writes_the_group_attribute_the_reader_groups_by(
         SpanGroup.CHECKPOINT,
         None,
     }
+
+
+_DEEP = "[" * 100_000 + "]" * 100_000
+_HUGE = '{"start_time_unix_nano": ' + "9" * 5000 + "}"
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (_DEEP, "not a JSON span record (nested more than 64 levels deep): '[[[["),
+        (
+            '{"attributes": ' + "[" * 70 + "]" * 70 + ', "start_time_unix_nano": 1}',
+            "not a JSON span record (nested more than 64 levels deep): ",
+        ),
+        (_HUGE, "not a JSON span record (a number too long to read (Exceeds the limit (4300 "),
+        (
+            line({**span_dict("a", start_ms=0, end_ms=1), "end_time_unix_nano": 10**400}),
+            "span field 'end_time_unix_nano' must be an integer (nanoseconds since the epoch) "
+            "from 0 to 2**64 - 1, got 1000000000",
+        ),
+    ],
+    ids=["100000-deep", "70-deep-attribute", "5000-digits", "10**400-ns"],
+)
+def test_a_hostile_line_is_reported_at_its_line_and_skipped_with_skip_invalid(
+    run: Run, tmp_path: Path, text: str, reason: str
+) -> None:
+    good = line(span_dict("ok", group="job", start_ms=0, end_ms=1))
+    trace = write_lines(tmp_path / "t.jsonl", [good, text, good])
+
+    failed = run("summarize", str(trace))
+    assert failed.status == 1
+    assert failed.err_lines[0].startswith(f"nemo-lens: error: {trace}:2: {reason}")
+    assert "Traceback" not in failed.err
+
+    skipped = run("summarize", "--skip-invalid", str(trace))
+    assert skipped.status == 0, skipped.err
+    assert skipped.err_lines[0].startswith(f"nemo-lens: warning: skipped {trace}:2: {reason}")
+    assert "rank 0 (service svc, run run1, 2 spans)" in skipped.out
+
+
+def test_an_endless_line_is_read_only_so_far(run: Run, tmp_path: Path) -> None:
+    # /dev/zero has no line end: reading "a line" of it grew until MemoryError.
+    failed = run("summarize", "/dev/zero")
+    assert failed.status == 1
+    assert failed.err_lines[0] == (
+        "nemo-lens: error: /dev/zero:1: line longer than 64 MiB; is this a trace file? (the rest "
+        "of this input was not read)"
+    )
+    good = line(span_dict("ok", group="job", start_ms=0, end_ms=1))
+    trace = write_lines(tmp_path / "t.jsonl", [good])
+    skipped = run("summarize", "--skip-invalid", str(trace), "/dev/zero")
+    assert skipped.status == 0
+    assert skipped.err_lines[0].startswith("nemo-lens: warning: skipped /dev/zero:1: line longer")
+    assert "rank 0 (service svc, run run1, 1 span)" in skipped.out

@@ -92,14 +92,15 @@ def test_a_refusing_collector_costs_bounded_memory_and_one_warning(
     # The queue limit holds: memory is flat once the queue is full ...
     assert result["rss_end"] - result["rss_warm"] < MAX_GROWTH_MB, result
     # ... because everything beyond the queue (and the one batch being retried)
-    # was dropped and counted, not kept.
+    # was dropped and counted, not kept. A batch whose export gave up while the
+    # job still ran (its retries outlast a loop slowed by a loaded machine) made
+    # room that later spans took: what was kept at the end is what neither
+    # dropped nor failed, and that fits in the queue plus one batch.
     dropped = _summary_count(job.stderr, r"dropped \(queue full\)")
-    assert dropped >= SPANS - OTLP_MAX_QUEUE_SIZE - OTLP_MAX_EXPORT_BATCH_SIZE, job.stderr
-    accounted = (
-        dropped
-        + _summary_count(job.stderr, "failed to export")
-        + _summary_count(job.stderr, "still queued")
-    )
+    failed = _summary_count(job.stderr, "failed to export")
+    assert dropped > 0, job.stderr
+    assert SPANS - dropped - failed <= OTLP_MAX_QUEUE_SIZE + OTLP_MAX_EXPORT_BATCH_SIZE, job.stderr
+    accounted = dropped + failed + _summary_count(job.stderr, "still queued")
     assert accounted <= SPANS
 
     # One warning about the collector, one about dropping, one summary (and the

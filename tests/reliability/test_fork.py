@@ -1,7 +1,12 @@
 """Children forked after set-up -- data-loader workers -- trace too, and nothing deadlocks.
 
 The parent sets telemetry up, keeps a thread emitting spans (so its exporter
-thread is busy writing, and its locks are taken, at the instants it forks), and
+thread is busy writing, and its locks are taken, at the instants it forks) --
+flushing every 1,000 spans, so that the exporter is kept busy but never
+outrun: a bare tight loop emits faster than OTLP/HTTP to a receiver slowed by
+a loaded machine exports, the 16,384-span queue fills and OTLP drops, as it
+is designed to (that was the "empty stderr" failure of about one run in
+seven: the queue-full warning, while shutdown() still said True) -- and
 forks workers the two ways jobs do: ``multiprocessing`` with the ``fork`` start
 method, as PyTorch's ``DataLoader`` does (three "epochs" of two workers; those
 children leave with ``os._exit``, skipping ``atexit``), and plain ``os.fork``
@@ -40,6 +45,10 @@ def keep_busy():
         with managed_span("step", "parent.step"):
             pass
         parent_spans += 1
+        if parent_spans % 1000 == 0:
+            # Keep the exporter busy, not behind: OTLP drops what outruns its
+            # queue (by design), and this loop alone outruns a slow receiver.
+            handle.force_flush()
 
 def work(how, worker):
     for i in range(per_worker):

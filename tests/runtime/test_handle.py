@@ -491,12 +491,52 @@ def test_force_flush_is_bounded_too() -> None:
         exporter.release.set()
 
 
-def test_bad_timeout() -> None:
+@pytest.mark.parametrize(
+    ("timeout_ms", "warning"),
+    [
+        (-1, "shutdown(timeout_ms=-1): timeout_ms must be >= 0; not waiting"),
+        ("5", "shutdown(timeout_ms='5'): timeout_ms must be a number of milliseconds; using "),
+        (float("nan"), "shutdown(timeout_ms=nan): timeout_ms must be a number of milliseconds"),
+        (float("inf"), None),
+        (1e20, None),
+        (10**30, None),
+    ],
+)
+def test_an_odd_timeout_never_raises_from_shutdown(
+    caplog: pytest.LogCaptureFixture, timeout_ms: Any, warning: str | None
+) -> None:
+    # shutdown() is called from finally blocks: raising there (OverflowError for
+    # math.inf, ValueError for -1) would replace the job's own exception. So an
+    # odd timeout is read as the nearest sensible one, and a wrong one is said.
+    exporter = InMemorySpanExporter()
+    handle = setup_telemetry(_memory_config(), span_exporter=exporter)
+    handle.tracer.start_span("s").end()
+    with caplog.at_level(logging.WARNING):
+        assert handle.shutdown(timeout_ms=timeout_ms) is True
+        assert handle.force_flush(timeout_ms=timeout_ms) is True
+    assert handle.is_shut_down
+    assert _names(exporter) == ["s"]
+    assert "Traceback" not in caplog.text
+    messages = [record.getMessage() for record in caplog.records]
+    if warning is None:
+        assert messages == []
+    else:
+        shutdown_said, flush_said = messages
+        assert warning in shutdown_said
+        assert warning.replace("shutdown(", "force_flush(") in flush_said
+
+
+def test_an_odd_timeout_in_a_finally_leaves_the_jobs_exception_alone() -> None:
     handle = setup_telemetry(_memory_config())
-    with pytest.raises(ValueError, match="timeout_ms must be >= 0"):
-        handle.shutdown(timeout_ms=-1)
-    with pytest.raises(TypeError, match="timeout_ms must be a number"):
-        handle.shutdown(timeout_ms="5")  # type: ignore[arg-type]
+
+    def job() -> None:
+        try:
+            raise KeyError("the job's own error")
+        finally:
+            handle.shutdown(float("inf"))
+
+    with pytest.raises(KeyError, match="the job's own error"):
+        job()
 
 
 def test_reset_for_testing_restores_the_otel_globals() -> None:
@@ -649,3 +689,117 @@ def test_set_up_modules_do_not_import_the_sdk_until_enabled() -> None:
     assert completed.returncode == 0, completed.stderr
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert result == {"before": [], "after": True}
+
+
+# -- errors from deep inside the SDK become ours, before anything changes ------------------------
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        (
+            {"OTEL_EXPORTER_OTLP_TIMEOUT": "abc"},
+            "OTEL_EXPORTER_OTLP_TIMEOUT='abc' is not a timeout: write a positive number of seconds",
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "-5"},
+            "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT='-5' is not a timeout",
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://[::1"},
+            "OTEL_EXPORTER_OTLP_ENDPOINT='http://[::1' is not a valid URL (Invalid IPv6 URL)",
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:99999"},
+            "OTEL_EXPORTER_OTLP_ENDPOINT='http://collector:99999' is not a valid URL",
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"},
+            "OTEL_EXPORTER_OTLP_COMPRESSION='zstd' is not",
+        ),
+        (
+            {"OTEL_EXPORTER_OTLP_HEADERS": "authorization: Bearer abc"},
+            "OTEL_EXPORTER_OTLP_HEADERS is malformed: entry 1 of 1 has no '='",
+        ),
+    ],
+    ids=["timeout", "signal-timeout", "ipv6", "port", "compression", "headers"],
+)
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_a_bad_otlp_variable_is_our_error_naming_it_and_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch, variables: dict[str, str], message: str, protocol: str
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError) as raised:
+        setup_telemetry(NemoLensConfig(enabled=True, exporter="otlp"))
+    assert str(raised.value).startswith(message), str(raised.value)
+    assert "Bearer abc" not in str(raised.value)
+    _otel_globals_untouched()
+    for name in variables:
+        monkeypatch.delenv(name)
+    setup_telemetry(NemoLensConfig(enabled=True, exporter="otlp"))  # corrected, it works
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("COMPRESSION", "none", "is not supported by the OTLP/gRPC exporters, which accept only"),
+        ("ENDPOINT", "collector:4318", "is not an http:// or https:// URL"),
+    ],
+)
+def test_what_one_transport_refuses_is_refused_for_that_transport_only(
+    monkeypatch: pytest.MonkeyPatch, setting: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(f"OTEL_EXPORTER_OTLP_{setting}", value)
+    refused = "grpc" if setting == "COMPRESSION" else "http/protobuf"
+    accepted = "http/protobuf" if refused == "grpc" else "grpc"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", refused)
+    with pytest.raises(ValueError, match=message):
+        setup_telemetry(NemoLensConfig(enabled=True, exporter="otlp"))
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", accepted)
+    setup_telemetry(NemoLensConfig(enabled=True, exporter="otlp")).shutdown(100)
+
+
+def test_an_otlp_variable_is_not_checked_when_otlp_is_not_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "abc")
+    setup_telemetry(NemoLensConfig(enabled=True, exporter="none"))
+
+
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        ("span_exporter", r"setup_telemetry\(span_exporter=...\) takes an OpenTelemetry exporter"),
+        ("log_exporter", r"setup_telemetry\(log_exporter=...\) takes an OpenTelemetry exporter"),
+        ("metric_reader", r"setup_telemetry\(metric_reader=...\) takes an OpenTelemetry Metric"),
+    ],
+)
+def test_a_component_of_the_wrong_kind_is_refused_before_anything_changes(
+    argument: str, message: str
+) -> None:
+    arguments: dict[str, Any] = {argument: "x"}
+    with pytest.raises(TypeError, match=message + r".*got str 'x'"):
+        setup_telemetry(_memory_config(logs_enabled=True), **arguments)
+    _otel_globals_untouched()
+
+
+def test_links_that_are_not_links_are_refused_at_the_call() -> None:
+    setup_telemetry(_memory_config(span_groups="all"))
+    with pytest.raises(TypeError, match=r"item 0 is int 1; make one with Link\("):
+        managed_span("step", "s", links=[1])  # type: ignore[list-item]
+    peer = trace.SpanContext(trace_id=1, span_id=1, is_remote=True)
+    with pytest.raises(TypeError, match="got one Link; pass links=\\[link\\]"):
+        managed_span("step", "s", links=trace.Link(peer))  # type: ignore[arg-type]
+    with managed_span("step", "s", links=(trace.Link(peer),)) as span:
+        assert span is not None
+
+
+def test_trace_fn_refuses_what_it_cannot_decorate_when_it_decorates() -> None:
+    with pytest.raises(
+        TypeError, match=r"trace_fn\('step', 'x'\) decorates a function, got int 42"
+    ):
+        helpers.trace_fn("step", "x")(42)  # type: ignore[type-var]
+    with pytest.raises(TypeError, match="takes the span name as a str, got int 7"):
+        helpers.trace_fn("step", 7)  # type: ignore[arg-type]

@@ -231,6 +231,60 @@ def test_an_exception_is_recorded_as_an_error_and_reraised(spans: InMemorySpanEx
     assert current_span_id() == before
 
 
+class _Unprintable(Exception):
+    """An exception whose ``__str__`` raises (a bug of its own, but the job's exception)."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("__str__ is broken")
+
+
+def _raise_through(how: str, error: BaseException) -> None:
+    if how == "managed_span":
+        with managed_span(STEP, "step"):
+            raise error
+    elif how == "span_cm":
+        with span_cm("step"):
+            raise error
+    elif how == "trace_fn":
+
+        @trace_fn(STEP, "step")
+        def step() -> None:
+            raise error
+
+        step()
+    else:
+
+        @trace_fn(STEP, "step")
+        def steps() -> Iterator[int]:
+            yield 1
+            raise error
+
+        list(steps())
+
+
+@pytest.mark.parametrize("how", ["managed_span", "span_cm", "trace_fn", "generator"])
+def test_an_exception_whose_str_raises_reaches_the_caller_unchanged(
+    spans: InMemorySpanExporter, how: str
+) -> None:
+    # The SDK's record_exception calls str() on it: its RuntimeError used to
+    # replace the job's own exception, and the span got no ERROR status.
+    error = _Unprintable()
+    with pytest.raises(_Unprintable) as raised:
+        _raise_through(how, error)
+    assert raised.value is error
+    exported = only(spans, "step")
+    stand_in = "<exception str() failed: RuntimeError>"
+    assert exported.status.status_code is StatusCode.ERROR
+    assert exported.status.description == f"_Unprintable: {stand_in}"
+    (event,) = exported.events
+    attributes = dict(event.attributes or {})
+    assert event.name == "exception"
+    assert attributes["exception.type"] == f"{__name__}._Unprintable"
+    assert attributes["exception.message"] == stand_in
+    assert "Traceback" in str(attributes["exception.stacktrace"])
+    assert "raise error" in str(attributes["exception.stacktrace"])
+
+
 @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit, GeneratorExit])
 def test_a_base_exception_ends_the_span_without_marking_an_error(
     spans: InMemorySpanExporter, interrupt: type[BaseException]
@@ -1091,6 +1145,7 @@ def test_redact_value_with_custom_keys() -> None:
 def test_the_default_redact_keys_are_the_documented_ones() -> None:
     assert DEFAULT_REDACT_KEYS == frozenset(
         {"prompt", "input_text", "output_text", "text", "password", "token", "secret", "key"}
+        | {"api_key", "access_token", "authorization", "hf_token", "aws_secret_access_key"}
     )
     assert fallbacks.DEFAULT_REDACT_KEYS == DEFAULT_REDACT_KEYS
 

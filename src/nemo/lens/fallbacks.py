@@ -54,7 +54,21 @@ _F = TypeVar("_F", bound="Callable[..., Any]")
 _T = TypeVar("_T")
 
 DEFAULT_REDACT_KEYS: Final[frozenset[str]] = frozenset(
-    {"prompt", "input_text", "output_text", "text", "password", "token", "secret", "key"}
+    {
+        "prompt",
+        "input_text",
+        "output_text",
+        "text",
+        "password",
+        "token",
+        "secret",
+        "key",
+        "api_key",
+        "access_token",
+        "authorization",
+        "hf_token",
+        "aws_secret_access_key",
+    }
 )
 """Attribute keys whose ``str`` values are replaced with ``"[REDACTED]"`` by default."""
 

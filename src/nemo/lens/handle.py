@@ -34,6 +34,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import logging
+import math
 import os
 import sys
 import threading
@@ -48,6 +49,7 @@ from opentelemetry.util.types import AttributeValue
 from nemo.lens import _signals, semconv, state
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.exporters import Signal, otlp_protocol
+from nemo.lens.exporters.otlp_env import check_otlp_environment, register_otlp_secrets
 from nemo.lens.strategies import (
     ExportStrategyFunction,
     ExportStrategyObject,
@@ -248,40 +250,56 @@ class TelemetryHandle:
 
     # -- lifecycle ------------------------------------------------------------------
 
-    def force_flush(self, timeout_ms: int = DEFAULT_SHUTDOWN_TIMEOUT_MS) -> bool:
+    def force_flush(self, timeout_ms: float = DEFAULT_SHUTDOWN_TIMEOUT_MS) -> bool:
         """Export everything buffered so far; wait at most *timeout_ms*.
 
-        Returns ``True`` when every signal finished in time (always ``True`` when
-        disabled or after shutdown).
+        Returns ``True`` when every signal finished in time and nothing was
+        lost since the previous flush (or set-up): no span dropped, no export
+        failed. Always ``True`` when disabled or after shutdown. *timeout_ms*
+        is read as :meth:`shutdown` reads it; this never raises for it.
         """
-        _check_timeout(timeout_ms)
+        wait_ms = _timeout_ms(timeout_ms, "force_flush")
         if self._pipeline is None or self._closing:
             return True
-        return self._pipeline.force_flush(timeout_ms)
+        return self._pipeline.force_flush(wait_ms)
 
-    def shutdown(self, timeout_ms: int = DEFAULT_SHUTDOWN_TIMEOUT_MS) -> bool:
+    def shutdown(self, timeout_ms: float = DEFAULT_SHUTDOWN_TIMEOUT_MS) -> bool:
         """Flush and shut down what set-up installed; return within *timeout_ms*.
 
         Spans still open are ended with ``nemo.span.truncated = True`` and
-        exported. If the exporters have not finished by the deadline (an
-        unreachable collector), a warning is logged and ``False`` returned; the
-        remaining work continues in daemon threads that do not delay exit.
-        Afterwards every span group is disabled, OpenTelemetry's global
-        providers forward to no-ops and the helpers' default tracer follows the
-        global one again. Calling it again is harmless: it returns the first
-        call's result (waiting up to *timeout_ms* if that call is still running).
+        exported. Returns ``True`` only when everything was delivered: ``False``
+        when a span, metric export or log record was lost at any time (dropped
+        at a full queue, failed to export, ended after shutdown) or the
+        exporters had not finished by the deadline (an unreachable collector);
+        one summary line on the ``nemo.lens.exporters.health`` logger says how
+        many and why. Unfinished work continues in daemon threads that do not
+        delay exit. Afterwards every span group is disabled, OpenTelemetry's
+        global providers forward to no-ops and the helpers' default tracer
+        follows the global one again. Calling it again is harmless: it returns
+        the first call's result (waiting up to *timeout_ms* if that call is
+        still running).
+
+        It never raises, so it cannot replace the job's own exception in a
+        ``finally`` block: a negative *timeout_ms* means no wait,
+        ``math.inf`` (or anything beyond a century) as long as it takes; NaN or
+        a value that is not a number is logged as a warning and the default
+        (:data:`DEFAULT_SHUTDOWN_TIMEOUT_MS`) used.
         """
-        _check_timeout(timeout_ms)
+        wait_ms = _timeout_ms(timeout_ms, "shutdown")
         with self._lock:
             already = self._closing
             self._closing = True
         if already:
-            self._closed.wait(timeout_ms / 1000)
+            self._closed.wait(wait_ms / 1000)
             return self._shutdown_ok
         try:
             _retire(self)
             if self._pipeline is not None:
-                self._shutdown_ok = self._pipeline.shutdown(timeout_ms)
+                self._shutdown_ok = self._pipeline.shutdown(wait_ms)
+        except Exception:
+            # Telemetry must not be the exception a job's finally block ends with.
+            _logger.exception("nemo.lens: shutting telemetry down failed")
+            self._shutdown_ok = False
         finally:
             self._closed.set()
         return self._shutdown_ok
@@ -308,11 +326,35 @@ class TelemetryHandle:
         )
 
 
-def _check_timeout(timeout_ms: object) -> None:
+# Half of the longest wait threading accepts (over a century): what "no bound" means.
+_LONGEST_WAIT_MS: Final = threading.TIMEOUT_MAX * 500
+
+
+def _timeout_ms(timeout_ms: object, method: str) -> float:
+    """*timeout_ms* as a wait in milliseconds that never fails (see ``shutdown``)."""
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)):
-        raise TypeError(f"timeout_ms must be a number of milliseconds, got {timeout_ms!r}")
+        _logger.warning(
+            "nemo.lens: %s(timeout_ms=%r): timeout_ms must be a number of milliseconds; "
+            "using the default, %d ms",
+            method,
+            timeout_ms,
+            DEFAULT_SHUTDOWN_TIMEOUT_MS,
+        )
+        return DEFAULT_SHUTDOWN_TIMEOUT_MS
+    if math.isnan(timeout_ms):
+        _logger.warning(
+            "nemo.lens: %s(timeout_ms=nan): timeout_ms must be a number of milliseconds; "
+            "using the default, %d ms",
+            method,
+            DEFAULT_SHUTDOWN_TIMEOUT_MS,
+        )
+        return DEFAULT_SHUTDOWN_TIMEOUT_MS
     if timeout_ms < 0:
-        raise ValueError(f"timeout_ms must be >= 0, got {timeout_ms}")
+        _logger.warning(
+            "nemo.lens: %s(timeout_ms=%r): timeout_ms must be >= 0; not waiting", method, timeout_ms
+        )
+        return 0.0
+    return float(min(timeout_ms, _LONGEST_WAIT_MS))
 
 
 def _retire(handle: TelemetryHandle) -> None:
@@ -422,6 +464,31 @@ def _check_resource_attributes(
     return checked
 
 
+def _check_components(span_exporter: object, metric_reader: object, log_exporter: object) -> None:
+    """Refuse what set-up would otherwise hand to the SDK to fail on, deep inside it."""
+    for argument, value, methods, example in (
+        ("span_exporter", span_exporter, ("export", "shutdown"), "InMemorySpanExporter()"),
+        ("log_exporter", log_exporter, ("export", "shutdown"), "InMemoryLogRecordExporter()"),
+    ):
+        if value is not None and not all(callable(getattr(value, m, None)) for m in methods):
+            raise TypeError(
+                f"setup_telemetry({argument}=...) takes an OpenTelemetry exporter (an object "
+                f"with export() and shutdown(), such as the SDK's {example}), got "
+                f"{type(value).__name__} {value!r}"
+            )
+    if metric_reader is not None:
+        try:
+            from opentelemetry.sdk.metrics.export import MetricReader
+        except ImportError:  # without the SDK nothing can be a reader
+            MetricReader = None  # type: ignore[assignment,misc]
+        if MetricReader is None or not isinstance(metric_reader, MetricReader):
+            raise TypeError(
+                "setup_telemetry(metric_reader=...) takes an OpenTelemetry MetricReader (such "
+                "as the SDK's InMemoryMetricReader() or PeriodicExportingMetricReader(exporter)), "
+                f"got {type(metric_reader).__name__} {metric_reader!r}"
+            )
+
+
 def _resolve_strategy(
     config: NemoLensConfig, export_strategy: StrategyArgument | None
 ) -> ExportStrategyFunction | ExportStrategyObject | Callable[[int, int, NemoLensConfig], bool]:
@@ -512,6 +579,7 @@ def setup_telemetry(
     else:
         config._check_fields()
     extra_attributes = _check_resource_attributes(resource_attributes)
+    _check_components(span_exporter, metric_reader, log_exporter)
 
     if not config.enabled:
         with _LOCK:
@@ -546,8 +614,8 @@ def setup_telemetry(
     exporting = export_decision(strategy, resolved, rank, world_size)
     exporter_name = resolved.exporter.strip().lower()
     trace_path = resolved.format_trace_file(rank) if exporter_name == "file" else None
+    signals: list[Signal] = []
     if exporter_name == "otlp" and exporting:
-        signals: list[Signal] = []
         if resolved.traces_enabled and span_exporter is None:
             signals.append("traces")
         if resolved.metrics_enabled and metric_reader is None:
@@ -555,7 +623,10 @@ def setup_telemetry(
         if resolved.logs_enabled and log_exporter is None:
             signals.append("logs")
         for signal in signals:
-            otlp_protocol(signal)
+            # The protocol, headers, timeout, compression and endpoint: each
+            # exporter would otherwise fail deep in its constructor, or print a
+            # malformed header (and the token in it) to stderr.
+            check_otlp_environment(signal)
     with _LOCK:
         _check_guard(_allow_reinit)
 
@@ -567,6 +638,8 @@ def setup_telemetry(
             f"telemetry is enabled but the OpenTelemetry SDK could not be imported ({exc}); "
             "install it with pip install 'nemo-lens[sdk]'"
         ) from exc
+    for signal in signals:
+        register_otlp_secrets(signal)
     pipeline = build_pipeline(
         resolved,
         rank=rank,

@@ -36,6 +36,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import threading
+import traceback
 from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
@@ -49,6 +52,7 @@ from opentelemetry.trace.status import Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from nemo.lens import _signatures
+from nemo.lens import semconv as _semconv
 from nemo.lens import state as _state
 from nemo.lens._names import signature_of
 from nemo.lens.semconv import SCOPE_NAME as _SCOPE_NAME
@@ -66,12 +70,28 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 _T = TypeVar("_T")
 
 DEFAULT_REDACT_KEYS: Final[frozenset[str]] = frozenset(
-    {"prompt", "input_text", "output_text", "text", "password", "token", "secret", "key"}
+    {
+        "prompt",
+        "input_text",
+        "output_text",
+        "text",
+        "password",
+        "token",
+        "secret",
+        "key",
+        "api_key",
+        "access_token",
+        "authorization",
+        "hf_token",
+        "aws_secret_access_key",
+    }
 )
 """Attribute keys whose ``str`` values are replaced with ``"[REDACTED]"`` by default."""
 
 _REDACTED: Final = "[REDACTED]"
 _INTERNAL: Final = SpanKind.INTERNAL
+
+_logger = logging.getLogger(__name__)
 
 
 # --- redaction and attribute cleaning ---------------------------------------------------------
@@ -84,6 +104,8 @@ _DEFAULT_DECISIONS_MAX: Final = 4096
 
 
 def _matches(key: str, lowered_keys: AbstractSet[str]) -> bool:
+    if not isinstance(key, str):  # the SDK drops such a key itself, with a warning
+        return False
     lowered = key.lower()
     if lowered in lowered_keys:
         return True
@@ -137,6 +159,30 @@ def _scalar_kind(value: object) -> type | None:
     return None
 
 
+# Attribute values the primitives dropped, per thread so that counting takes no
+# lock (see _dropped_attribute_values); reported in the summary at shutdown.
+_DROPPED_VALUES: dict[int, int] = {}
+_drop_warned = threading.Lock()
+
+
+def _dropped_attribute_values() -> int:
+    """How many attribute values the primitives have dropped in this process."""
+    return sum(list(_DROPPED_VALUES.values()))
+
+
+def _drop_value(key: object, value: object) -> None:
+    ident = threading.get_ident()
+    _DROPPED_VALUES[ident] = _DROPPED_VALUES.get(ident, 0) + 1
+    if _drop_warned.acquire(blocking=False):
+        _logger.warning(
+            "nemo.lens: span attribute %r holds a %s, which span attributes cannot hold (use a "
+            "str, bool, int, float or a list of one of them); it was dropped. Further drops "
+            "are counted and reported at shutdown.",
+            key,
+            type(value).__name__,
+        )
+
+
 def _clean_attributes(
     attributes: Mapping[str, object], redact_keys: AbstractSet[str]
 ) -> dict[str, AttributeValue]:
@@ -152,8 +198,12 @@ def _clean_attributes(
             items = _clean_sequence(value)
             if items is not None:
                 cleaned[key] = redact_value(key, items, redact_keys)
-        # Anything else (dicts, objects, nested or mixed sequences) is dropped:
-        # exporters and backends only agree on scalars and homogeneous arrays.
+            else:
+                _drop_value(key, value)
+        else:
+            # Anything else (dicts, objects, nested or mixed sequences) is dropped:
+            # exporters and backends only agree on scalars and homogeneous arrays.
+            _drop_value(key, value)
     return cleaned
 
 
@@ -301,11 +351,59 @@ def _start_span(
 def _end_span(span: Span, error: BaseException | None, record_exception: bool = True) -> None:
     try:
         if isinstance(error, Exception) and span.is_recording():
+            # Nothing here may raise: an exception from recording the job's own
+            # exception would replace it on its way to the caller.
+            message = _exception_message(error)
             if record_exception:
-                span.record_exception(error)
-            span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+                _record_exception(span, error, message)
+            try:
+                span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {message}"))
+            except Exception:
+                _logger.debug("nemo.lens: setting the span's error status failed", exc_info=True)
     finally:
         span.end()
+
+
+def _exception_message(error: BaseException) -> str:
+    """``str(error)``, or a stand-in when the exception's own ``__str__`` raises."""
+    try:
+        return str(error)
+    except Exception as failure:
+        try:
+            why = f"{type(failure).__name__}"
+        except Exception:  # pragma: no cover - beyond any reasonable exception
+            why = "an exception"
+        return f"<exception str() failed: {why}>"
+
+
+def _record_exception(span: Span, error: BaseException, message: str) -> None:
+    """The SDK's ``record_exception``; by hand when that fails on *error* (its ``__str__``)."""
+    try:
+        span.record_exception(error)
+        return
+    except Exception:
+        pass
+    try:
+        stacktrace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    except Exception:
+        stacktrace = ""
+    kind = type(error)
+    module = kind.__module__
+    exception_type = (
+        f"{module}.{kind.__qualname__}" if module not in ("", "builtins") else (kind.__qualname__)
+    )
+    try:
+        span.add_event(
+            "exception",
+            {
+                _semconv.EXCEPTION_TYPE: exception_type,
+                _semconv.EXCEPTION_MESSAGE: message,
+                _semconv.EXCEPTION_STACKTRACE: stacktrace,
+                _semconv.EXCEPTION_ESCAPED: "False",
+            },
+        )
+    except Exception:
+        _logger.debug("nemo.lens: recording the exception on the span failed", exc_info=True)
 
 
 def _builtin_no_op() -> Callable[..., None] | None:
@@ -464,7 +562,30 @@ def managed_span(
             f"managed_span(kind=...) takes an opentelemetry.trace.SpanKind such as "
             f"SpanKind.SERVER, got {kind!r}"
         )
+    if links is not None:
+        _check_links("managed_span", links)
     return _SpanScope(tracer, name, kind, links, attributes, True, group)
+
+
+def _check_links(caller: str, links: object) -> None:
+    """Raise a ``TypeError`` naming *caller* unless *links* is a sequence of ``Link``."""
+    if isinstance(links, Link):
+        raise TypeError(
+            f"{caller}(links=...) takes a sequence of opentelemetry.trace.Link, got one Link; "
+            "pass links=[link]"
+        )
+    if isinstance(links, (str, bytes)) or not isinstance(links, Sequence):
+        raise TypeError(
+            f"{caller}(links=...) takes a sequence of opentelemetry.trace.Link, got "
+            f"{type(links).__name__} {links!r}"
+        )
+    for index, link in enumerate(links):
+        if not isinstance(link, Link):
+            raise TypeError(
+                f"{caller}(links=...) takes a sequence of opentelemetry.trace.Link, but item "
+                f"{index} is {type(link).__name__} {link!r}; make one with "
+                "Link(span.get_span_context())"
+            )
 
 
 def span_cm(
@@ -506,7 +627,18 @@ def trace_fn(group: str, name: str, tracer: Tracer | None = None) -> Callable[[_
     (``functools.wraps``) and its kind for :mod:`inspect`.
     """
 
+    if not isinstance(name, str):
+        raise TypeError(
+            f"trace_fn(group, name) takes the span name as a str, got {type(name).__name__} "
+            f"{name!r}"
+        )
+
     def decorate(fn: _F) -> _F:
+        if not callable(fn):
+            raise TypeError(
+                f"trace_fn({group!r}, {name!r}) decorates a function, got "
+                f"{type(fn).__name__} {fn!r}; write @trace_fn(group, name) above a def"
+            )
         wrapper: Callable[..., Any]
         if inspect.isasyncgenfunction(fn):
             wrapper = _wrap_async_generator(fn, group, name, tracer)

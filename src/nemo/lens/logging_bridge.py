@@ -70,6 +70,7 @@ from opentelemetry import trace
 from opentelemetry.util.types import AnyValue, AttributeValue
 
 from nemo.lens import semconv as sc
+from nemo.lens.exporters.sanitize import safe_str
 
 __all__ = [
     "LoggingBridgeHandler",
@@ -156,7 +157,7 @@ def _attribute_value(value: object) -> AttributeValue:
         kinds = {type(item) for item in value}
         if len(kinds) <= 1:
             return list(value)
-    return str(value)
+    return safe_str(value)
 
 
 def _exception_type(error_type: type[BaseException]) -> str:
@@ -244,7 +245,7 @@ class LoggingBridgeHandler(logging.Handler):
             error_type, error, tb = record.exc_info
             attributes[sc.EXCEPTION_TYPE] = _exception_type(error_type)
             if error is not None:
-                attributes[sc.EXCEPTION_MESSAGE] = str(error)
+                attributes[sc.EXCEPTION_MESSAGE] = safe_str(error)
             attributes[sc.EXCEPTION_STACKTRACE] = "".join(
                 traceback.format_exception(error_type, error, tb)
             )

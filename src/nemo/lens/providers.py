@@ -31,11 +31,19 @@ Choices made here, and why:
   drops the new span (so a dead collector never holds the job up). Failures and
   drops are logged once and totalled at shutdown
   (:mod:`nemo.lens.exporters.health`), and every span exporter sees spans
-  through :class:`~nemo.lens.exporters.redaction.RedactingSpanExporter`.
+  through :class:`~nemo.lens.exporters.redaction.RedactingSpanExporter`, which
+  redacts them and makes every value exportable (one bad value must not cost
+  the batch it travels in). In a worker process -- forked after set-up, or
+  started by ``multiprocessing`` -- the ``file`` exporter writes each span as it
+  ends: ``Pool.terminate()`` kills workers the moment their last task returns.
 * **Synchronous exporters** -- ``console`` and the SDK's
   ``InMemorySpanExporter`` -- get a ``SimpleSpanProcessor``: a span is visible
   the moment it ends, which is what a person at a terminal or a test wants,
-  and neither can block on a network.
+  and neither can block on a network. Their failures are reported like the
+  batched exporters' (once, then counted), not as a traceback per span.
+* **The resource** is made exportable once, here: a value no exporter could
+  write (a ``SLURM_JOB_NAME`` that is not UTF-8) would otherwise cost every
+  batch of the job.
 * **Metrics** are read by a ``PeriodicExportingMetricReader`` every
   ``OTEL_METRIC_EXPORT_INTERVAL`` ms (default :data:`METRIC_EXPORT_INTERVAL_MILLIS`),
   each export bounded by ``OTEL_METRIC_EXPORT_TIMEOUT`` ms (default
@@ -70,7 +78,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -112,10 +122,13 @@ from nemo.lens.exporters.health import (
     ExportHealth,
     ReportingLogExporter,
     ReportingMetricExporter,
+    ReportingSpanExporter,
     exporter_loggers,
 )
 from nemo.lens.exporters.jsonl import JsonLinesLogExporter, JsonLinesSpanExporter, StdoutSink
-from nemo.lens.exporters.redaction import RedactingSpanExporter
+from nemo.lens.exporters.redaction import Changes, RedactingSpanExporter, clean_resource
+from nemo.lens.exporters.sanitize import safe_str
+from nemo.lens.exporters.secrets import scrub
 from nemo.lens.resources import build_resource
 from nemo.lens.sampling import RankAwareSampler
 
@@ -135,6 +148,7 @@ __all__ = [
     "OpenSpanTracker",
     "Pipeline",
     "UrandomIdGenerator",
+    "bounded_timeout_ms",
     "build_noop_providers",
     "build_pipeline",
     "build_providers",
@@ -255,20 +269,33 @@ class OpenSpanTracker(SpanProcessor):
         return True
 
 
+def bounded_timeout_ms(timeout_ms: float) -> float:
+    """*timeout_ms* as a wait the ``threading`` module accepts: at least 0, at most
+    half of ``threading.TIMEOUT_MAX`` (over a century: what infinity means), NaN as 0."""
+    if math.isnan(timeout_ms) or timeout_ms <= 0:
+        return 0.0
+    return float(min(timeout_ms, threading.TIMEOUT_MAX * 500))
+
+
 def run_bounded(tasks: Mapping[str, Callable[[], object]], timeout_s: float) -> list[str]:
     """Run each task in its own daemon thread; wait at most *timeout_s* in total.
 
     Returns the names of the tasks still running at the deadline (they keep
     running in the background; daemon threads never hold up interpreter exit).
-    Exceptions raised by a task are logged, not raised.
+    Exceptions raised by a task are logged (one line; the traceback at DEBUG),
+    not raised.
     """
 
     def guarded(name: str, task: Callable[[], object]) -> Callable[[], None]:
         def run() -> None:
             try:
                 task()
-            except Exception:
-                _logger.exception("nemo.lens: %s failed", name)
+            except Exception as exc:
+                # One line (the SDK's provider shutdowns raise when their deadline
+                # has passed, which a short timeout makes routine); the traceback
+                # at DEBUG for whoever needs it.
+                _logger.warning("nemo.lens: %s failed: %s", name, scrub(safe_str(exc)))
+                _logger.debug("nemo.lens: %s failed", name, exc_info=True)
 
         return run
 
@@ -297,6 +324,17 @@ def _env_int(variable: str, default: int) -> int:
         _logger.warning("nemo.lens: ignoring %s=%r (must be positive)", variable, raw)
         return default
     return value
+
+
+def _in_multiprocessing_child() -> bool:
+    """Whether this process was started by ``multiprocessing`` (a ``Pool`` worker, say)."""
+    module = sys.modules.get("multiprocessing")
+    if module is None:
+        return False
+    try:
+        return module.parent_process() is not None
+    except Exception:  # pragma: no cover - a multiprocessing without parent_process
+        return False
 
 
 def _batch_span_processor(
@@ -333,6 +371,11 @@ def _batch_span_processor(
         quiet_loggers=quiet_loggers,
         exporter_factory=exporter_factory,
         usable_after_fork=usable_after_fork,
+        # A worker process can be killed as soon as its task returns
+        # (multiprocessing.Pool's terminate()): there the file gets each span
+        # before end() returns, as it does in any child forked after set-up.
+        synchronous=file and _in_multiprocessing_child(),
+        synchronous_after_fork=file,
     )
 
 
@@ -354,11 +397,18 @@ def _span_processor(
     )
     is_file = isinstance(exporter, JsonLinesSpanExporter) and exporter_name == "file"
     quiet_loggers = exporter_loggers(exporter) if ours else ()
-    redacting = RedactingSpanExporter(exporter)
+    on_changes = health.changed if health is not None else None
+    redacting = RedactingSpanExporter(exporter, on_changes)
     if synchronous:
-        return SimpleSpanProcessor(redacting)
+        if health is None:
+            return SimpleSpanProcessor(redacting)
+        # Failures counted and reported once, not a traceback per span (a
+        # console whose reader went away fails every one).
+        return SimpleSpanProcessor(
+            ReportingSpanExporter(redacting, health, quiet_loggers=quiet_loggers)
+        )
     make = _or(after_fork[0], exporter)
-    factory = None if make is None else (lambda: RedactingSpanExporter(make()))
+    factory = None if make is None else (lambda: RedactingSpanExporter(make(), on_changes))
     return _batch_span_processor(
         redacting,
         file=is_file,
@@ -449,6 +499,7 @@ class Pipeline:
     """Export failures and drops of every signal (summarised at shutdown)."""
     span_batcher: BatchingSpanProcessor | None = None
     _closed: bool = field(default=False, repr=False)
+    _lost_at_flush: int = field(default=0, repr=False)
 
     @property
     def exports(self) -> bool:
@@ -459,18 +510,23 @@ class Pipeline:
             or self.log_exporter is not None
         )
 
-    def force_flush(self, timeout_ms: int) -> bool:
-        """Flush every signal, waiting at most *timeout_ms*; ``True`` if all finished."""
+    def force_flush(self, timeout_ms: float) -> bool:
+        """Flush every signal, waiting at most *timeout_ms*.
+
+        ``True`` when every signal finished in time and nothing was lost since
+        the previous flush (or set-up): no span dropped, and no export failed.
+        """
+        timeout_ms = bounded_timeout_ms(timeout_ms)
         tasks: dict[str, Callable[[], object]] = {}
         if self.tracer_provider is not None:
             tracer_provider = self.tracer_provider
-            tasks["trace flush"] = lambda: tracer_provider.force_flush(timeout_ms)
+            tasks["trace flush"] = lambda: tracer_provider.force_flush(int(timeout_ms))
         if self.meter_provider is not None:
             meter_provider = self.meter_provider
             tasks["metric flush"] = lambda: meter_provider.force_flush(timeout_ms)
         if self.logger_provider is not None:
             logger_provider = self.logger_provider
-            tasks["log flush"] = lambda: logger_provider.force_flush(timeout_ms)
+            tasks["log flush"] = lambda: logger_provider.force_flush(int(timeout_ms))
         # A flush that honours its timeout returns False instead of overrunning it.
         gave_up: list[str] = []
 
@@ -490,18 +546,23 @@ class Pipeline:
                 timeout_ms,
                 ", ".join(pending),
             )
-        return not pending
+        lost = self.health.lost_total()
+        lost_since, self._lost_at_flush = lost - self._lost_at_flush, lost
+        return not pending and not lost_since
 
-    def shutdown(self, timeout_ms: int) -> bool:
+    def shutdown(self, timeout_ms: float) -> bool:
         """End open spans, flush and shut down everything; wait at most *timeout_ms*.
 
         Idempotent. Returns ``True`` when every signal finished in time and
-        every queued span was handed to the exporter. What could not be
-        delivered is logged in one summary line.
+        nothing was lost: every span, metric export and log record was
+        delivered (none dropped, none failed to export, none left queued).
+        What could not be delivered is logged in one summary line, and values
+        that had to be changed to be exported in another.
         """
         if self._closed:
             return True
         self._closed = True
+        timeout_ms = bounded_timeout_ms(timeout_ms)
         deadline = time.monotonic() + timeout_ms / 1000
         tasks: dict[str, Callable[[], object]] = {}
         batcher = self.span_batcher
@@ -547,7 +608,32 @@ class Pipeline:
         summary = self.health.summary(queued)
         if summary is not None:
             _logger.warning("%s", summary)
-        return not pending
+        changes = self.health.changes_summary()
+        if changes is not None:
+            _logger.warning("%s", changes)
+        return not pending and summary is None
+
+
+def _exportable_resource(resource: Resource) -> tuple[Resource, tuple[Changes, str] | None]:
+    """*resource* made exportable, and what changed with the warning that says so.
+
+    Every span, metric and log record carries the resource: one value in it
+    that no exporter can write (a ``SLURM_JOB_NAME`` or ``WANDB_PROJECT`` that
+    is not valid Unicode) would otherwise cost every batch of the job.
+    """
+    cleaned, changes = clean_resource(resource)
+    if not changes:
+        return resource, None
+    keys = sorted(
+        key for key, value in resource.attributes.items() if cleaned.attributes.get(key) != value
+    )
+    shown = ", ".join(repr(key) for key in keys) or "(keys that were not valid text)"
+    explanation = (
+        f"nemo.lens: resource attribute(s) {shown} held values no exporter can write as they "
+        f"are ({next(iter(changes))}); exported changed. They come from the job's "
+        "configuration or environment (SLURM_*, WANDB_*, OTEL_RESOURCE_ATTRIBUTES, ...)."
+    )
+    return cleaned, (changes, explanation)
 
 
 def build_pipeline(
@@ -571,6 +657,7 @@ def build_pipeline(
     everything already built is shut down before the exception propagates.
     """
     resource = build_resource(config, rank, world_size, resource_attributes)
+    resource, resource_changes = _exportable_resource(resource)
     name = config.exporter.strip().lower()
 
     # Exporters first: they are what can fail (a file that cannot be opened, a
@@ -603,6 +690,8 @@ def build_pipeline(
         raise
 
     pipeline = Pipeline(resource=resource, span_exporter=span_exp, log_exporter=log_exp)
+    if resource_changes is not None:
+        pipeline.health.changed(*resource_changes)
     try:
         if exporting and config.metrics_enabled:
             if metric_reader is not None:

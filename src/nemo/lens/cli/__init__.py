@@ -28,6 +28,7 @@ import importlib
 import os
 import pkgutil
 import shlex
+import stat
 import sys
 import tempfile
 import warnings
@@ -283,9 +284,7 @@ def _cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
         if args.traces[0] == STDIN:
             parser.error("reading standard input: name the output file with -o OUT (or -o -)")
         output = _default_output(args.traces[0])
-    if output != STDIN and any(
-        path != STDIN and os.path.abspath(path) == os.path.abspath(output) for path in args.traces
-    ):
+    if output != STDIN and any(path != STDIN and _same_file(path, output) for path in args.traces):
         parser.error(f"-o {output} would overwrite an input; choose another output file")
 
     trace = _read(args.traces, args.skip_invalid)
@@ -299,7 +298,9 @@ def _cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
         report = sys.stderr
     else:
         try:
-            _write_atomically(output, lambda stream: write_chrome_trace(chrome, stream))
+            _write_output(output, lambda stream: write_chrome_trace(chrome, stream))
+        except _NotWritable as exc:
+            return _fail(f"{output}: {exc}", exc.hint)
         except OSError as exc:
             return _fail(f"{output}: cannot be written: {exc.strerror or exc}")
         report = sys.stdout
@@ -316,17 +317,85 @@ def _cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     return EXIT_OK
 
 
-def _write_atomically(path: str, write: Callable[[TextIO], None]) -> None:
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths *a* and *b* name one file (through symlinks and hard links too)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+class _NotWritable(Exception):
+    """The output path names something a trace cannot be written to."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+# Where paths are views of open files and devices (/dev/stdout, /proc/self/fd/1):
+# never renamed onto, always written through.
+_SPECIAL_ROOTS: Final = ("/dev/", "/proc/")
+
+
+def _write_output(path: str, write: Callable[[TextIO], None]) -> None:
+    """Write the converted trace to what *path* names, never replacing a non-file.
+
+    * A regular file, or a path that does not exist yet, gets a new file
+      atomically (:func:`_write_atomically`), keeping an existing file's
+      permissions; a symlink is followed, so the file it points to is the one
+      replaced and the link stays.
+    * A pipe or a character device (``/dev/stdout``, ``/dev/null``, a
+      terminal), and anything under ``/dev`` or ``/proc``, is written to
+      directly: renaming onto it would replace the device node or the link
+      with a regular file.
+    * A directory, a block device or a socket is refused.
+    """
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        found = None
+    special = os.path.abspath(path).startswith(_SPECIAL_ROOTS) or os.path.realpath(path).startswith(
+        _SPECIAL_ROOTS
+    )
+    if found is not None and stat.S_ISDIR(found.st_mode):
+        raise _NotWritable("is a directory", "name a file to write, e.g. -o trace.chrome.json")
+    if found is not None and not (
+        stat.S_ISREG(found.st_mode) or stat.S_ISFIFO(found.st_mode) or stat.S_ISCHR(found.st_mode)
+    ):
+        kind = "a block device" if stat.S_ISBLK(found.st_mode) else "a socket"
+        raise _NotWritable(
+            f"is {kind}, not a file",
+            "write to a regular file, a pipe or a character device such as /dev/stdout",
+        )
+    if special or (found is not None and not stat.S_ISREG(found.st_mode)):
+        with open(path, "w", encoding="utf-8", newline="\n") as stream:
+            write(stream)
+        return
+    _write_atomically(os.path.realpath(path), write, found)
+
+
+def _write_atomically(
+    path: str, write: Callable[[TextIO], None], existing: os.stat_result | None = None
+) -> None:
     """Write through a temporary file beside ``path``, then rename it into place.
 
     A failed or interrupted conversion never leaves a half-written trace that a
-    viewer would reject with a confusing parse error.
+    viewer would reject with a confusing parse error. The new file gets the
+    permissions *existing* had, or those a plain ``open()`` would give it.
     """
     directory = os.path.dirname(path) or "."
     handle, temporary = tempfile.mkstemp(
         prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
     )
     try:
+        if existing is not None:
+            mode = stat.S_IMODE(existing.st_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(temporary, mode)
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
             write(stream)
         os.replace(temporary, path)

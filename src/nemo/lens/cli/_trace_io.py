@@ -14,10 +14,17 @@ What a line may be
     * a blank line: skipped.
 
     Anything else -- text that is not JSON, a truncated last line left by a
-    killed job, a JSON value of another shape -- is an error naming the file
-    and the line. With ``skip_invalid`` such lines are skipped and reported as
-    :class:`Problem` entries instead, which is what captured console output
-    needs: the program's own prints are interleaved with the spans.
+    killed job, a JSON value of another shape, JSON nested deeper than
+    :data:`MAX_DEPTH` or holding a number too long to read, a time outside
+    0..2**64 ns -- is an error naming the file and the line. With
+    ``skip_invalid`` such lines are skipped and reported as :class:`Problem`
+    entries instead, which is what captured console output needs: the
+    program's own prints are interleaved with the spans.
+
+    A line is read whole only up to :data:`MAX_LINE_BYTES`; a longer one (a
+    file that is not a trace: ``/dev/zero`` has no line end at all) is
+    reported, and the rest of that input is not read, so memory stays bounded
+    whatever the input.
 
 Where a span belongs
     Its process is its resource's ``nemo.rank``, ``nemo.run_id`` (else
@@ -41,6 +48,8 @@ from nemo.lens import semconv
 from nemo.lens.cli._progress import progress
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_LINE_BYTES",
     "NO_GROUP",
     "STDIN",
     "Location",
@@ -60,6 +69,13 @@ NO_GROUP: Final = "(none)"
 STDIN: Final = "-"
 """The path that means standard input."""
 
+MAX_LINE_BYTES: Final = 64 << 20
+"""The longest line read (64 MiB; a span the exporters write is a few KB)."""
+
+MAX_DEPTH: Final = 64
+"""How deeply a line's JSON may nest (a span line nests five or six levels)."""
+
+_MAX_TIME_NS: Final = 2**64
 _STDIN_NAME: Final = "<stdin>"
 _SNIPPET_CHARS: Final = 60
 # Bytes read between progress updates: keeps the per-line cost of the bar negligible.
@@ -296,12 +312,25 @@ def _read_one(
     name = _display(path)
     with _open(path) as stream:
         # Lines are read as bytes and decoded one by one, so text that is not
-        # UTF-8 is reported at its line instead of failing the whole read.
-        for number, raw in enumerate(stream, 1):
+        # UTF-8 is reported at its line instead of failing the whole read; and
+        # read with a limit, so one endless line cannot take all the memory.
+        lines = iter(lambda: stream.readline(MAX_LINE_BYTES + 1), b"")
+        for number, raw in enumerate(lines, 1):
             pending += len(raw)
             if pending >= _PROGRESS_CHUNK:
                 advance(pending)
                 pending = 0
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                error = TraceInputError(
+                    Location(name, number),
+                    f"line longer than {MAX_LINE_BYTES >> 20} MiB; is this a trace file? (the "
+                    "rest of this input was not read)",
+                )
+                if not skip_invalid:
+                    raise error
+                counts.lines += 1
+                trace.problems.append(Problem(error.location, error.message))
+                break
             try:
                 record = _parse_line(raw, Location(name, number), processes)
             except TraceInputError as error:
@@ -339,12 +368,19 @@ def _parse_line(
         return "blank"
     try:
         value = json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, _NonStandardConstant) as exc:
+        # Counting brackets is cheap; walking the value only when there are many.
+        if text.count("[") + text.count("{") > MAX_DEPTH and _nested_deeper_than(value, MAX_DEPTH):
+            raise RecursionError
+    except (json.JSONDecodeError, _NonStandardConstant, RecursionError, ValueError) as exc:
         if isinstance(exc, json.JSONDecodeError):
             # Some messages end in " at", made to precede ": line 1 column 5".
             reason = f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
-        else:
+        elif isinstance(exc, _NonStandardConstant):
             reason = f"{exc} is not valid JSON; the exporters write it as the string {str(exc)!r}"
+        elif isinstance(exc, RecursionError):
+            reason = f"nested more than {MAX_DEPTH} levels deep"
+        else:  # int() refused a number: Python reads at most 4,300 digits
+            reason = f"a number too long to read ({exc})"
         raise TraceInputError(
             location,
             f"not a JSON span record ({reason}): {_snippet(text)!r}",
@@ -363,6 +399,23 @@ def _parse_line(
             location, "not a span record: a JSON object without 'start_time_unix_nano'"
         )
     return _span_from_dict(value, location, processes)
+
+
+def _nested_deeper_than(value: object, limit: int) -> bool:
+    """Whether lists and objects in *value* nest more than *limit* levels (no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterator[object] = iter(item.values())
+        elif isinstance(item, list):
+            children = iter(item)
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 class _NonStandardConstant(ValueError):
@@ -397,6 +450,10 @@ def _int_field(record: Mapping[str, Any], key: str, location: Location) -> int:
     value = record.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
         raise _field_error(location, key, "an integer (nanoseconds since the epoch)", value)
+    if not 0 <= value < _MAX_TIME_NS:
+        raise _field_error(
+            location, key, "an integer (nanoseconds since the epoch) from 0 to 2**64 - 1", value
+        )
     return value
 
 

@@ -28,9 +28,21 @@ queue length every few milliseconds instead. A lock held by the span path could
 be held at the instant a signal handler (see :mod:`nemo.lens._signals`) or
 ``fork`` interrupts it, and the shutdown that follows would wait for it forever.
 
-**Shutdown drains everything** that was queued before it began, then shuts the
-exporter down. :meth:`shutdown` and :meth:`force_flush` honour their timeout
-(the SDK's ``force_flush`` ignores it).
+**Shutdown drains everything** that was queued before it began, and what ends
+while that is being exported, then shuts the exporter down. A span that ends
+after that last drain (a thread still emitting) is counted as lost, never
+silently dropped; the drain is bounded, so such threads cannot keep shutdown
+from finishing. :meth:`shutdown` and :meth:`force_flush` honour their timeout
+(the SDK's ``force_flush`` ignores it). The export thread outlives anything an
+exporter raises, ``SystemExit`` and ``KeyboardInterrupt`` included: a failed
+batch is counted, and the next one is exported.
+
+**Synchronous where a process may be killed at any moment.** With
+``synchronous=True`` (or, after ``fork``, ``synchronous_after_fork=True``)
+there is no queue: the thread that ends a span exports it before ``end()``
+returns. nemo.lens asks for this for the ``file`` exporter in worker
+processes, which ``multiprocessing.Pool.terminate()`` kills as soon as their
+last task returns.
 
 **After ``fork``** the child starts with an empty queue (the parent's spans are
 the parent's to export) and its own worker thread, and it does not export the
@@ -68,6 +80,7 @@ from nemo.lens.exporters.health import (
     last_cause,
     quiet,
 )
+from nemo.lens.exporters.sanitize import safe_str
 
 __all__ = [
     "DEFAULT_STALL_TIMEOUT_MILLIS",
@@ -112,6 +125,9 @@ class BatchingSpanProcessor(SpanProcessor):
             uses a new one instead of its copy of the parent's.
         usable_after_fork: ``False`` for an exporter a forked child must not
             touch at all; its spans are then not exported from forked children.
+        synchronous: Export each span from the thread that ends it, with no
+            queue (see the module docstring).
+        synchronous_after_fork: Do so in a child forked from this process.
     """
 
     def __init__(
@@ -127,6 +143,8 @@ class BatchingSpanProcessor(SpanProcessor):
         quiet_loggers: Sequence[str] = (),
         exporter_factory: Callable[[], SpanExporter] | None = None,
         usable_after_fork: bool = True,
+        synchronous: bool = False,
+        synchronous_after_fork: bool = False,
     ) -> None:
         for name, value in (
             ("max_queue_size", max_queue_size),
@@ -155,6 +173,8 @@ class BatchingSpanProcessor(SpanProcessor):
         self._exporter_factory = exporter_factory
         self._exporter_inherited = False
         self._usable_after_fork = usable_after_fork
+        self._synchronous = synchronous
+        self._synchronous_after_fork = synchronous_after_fork
         self._disabled = False
         self._shutdown = False
         self._worker_done = threading.Event()
@@ -175,9 +195,17 @@ class BatchingSpanProcessor(SpanProcessor):
         self._progress_at = time.monotonic()
         self._stalled = False
         self._forked_at_ns = 0
+        # Set once shutdown's last drain has begun: a span ending after that is
+        # counted as lost instead of waiting in a queue nobody exports.
+        self._sealed = False
+        self._worker_failed = False
 
     def _start_worker(self) -> None:
         self._worker_done = threading.Event()
+        if self._synchronous:
+            # Spans are exported by the threads that end them: no worker to wait for.
+            self._worker_done.set()
+            return
         self._worker = threading.Thread(
             target=self._run, name="nemo.lens span exporter", daemon=True
         )
@@ -203,6 +231,10 @@ class BatchingSpanProcessor(SpanProcessor):
         # Replaced on the worker thread, not here: making a network client in
         # the middle of fork() is asking for trouble.
         self._exporter_inherited = self._exporter_factory is not None
+        # A forked worker can be killed at any moment after its task returns
+        # (multiprocessing.Pool's terminate() at the end of a with block): a
+        # local exporter then writes each span before end() returns.
+        self._synchronous = self._synchronous or self._synchronous_after_fork
         if not self._shutdown:
             self._start_worker()
 
@@ -212,16 +244,44 @@ class BatchingSpanProcessor(SpanProcessor):
         """Nothing to do when a span starts."""
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Queue *span* for export (see the module docstring for a full queue)."""
+        """Queue *span* for export (see the module docstring for a full queue).
+
+        A span that ends while shutdown is draining the queue is still
+        exported; one that ends after that is counted as lost.
+        """
         context = span.context
-        if context is None or not context.trace_flags.sampled or self._shutdown or self._disabled:
+        if context is None or not context.trace_flags.sampled or self._disabled:
             return
         if self._forked_at_ns and (span.start_time or 0) < self._forked_at_ns:
+            return
+        if self._sealed:
+            self._late()
+            return
+        if self._synchronous:
+            self._export([span])
             return
         if len(self._queue) >= self.max_queue_size and not self._wait_for_room():
             self._drop()
             return
         self._queue.append(span)
+        if self._sealed:
+            # Shutdown's last drain began between the check above and the
+            # append. It may still have taken the span; if not, it is lost.
+            try:
+                self._queue.remove(span)
+            except ValueError:
+                return  # exported after all
+            self._late()
+
+    def _late(self) -> None:
+        self.health.dropped(
+            "traces",
+            1,
+            "ended after shutdown",
+            "nemo.lens: a span ended after its telemetry was shut down (a thread still "
+            "emitting during shutdown or re-initialisation); it was not exported. Such spans "
+            "are counted.",
+        )
 
     def _wait_for_room(self) -> bool:
         if self.when_full == "drop" or self._stalled:
@@ -263,27 +323,48 @@ class BatchingSpanProcessor(SpanProcessor):
         next_export = time.monotonic() + delay_s
         try:
             while not self._shutdown:
-                self._wake.wait(POLL_INTERVAL_S)
-                self._wake.clear()
-                if self._shutdown:
-                    break
-                flush_target = self._flush_requested
-                now = time.monotonic()
-                if flush_target != self._flush_completed or now >= next_export:
-                    self._export_batches(everything=True)
-                    next_export = time.monotonic() + delay_s
-                    self._complete_flush(flush_target)
-                elif len(self._queue) >= self.max_export_batch_size:
-                    self._export_batches(everything=False)
-            self._export_batches(everything=True)
+                try:
+                    self._wake.wait(POLL_INTERVAL_S)
+                    self._wake.clear()
+                    if self._shutdown:
+                        break
+                    flush_target = self._flush_requested
+                    now = time.monotonic()
+                    if flush_target != self._flush_completed or now >= next_export:
+                        self._export_batches(everything=True)
+                        next_export = time.monotonic() + delay_s
+                        self._complete_flush(flush_target)
+                    elif len(self._queue) >= self.max_export_batch_size:
+                        self._export_batches(everything=False)
+                except BaseException:
+                    # Nothing may end this thread early: the spans queued behind
+                    # it would never be exported, and nobody would say so.
+                    level = logging.DEBUG if self._worker_failed else logging.ERROR
+                    self._worker_failed = True
+                    _logger.log(
+                        level, "nemo.lens: the span export thread hit an error", exc_info=True
+                    )
+                    time.sleep(POLL_INTERVAL_S)
+            # Export what was queued when shutdown began; spans that end while
+            # that runs join the queue and are exported too. Then no more: a
+            # thread that keeps emitting must not keep shutdown from finishing.
+            self._export_batches(everything=True, at_most=len(self._queue))
+            self._sealed = True
+            self._export_batches(everything=True)  # what ended before the seal
             self._complete_flush(self._flush_requested)
         finally:
+            self._sealed = True
             self._worker_done.set()
 
-    def _export_batches(self, *, everything: bool) -> None:
+    def _export_batches(self, *, everything: bool, at_most: int | None = None) -> None:
         queue = self._queue
         batch_size = self.max_export_batch_size
+        budget = at_most
         while len(queue) >= (1 if everything else batch_size):
+            if budget is not None:
+                if budget <= 0:
+                    return
+                budget -= batch_size
             batch: list[ReadableSpan] = []
             try:
                 for _ in range(batch_size):
@@ -308,9 +389,9 @@ class BatchingSpanProcessor(SpanProcessor):
                     self._exporter_inherited = False
                     self.exporter = self._exporter_factory()
                 result = self.exporter.export(batch)
-            except Exception as exc:
+            except BaseException as exc:  # SystemExit too: it would end the export thread
                 result = SpanExportResult.FAILURE
-                cause = f"{type(exc).__name__}: {exc}"
+                cause = f"{type(exc).__name__}: {safe_str(exc)}"
             cause = cause or last_cause()
         if result is SpanExportResult.SUCCESS:
             self.health.export_succeeded("traces", self._destination)
@@ -330,11 +411,17 @@ class BatchingSpanProcessor(SpanProcessor):
         """Spans queued or being exported right now."""
         return len(self._queue) + self._in_flight
 
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Export everything queued so far; ``True`` if done within *timeout_millis*."""
-        if self._shutdown or self._disabled:
+    def force_flush(self, timeout_millis: float = 30000) -> bool:
+        """Export everything queued so far; ``True`` if done within *timeout_millis*.
+
+        ``True`` means the exporter was handed every span, not that it accepted
+        them: failed exports are counted in :attr:`health`.
+        """
+        if self._shutdown or self._disabled or self._synchronous:
             return self.pending == 0
-        deadline = time.monotonic() + max(0, timeout_millis) / 1000
+        # NaN and negative: no wait; a huge timeout is capped at a century.
+        wait_ms = timeout_millis if timeout_millis > 0 else 0
+        deadline = time.monotonic() + min(wait_ms / 1000, threading.TIMEOUT_MAX / 2)
         with self._flush_done:
             self._flush_requested += 1
             target = self._flush_requested
@@ -367,8 +454,15 @@ class BatchingSpanProcessor(SpanProcessor):
         if self._shutdown:
             return self._worker_done.is_set()
         self._shutdown = True
+        if self._synchronous:
+            self._sealed = True
         self._wake.set()
-        wait_s = None if timeout_millis is None else max(0.0, timeout_millis / 1000)
+        wait_s = None
+        if timeout_millis is not None:
+            # NaN and negative waits are no wait; infinity, as long as it takes.
+            wait_s = timeout_millis / 1000 if timeout_millis > 0 else 0.0
+            if wait_s >= threading.TIMEOUT_MAX / 2:
+                wait_s = None
         self._worker_done.wait(wait_s)
         drained = self._worker_done.is_set()
         if self._exporter_inherited:

@@ -40,6 +40,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry.trace import format_span_id, format_trace_id
 
+from nemo.lens import semconv
+from nemo.lens.exporters.sanitize import clean_text, is_clean_text, safe_str
+
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
@@ -55,9 +58,9 @@ def _json_value(value: Any) -> Any:
         return [_json_value(item) for item in value]
     if isinstance(value, (str, bool, int, float)) or value is None:
         return value
-    # Attributes are validated by the SDK, so this is only reached through a
-    # custom processor that stored something odd; keep the line valid JSON.
-    return str(value)
+    # A mapping (the SDK stores them), bytes, or something odd a custom
+    # processor stored: its text keeps the line valid JSON.
+    return safe_str(value)
 
 
 def _attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -249,13 +252,49 @@ def _fast_line(span: ReadableSpan) -> str:
     )
 
 
+def _dumps(value: dict[str, Any]) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def encode_span(span: ReadableSpan) -> str:
-    """Return *span* as one line of compact JSON (no trailing newline)."""
+    """Return *span* as one line of compact JSON (no trailing newline).
+
+    Never raises, and the line is always valid UTF-8 text: a span holding
+    something JSON cannot carry (a name that is not a ``str``, text with lone
+    surrogates, an int too long to print) is encoded from a copy made
+    exportable by :func:`nemo.lens.exporters.redaction.clean_span` -- which
+    nemo.lens's exporters have already applied, so there this never happens.
+    """
     try:
-        return _fast_line(span)
+        line = _fast_line(span)
     except Exception:
-        # Whatever the fast path could not handle, the plain path encodes or
-        # rejects exactly as it always has.
-        return json.dumps(
-            span_to_dict(span), separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        # Whatever the fast path could not handle, the plain path encodes as it
+        # always has; what it cannot encode either is made exportable first.
+        try:
+            line = _dumps(span_to_dict(span))
+        except Exception:
+            line = _encode_cleaned(span)
+    if line.isascii() or is_clean_text(line):
+        return line
+    # A lone surrogate can only sit inside a JSON string here (the structure is
+    # ASCII), so replacing it keeps the line valid JSON.
+    return clean_text(line)
+
+
+def _encode_cleaned(span: ReadableSpan) -> str:
+    from nemo.lens.exporters.redaction import clean_span
+
+    try:
+        return _dumps(span_to_dict(clean_span(span, {})))
+    except Exception as exc:
+        # Unreachable with the SDK's spans; a custom ReadableSpan whose
+        # properties raise still leaves a line saying which span it was.
+        context = span.context
+        return _dumps(
+            {
+                "name": "(span could not be encoded)",
+                "trace_id": format_trace_id(context.trace_id) if context is not None else None,
+                "span_id": format_span_id(context.span_id) if context is not None else None,
+                "attributes": {semconv.SPAN_ENCODE_ERROR: safe_str(exc)},
+            }
         )

@@ -16,8 +16,11 @@ training job that buries the job's own output. nemo.lens reports instead:
 The exporters' own log records are suppressed only while nemo.lens is calling
 an exporter it created itself (a thread-local flag set around the call; see
 :func:`quiet`), so an application's own OpenTelemetry exporters still log as
-usual. Credentials never reach these messages: destinations are shown without
-user, password or query (:func:`describe_destination`).
+usual; for an OTLP exporter that includes its encoders and its transport
+(urllib3 names request URLs, query and all). Credentials never reach these
+messages: destinations are shown without user, password or query
+(:func:`describe_destination`), and every quoted message goes through
+:func:`nemo.lens.exporters.secrets.scrub`.
 """
 
 from __future__ import annotations
@@ -34,14 +37,22 @@ from urllib.parse import urlsplit, urlunsplit
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from nemo.lens import _fork
+from nemo.lens.exporters.redaction import clean_log_record, clean_metrics_data
+from nemo.lens.exporters.sanitize import DROPPED_AT_THE_DOOR, REASONS, safe_str
+from nemo.lens.exporters.secrets import add_secret, scrub, scrub_url
+from nemo.lens.helpers import _dropped_attribute_values
 
 __all__ = [
     "ExportHealth",
     "ReportingLogExporter",
     "ReportingMetricExporter",
+    "ReportingSpanExporter",
     "Tally",
+    "add_secret",
     "announce_not_after_fork",
     "describe_destination",
     "exporter_loggers",
@@ -128,6 +139,33 @@ _FILTER: Final = _QuietFilter()
 # Modules whose loggers report export failures: OpenTelemetry's exporters and
 # nemo.lens's JSON-lines writers (never this module: its own warnings must pass).
 _EXPORTER_MODULES: Final = ("opentelemetry.exporter.", "nemo.lens.exporters.jsonl")
+# Loggers an OTLP exporter's work logs to besides its own module: the shared
+# encoders (a traceback per value they cannot encode) and, per transport, the
+# HTTP client (which names the request URL, query and all) or gRPC.
+_OTLP_SUPPORT_LOGGERS: Final = (
+    "opentelemetry.exporter.otlp.proto.common._internal",
+    "opentelemetry.exporter.otlp.proto.common._internal.metrics_encoder",
+    "opentelemetry.exporter.otlp.proto.common._internal.trace_encoder",
+    "opentelemetry.exporter.otlp.common._aggregation",
+)
+_TRANSPORT_LOGGERS: Final[Mapping[str, tuple[str, ...]]] = {
+    "opentelemetry.exporter.otlp.proto.http": (
+        "opentelemetry.exporter.otlp.proto.http._common",
+        "opentelemetry.exporter.otlp.common.http",
+        "opentelemetry.exporter.http.transport._requests",
+        "opentelemetry.exporter.http.transport._urllib3",
+        "urllib3.connectionpool",
+        "urllib3.connection",
+        "urllib3.util.retry",
+        "urllib3.response",
+    ),
+    "opentelemetry.exporter.otlp.proto.grpc": (
+        "opentelemetry.exporter.otlp.proto.grpc.exporter",
+        "grpc._channel",
+        "grpc._common",
+        "grpc._plugin_wrapping",
+    ),
+}
 _installed: set[str] = set()
 _install_lock = threading.Lock()
 
@@ -151,6 +189,9 @@ def exporter_loggers(exporter: object) -> tuple[str, ...]:
         )
         inner = getattr(current, "inner", None)
         current = inner if inner is not current else None
+    for prefix, loggers in _TRANSPORT_LOGGERS.items():
+        if any(name.startswith(prefix) for name in names):
+            names.update(_OTLP_SUPPORT_LOGGERS, loggers)
     return tuple(sorted(names))
 
 
@@ -192,14 +233,6 @@ def last_cause() -> str | None:
 
 # -- destinations -----------------------------------------------------------------------
 
-# "scheme://user:password@" and a bare "user:password@host" (gRPC endpoints).
-_USERINFO: Final = re.compile(r"(?:(?<=://)|(?<![\w.:/@-]))[^\s/@'\"]+:[^\s/@'\"]*@")
-
-
-def scrub(text: str) -> str:
-    """*text* without the ``user:password@`` part of any URL or endpoint in it."""
-    return _USERINFO.sub("", text)
-
 
 def describe_destination(exporter: object) -> str:
     """Where *exporter* sends data, safe to log: no user, password, query or fragment.
@@ -228,7 +261,7 @@ def _strip_credentials(endpoint: str) -> str:
         return "the configured endpoint"
     if not parts.scheme or not parts.netloc:
         # gRPC endpoints are often host:port; anything with an "@" may carry a password.
-        return scrub(endpoint).rpartition("@")[2].split("?")[0]
+        return scrub_url(endpoint).rpartition("@")[2]
     host = parts.hostname or ""
     if ":" in host:  # IPv6 literal
         host = f"[{host}]"
@@ -238,6 +271,17 @@ def _strip_credentials(endpoint: str) -> str:
         port = None
     netloc = f"{host}:{port}" if port is not None else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _hint(destination: str) -> str:
+    """What to look at first when export to *destination* fails."""
+    if destination == "standard output":
+        return "Was standard output closed (a pipe whose reader exited)?"
+    if "://" in destination or re.fullmatch(r"\[?[\w.:-]+\]?:\d+", destination):
+        return "Is the collector running and reachable?"
+    if "/" in destination or destination.endswith(".jsonl"):
+        return "Is the file system full, read-only or unavailable?"
+    return "Is the exporter's destination reachable?"
 
 
 # -- the report --------------------------------------------------------------------------
@@ -266,9 +310,14 @@ class ExportHealth:
         self._dropped: dict[tuple[str, str], Tally] = {}
         self._destinations: dict[str, str] = {}
         self._failing: set[str] = set()
+        self._changed: dict[str, Tally] = {}
+        # Values the primitives dropped before the SDK saw them are counted in
+        # nemo.lens.helpers for the whole process; this pipeline reports its share.
+        self._door_baseline = _dropped_attribute_values()
         # Acquired without blocking and never released: exactly one caller wins.
         self._failure_warned = threading.Lock()
-        self._drop_warned = threading.Lock()
+        self._drop_warned: dict[str, threading.Lock] = {}
+        self._change_warned = threading.Lock()
 
     def _after_fork_in_child(self) -> None:
         # A forked child reports its own losses, not a copy of its parent's.
@@ -300,12 +349,12 @@ class ExportHealth:
             _logger.warning(
                 "nemo.lens: cannot export %s to %s (%s). The job is not affected; nemo.lens "
                 "keeps trying, reports further failures only at DEBUG on logger %r and says "
-                "at shutdown how much telemetry was lost. Is the collector running and "
-                "reachable?",
+                "at shutdown how much telemetry was lost. %s",
                 signal,
                 destination,
                 shown,
                 _logger.name,
+                _hint(destination),
             )
             return True
         return False
@@ -319,15 +368,60 @@ class ExportHealth:
     def dropped(self, signal: str, items: int, reason: str, explanation: str) -> None:
         """Record that *items* of *signal* were dropped for *reason* (a short phrase).
 
-        *explanation* is logged as a warning the first time anything is dropped.
+        *explanation* is logged as a warning the first time anything is dropped
+        for that reason.
         """
         key = (signal, reason)
         tally = self._dropped.get(key)
         if tally is None:
             tally = self._dropped.setdefault(key, Tally())
         tally.add(items)
-        if self._drop_warned.acquire(blocking=False):
+        warned = self._drop_warned.get(reason)
+        if warned is None:
+            warned = self._drop_warned.setdefault(reason, threading.Lock())
+        if warned.acquire(blocking=False):
             _logger.warning("%s", explanation)
+
+    def changed(self, changes: Mapping[str, int], explanation: str | None = None) -> None:
+        """Record names and values that had to be changed to be exported, by reason.
+
+        The first time, one warning says so (*explanation*, if given);
+        :meth:`changes_summary` totals them.
+        """
+        if not changes:
+            return
+        for reason, count in changes.items():
+            tally = self._changed.get(reason)
+            if tally is None:
+                tally = self._changed.setdefault(reason, Tally())
+            tally.add(count)
+        if self._change_warned.acquire(blocking=False):
+            if explanation is None:
+                explanation = (
+                    f"nemo.lens: telemetry held values that no exporter can write as they are "
+                    f"({next(iter(changes))}); they are exported changed rather than lost with "
+                    "their batch. Changes are counted and reported at shutdown."
+                )
+            _logger.warning("%s", explanation)
+
+    def changes(self) -> dict[str, int]:
+        """How many names and values were changed or dropped to be exported, by reason
+        (the reasons of :mod:`nemo.lens.exporters.sanitize`)."""
+        totals = {reason: tally.value for reason, tally in list(self._changed.items())}
+        totals[DROPPED_AT_THE_DOOR] = _dropped_attribute_values() - self._door_baseline
+        return {reason: totals[reason] for reason in REASONS if totals.get(reason)}
+
+    def changes_summary(self) -> str | None:
+        """One line totalling :meth:`changes`, or ``None`` when nothing was changed."""
+        totals = self.changes()
+        if not totals:
+            return None
+        parts = [f"{count} {reason}" for reason, count in totals.items()]
+        return "nemo.lens: telemetry exported with changes: " + "; ".join(parts)
+
+    def lost_total(self) -> int:
+        """How many items of every signal were lost so far (failed plus dropped)."""
+        return sum(self.lost().values())
 
     def lost(self) -> dict[str, int]:
         """How many items each signal lost so far (failed plus dropped)."""
@@ -452,7 +546,7 @@ class _Forwarder(Generic[_E]):
                 result = send(self._own_inner())
             except Exception as exc:
                 result = failure
-                cause = f"{type(exc).__name__}: {exc}"
+                cause = f"{type(exc).__name__}: {safe_str(exc)}"
             cause = cause or last_cause()
         if result is success:
             self._health.export_succeeded(self._signal, self._destination)
@@ -485,10 +579,15 @@ class ReportingMetricExporter(_Forwarder[MetricExporter], MetricExporter):
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
-        """Export through *inner*; a failure or exception is counted, not raised."""
+        """Export through *inner*, attributes redacted and made exportable
+        (:func:`~nemo.lens.exporters.redaction.clean_metrics_data`); a failure or
+        exception is counted, not raised."""
+        changes: dict[str, int] = {}
+        cleaned = clean_metrics_data(metrics_data, changes)
+        self._health.changed(changes)
         return self._forward(
             1,
-            lambda inner: inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs),
+            lambda inner: inner.export(cleaned, timeout_millis=timeout_millis, **kwargs),
             MetricExportResult.SUCCESS,
             MetricExportResult.FAILURE,
         )
@@ -525,10 +624,15 @@ class ReportingLogExporter(_Forwarder[LogRecordExporter], LogRecordExporter):
         self._setup(inner, health, quiet_loggers, factory, usable_after_fork)
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        """Export through *inner*; a failure or exception is counted, not raised."""
+        """Export through *inner*, attributes redacted and made exportable
+        (:func:`~nemo.lens.exporters.redaction.clean_log_record`); a failure or
+        exception is counted, not raised."""
+        changes: dict[str, int] = {}
+        cleaned = [clean_log_record(record, changes) for record in batch]
+        self._health.changed(changes)
         return self._forward(
-            len(batch),
-            lambda inner: inner.export(batch),
+            len(cleaned),
+            lambda inner: inner.export(cleaned),
             LogRecordExportResult.SUCCESS,
             LogRecordExportResult.FAILURE,
         )
@@ -548,3 +652,44 @@ class ReportingLogExporter(_Forwarder[LogRecordExporter], LogRecordExporter):
         shutdown: Callable[[], object] = self.inner.shutdown
         with quiet(self._quiet):
             shutdown()
+
+
+class ReportingSpanExporter(_Forwarder[SpanExporter], SpanExporter):
+    """Forwards to *inner*, quietly, and reports failures to an :class:`ExportHealth`.
+
+    For span exporters nemo.lens calls synchronously, from the thread that ends
+    each span (``console``, the SDK's in-memory exporter): a console whose
+    reader went away fails every span, and the report is one warning and a
+    count, not a traceback per span. (Batched span exporters report through
+    :class:`~nemo.lens.exporters.batch.BatchingSpanProcessor` instead.)
+    """
+
+    _signal = "traces"
+
+    def __init__(
+        self,
+        inner: SpanExporter,
+        health: ExportHealth,
+        *,
+        quiet_loggers: Sequence[str] = (),
+    ) -> None:
+        self._setup(inner, health, quiet_loggers, None, True)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Export through *inner*; a failure or exception is counted, not raised."""
+        return self._forward(
+            len(spans),
+            lambda inner: inner.export(spans),
+            SpanExportResult.SUCCESS,
+            SpanExportResult.FAILURE,
+        )
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Flush *inner*."""
+        with quiet(self._quiet):
+            return self.inner.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        """Shut *inner* down."""
+        with quiet(self._quiet):
+            self.inner.shutdown()

@@ -1,76 +1,187 @@
-"""Redaction at the exit: no span leaves the process with a redact key's text in it.
+"""The last step before every exporter: redact secrets, make every value exportable.
 
-:func:`nemo.lens.managed_span` and :func:`nemo.lens.safe_set_span_attributes`
+Redaction at the exit: no span leaves the process with a redact key's text in
+it. :func:`nemo.lens.managed_span` and :func:`nemo.lens.safe_set_span_attributes`
 redact as attributes go in. Code can also reach the span directly --
 ``span.set_attribute("prompt", ...)``, ``span.add_event("reply", {"output_text":
 ...})``, a link's attributes -- and that goes through the OpenTelemetry API,
 which nemo.lens does not own. So every exporter nemo.lens attaches is wrapped
 in :class:`RedactingSpanExporter`, which applies the same rule
 (:func:`nemo.lens.redact_value`, :data:`nemo.lens.DEFAULT_REDACT_KEYS`) to span,
-event and link attributes just before export.
+event and link attributes just before export. Since the SDK also stores
+mappings and nested lists as attribute values, the rule reaches inside them:
+every ``str`` (and ``bytes``) anywhere under a redact key is hidden, and an
+entry of a mapping whose own key is a redact key is hidden too
+(``{"config": {"api_key": "..."}}``).
 
 What is *not* rewritten: span and event names, the status description, and the
 ``exception.message`` / ``exception.stacktrace`` attributes the SDK records from
 an exception (their keys are not redact keys). Keep secrets out of those.
 
-A span without anything to redact is passed through as is; only a span that
-needs it is copied, so the cost is one memoised key check per string attribute.
+Every value made exportable in the same pass: a span name, key or value that
+no exporter could write (a lone surrogate, a name that is not a ``str``, an
+int beyond 64 bits, ...) is replaced as :mod:`nemo.lens.exporters.sanitize`
+describes, and counted, so one bad value never costs the batch it travels in.
+
+A span without anything to change is passed through as is; only a span that
+needs it is copied, so the cost for a clean span is one memoised key check and
+one type check per attribute.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import copy
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
 
+from opentelemetry.attributes import BoundedAttributes
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk.metrics.export import MetricsData
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link
+from opentelemetry.trace.status import Status
 from opentelemetry.util.types import Attributes
 
-from nemo.lens.helpers import redact_value
+from nemo.lens.exporters.sanitize import (
+    SURROGATES,
+    clean_name,
+    clean_text,
+    clean_value,
+    is_clean_text,
+    needs_cleaning,
+)
+from nemo.lens.helpers import DEFAULT_REDACT_KEYS, _is_redact_key
 
-__all__ = ["RedactingSpanExporter", "redact_span"]
+__all__ = [
+    "Changes",
+    "RedactingSpanExporter",
+    "clean_attributes",
+    "clean_log_record",
+    "clean_metrics_data",
+    "clean_resource",
+    "clean_span",
+    "redact_span",
+]
+
+_REDACTED: Final = "[REDACTED]"
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+
+Changes = dict[str, int]
+"""How many names and attributes were changed, by reason (see :mod:`~.sanitize`)."""
 
 
-def _redacted(attributes: Attributes) -> dict[str, Any] | None:
-    """A redacted copy of *attributes*, or ``None`` when nothing needs hiding."""
+def _note(changes: Changes, reason: str | None) -> None:
+    if reason is not None:
+        changes[reason] = changes.get(reason, 0) + 1
+
+
+def _hide_all(value: object) -> object:
+    """*value* with every str and bytes in it, however deep, replaced by ``[REDACTED]``."""
+    if isinstance(value, (str, bytes)):
+        return _REDACTED
+    if isinstance(value, (list, tuple)):
+        items = [_hide_all(item) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, Mapping):
+        return {key: _hide_all(item) for key, item in value.items()}
+    return value
+
+
+def _redact_deep(key: object, value: object) -> object:
+    """*value* redacted as the value of attribute *key*; *value* itself if nothing is hidden."""
+    if isinstance(key, str) and _is_redact_key(key, DEFAULT_REDACT_KEYS):
+        if isinstance(value, (str, bytes, list, tuple, Mapping)):
+            hidden = _hide_all(value)
+            return value if hidden == value else hidden
+        return value
+    if isinstance(value, Mapping):
+        copy: dict[Any, object] | None = None
+        for item_key, item in value.items():
+            hidden = _redact_deep(item_key, item)
+            if hidden is not item:
+                if copy is None:
+                    copy = dict(value)
+                copy[item_key] = hidden
+        return value if copy is None else copy
+    if isinstance(value, (list, tuple)) and any(isinstance(item, Mapping) for item in value):
+        items = [_redact_deep(None, item) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+def _changes_anything(key: object, value: object) -> bool:
+    if type(key) is not str or not (key.isascii() or is_clean_text(key)):
+        return True
+    if (
+        isinstance(value, (str, bytes, list, tuple, Mapping))
+        and _redact_deep(key, value) is not value
+    ):
+        return True
+    return needs_cleaning(value)
+
+
+def clean_attributes(attributes: Attributes, changes: Changes) -> dict[str, Any] | None:
+    """A redacted, exportable copy of *attributes*, or ``None`` when nothing changes.
+
+    Each attribute whose key or value had to be made exportable is counted
+    once in *changes* (redaction is not counted: it is the rule, not a repair).
+    """
     if not attributes:
         return None
-    copy: dict[str, Any] | None = None
+    # The common case, spelled out: this runs for every attribute of every span.
+    value: Any
     for key, value in attributes.items():
-        if isinstance(value, (str, list, tuple)):
-            hidden = redact_value(key, value)
-            if hidden is not value:
-                if copy is None:
-                    copy = dict(attributes)
-                copy[key] = hidden
-    return copy
+        if type(key) is not str or not (key.isascii() or is_clean_text(key)):
+            break
+        kind = type(value)
+        if kind is str:
+            if _is_redact_key(key, DEFAULT_REDACT_KEYS) or not (
+                value.isascii() or is_clean_text(value)
+            ):
+                break
+        elif kind is int:
+            if not _INT64_MIN <= value <= _INT64_MAX:
+                break
+        elif kind is not float and kind is not bool and _changes_anything(key, value):
+            break
+    else:
+        return None
+    cleaned: dict[str, Any] = {}
+    for key, value in attributes.items():
+        text, key_reason = clean_name(key)
+        exportable, value_reason = clean_value(_redact_deep(text, value))
+        _note(changes, key_reason or value_reason)
+        cleaned[text] = exportable
+    return cleaned
 
 
-class _RedactedSpan(ReadableSpan):
-    """A copy of a finished span with some attributes replaced; keeps the drop counts."""
+class _CleanSpan(ReadableSpan):
+    """A copy of a finished span with some fields replaced; keeps the drop counts."""
 
-    def __init__(
-        self,
-        original: ReadableSpan,
-        attributes: Mapping[str, Any] | None,
-        events: Sequence[Event],
-        links: Sequence[Link],
-    ) -> None:
-        super().__init__(
-            name=original.name,
-            context=original.context,
-            parent=original.parent,
-            resource=original.resource,
-            attributes=attributes,
-            events=events,
-            links=links,
-            kind=original.kind,
-            status=original.status,
-            start_time=original.start_time,
-            end_time=original.end_time,
-            instrumentation_scope=original.instrumentation_scope,
-        )
+    def __init__(self, original: ReadableSpan, **replaced: Any) -> None:
+        fields: dict[str, Any] = {
+            "name": original.name,
+            "context": original.context,
+            "parent": original.parent,
+            "resource": original.resource,
+            "attributes": original.attributes,
+            "events": original.events,
+            "links": original.links,
+            "kind": original.kind,
+            "status": original.status,
+            "start_time": original.start_time,
+            "end_time": original.end_time,
+            "instrumentation_scope": original.instrumentation_scope,
+        }
+        fields.update(replaced)
+        super().__init__(**fields)
         self._original = original
 
     @property
@@ -89,45 +200,220 @@ class _RedactedSpan(ReadableSpan):
         return self._original.dropped_links
 
 
-def redact_span(span: ReadableSpan) -> ReadableSpan:
-    """Return *span* with redact-key text hidden in its span, event and link attributes.
+def _clean_scope(
+    scope: InstrumentationScope | None, changes: Changes
+) -> InstrumentationScope | None:
+    if scope is None:
+        return None
+    name, version = scope.name, scope.version
+    if (type(name) is str and name.isascii()) and (version is None or version.isascii()):
+        return scope
+    name, name_reason = clean_name(name)
+    if version is not None:
+        version, version_reason = clean_name(version)
+    else:
+        version_reason = None
+    if name_reason is None and version_reason is None:
+        return scope
+    _note(changes, name_reason or version_reason)
+    return InstrumentationScope(name, version, scope.schema_url, scope.attributes)
 
-    The same object comes back when there is nothing to hide.
+
+# Resources are shared by every span of a provider and immutable: each is
+# checked once. Entries hold the resource so its id cannot be reused meanwhile.
+_RESOURCES: dict[int, tuple[Resource, Resource, Changes]] = {}
+_RESOURCES_MAX: Final = 64
+
+
+def clean_resource(resource: Resource) -> tuple[Resource, Changes]:
+    """*resource* with every attribute made exportable, and what was changed.
+
+    The same object comes back when nothing needed changing. nemo.lens cleans
+    its own resource once, at set-up (where a ``SLURM_JOB_NAME`` that is not
+    valid Unicode is found); spans from elsewhere are checked per resource.
     """
-    attributes = _redacted(span.attributes)
+    entry = _RESOURCES.get(id(resource))
+    if entry is not None and entry[0] is resource:
+        return entry[1], entry[2]
+    changes: Changes = {}
+    cleaned = clean_attributes(resource.attributes, changes)
+    result = resource if cleaned is None else Resource(cleaned, resource.schema_url)
+    if len(_RESOURCES) >= _RESOURCES_MAX:
+        _RESOURCES.clear()
+    _RESOURCES[id(resource)] = (resource, result, changes)
+    return result, changes
+
+
+def clean_span(span: ReadableSpan, changes: Changes) -> ReadableSpan:
+    """*span* with redact-key text hidden and every name and value made exportable.
+
+    Redaction covers span, event and link attributes; names, keys and values
+    that no exporter could write are replaced (see
+    :mod:`nemo.lens.exporters.sanitize`) and counted in *changes*. The same
+    object comes back when nothing had to change.
+    """
+    replaced: dict[str, Any] = {}
+    name = span.name
+    if type(name) is not str or not (name.isascii() or is_clean_text(name)):
+        replaced["name"], reason = clean_name(name)
+        _note(changes, reason)
+    attributes = clean_attributes(span.attributes, changes)
+    if attributes is not None:
+        replaced["attributes"] = attributes
     events: list[Event] | None = None
     for index, event in enumerate(span.events):
-        hidden = _redacted(event.attributes)
-        if hidden is not None:
+        event_name, reason = clean_name(event.name)
+        hidden = clean_attributes(event.attributes, changes)
+        if hidden is not None or reason is not None:
+            _note(changes, reason)
             if events is None:
                 events = list(span.events)
-            events[index] = Event(event.name, hidden, event.timestamp)
+            events[index] = Event(
+                event_name, hidden if hidden is not None else event.attributes, event.timestamp
+            )
+    if events is not None:
+        replaced["events"] = events
     links: list[Link] | None = None
     for index, link in enumerate(span.links):
-        hidden = _redacted(link.attributes)
+        hidden = clean_attributes(link.attributes, changes)
         if hidden is not None:
             if links is None:
                 links = list(span.links)
             links[index] = Link(link.context, hidden)
-    if attributes is None and events is None and links is None:
+    if links is not None:
+        replaced["links"] = links
+    description = span.status.description
+    if description is not None and not is_clean_text(description):
+        replaced["status"] = Status(span.status.status_code, clean_text(description))
+        _note(changes, SURROGATES)
+    scope = _clean_scope(span.instrumentation_scope, changes)
+    if scope is not span.instrumentation_scope:
+        replaced["instrumentation_scope"] = scope
+    resource, resource_changes = clean_resource(span.resource)
+    if resource is not span.resource:
+        replaced["resource"] = resource
+        for reason, count in resource_changes.items():
+            changes[reason] = changes.get(reason, 0) + count
+    if not replaced:
         return span
-    return _RedactedSpan(
-        span,
-        attributes if attributes is not None else span.attributes,
-        events if events is not None else span.events,
-        links if links is not None else span.links,
-    )
+    return _CleanSpan(span, **replaced)
+
+
+def redact_span(span: ReadableSpan) -> ReadableSpan:
+    """Return *span* with redact-key text hidden in its span, event and link attributes.
+
+    Values no exporter could write are made exportable too (see
+    :func:`clean_span`). The same object comes back when there is nothing to change.
+    """
+    return clean_span(span, {})
+
+
+def _replace_points(points: Sequence[Any], changes: Changes) -> list[Any] | None:
+    replaced: list[Any] | None = None
+    for index, point in enumerate(points):
+        attributes = clean_attributes(point.attributes, changes)
+        exemplars = getattr(point, "exemplars", None) or ()
+        new_exemplars: list[Any] | None = None
+        for position, exemplar in enumerate(exemplars):
+            hidden = clean_attributes(exemplar.filtered_attributes, changes)
+            if hidden is not None:
+                if new_exemplars is None:
+                    new_exemplars = list(exemplars)
+                new_exemplars[position] = dataclasses.replace(exemplar, filtered_attributes=hidden)
+        if attributes is None and new_exemplars is None:
+            continue
+        fields: dict[str, Any] = {}
+        if attributes is not None:
+            fields["attributes"] = attributes
+        if new_exemplars is not None:
+            fields["exemplars"] = new_exemplars
+        if replaced is None:
+            replaced = list(points)
+        replaced[index] = dataclasses.replace(point, **fields)
+    return replaced
+
+
+def clean_metrics_data(data: MetricsData, changes: Changes) -> MetricsData:
+    """*data* with data point and exemplar attributes redacted and made exportable.
+
+    Redaction happens at export, after aggregation: two series that differed
+    only in a secret become two points with the same ``[REDACTED]`` attributes.
+    The same object comes back when nothing had to change.
+    """
+    resource_metrics: list[Any] | None = None
+    for r_index, resource_metric in enumerate(data.resource_metrics):
+        scope_metrics: list[Any] | None = None
+        for s_index, scope_metric in enumerate(resource_metric.scope_metrics):
+            metrics: list[Any] | None = None
+            for m_index, metric in enumerate(scope_metric.metrics):
+                points = getattr(metric.data, "data_points", None)
+                new_points = _replace_points(points, changes) if points else None
+                if new_points is None:
+                    continue
+                if metrics is None:
+                    metrics = list(scope_metric.metrics)
+                points_of: Any = metric.data
+                metrics[m_index] = dataclasses.replace(
+                    metric, data=dataclasses.replace(points_of, data_points=new_points)
+                )
+            if metrics is not None:
+                if scope_metrics is None:
+                    scope_metrics = list(resource_metric.scope_metrics)
+                scope_metrics[s_index] = dataclasses.replace(scope_metric, metrics=metrics)
+        if scope_metrics is not None:
+            if resource_metrics is None:
+                resource_metrics = list(data.resource_metrics)
+            resource_metrics[r_index] = dataclasses.replace(
+                resource_metric, scope_metrics=scope_metrics
+            )
+    if resource_metrics is None:
+        return data
+    return dataclasses.replace(data, resource_metrics=resource_metrics)
+
+
+def clean_log_record(record: ReadableLogRecord, changes: Changes) -> ReadableLogRecord:
+    """*record* with its attributes redacted and its attributes and body made exportable.
+
+    The body is not redacted (it is the message; keep secrets out of it). The
+    same object comes back when nothing had to change.
+    """
+    log_record = record.log_record
+    original = log_record.attributes
+    attributes = clean_attributes(original, changes)
+    body, body_reason = clean_value(log_record.body)
+    if attributes is None and body_reason is None:
+        return record
+    _note(changes, body_reason)
+    replaced = copy.copy(log_record)
+    if attributes is not None:
+        bounded = BoundedAttributes(attributes=attributes, immutable=False)
+        if isinstance(original, BoundedAttributes):
+            bounded.dropped = original.dropped
+        replaced.attributes = bounded
+    replaced.body = body  # type: ignore[assignment]
+    return dataclasses.replace(record, log_record=replaced)
 
 
 class RedactingSpanExporter(SpanExporter):
-    """Passes spans to *inner* after :func:`redact_span`."""
+    """Passes spans to *inner* after :func:`clean_span`.
 
-    def __init__(self, inner: SpanExporter) -> None:
+    *on_changes* is told, per batch, how many names and values had to be made
+    exportable (by reason); nemo.lens reports the totals at shutdown.
+    """
+
+    def __init__(
+        self, inner: SpanExporter, on_changes: Callable[[Changes], object] | None = None
+    ) -> None:
         self.inner = inner
+        self._on_changes = on_changes
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Export the redacted spans through *inner*."""
-        return self.inner.export([redact_span(span) for span in spans])
+        """Export the cleaned spans through *inner*."""
+        changes: Changes = {}
+        cleaned = [clean_span(span, changes) for span in spans]
+        if changes and self._on_changes is not None:
+            self._on_changes(changes)
+        return self.inner.export(cleaned)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Flush *inner*."""

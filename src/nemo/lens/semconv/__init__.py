@@ -20,13 +20,15 @@ it anywhere.
 Sections:
 
 * instrumentation scope: :data:`SCOPE_NAME`;
-* span attributes: :data:`SPAN_GROUP`, :data:`SPAN_CATEGORY`, :data:`SPAN_TRUNCATED`, the
-  ``inverted.*`` marks of ``emit_span`` (and :data:`LEGACY_SPAN_GROUP`, read only);
+* span attributes: :data:`SPAN_GROUP`, :data:`SPAN_CATEGORY`, :data:`SPAN_TRUNCATED`,
+  :data:`SPAN_ENCODE_ERROR`, the ``inverted.*`` marks of ``emit_span`` (and
+  :data:`LEGACY_SPAN_GROUP`, read only);
 * resource attributes: :data:`SERVICE_NAME` ... :data:`K8S_NAMESPACE_NAME`
   (also importable from :mod:`nemo.lens.resources.attributes`);
 * logs: the trace-context fields the logging bridge adds to standard-library
   ``logging.LogRecord`` objects (:data:`LOG_TRACE_ID` ...) and the attributes
-  it puts on exported log records (``code.*``, ``exception.*``);
+  it puts on exported log records (``code.*``, ``exception.*``, the latter also on the
+  ``exception`` events of spans);
 * metric attributes of :mod:`nemo.lens.instruments` (GenAI inference, Gym rollouts);
 * metrics: the names of every instrument the recorders create (GenAI inference, RL
   steps, Gym rollouts, and 0.1.0's names as ``LEGACY_*``), re-exported from
@@ -49,6 +51,7 @@ __all__ = [
     "DEPLOYMENT_ENVIRONMENT",
     "DEPLOYMENT_ENVIRONMENT_NAME",
     "ERROR_TYPE",
+    "EXCEPTION_ESCAPED",
     "EXCEPTION_MESSAGE",
     "EXCEPTION_STACKTRACE",
     "EXCEPTION_TYPE",
@@ -95,6 +98,7 @@ __all__ = [
     "SLURM_PROCID",
     "SLURM_STEP_ID",
     "SPAN_CATEGORY",
+    "SPAN_ENCODE_ERROR",
     "SPAN_GROUP",
     "SPAN_TRUNCATED",
     "USER",
@@ -153,6 +157,10 @@ SPAN_TRUNCATED: Final = "nemo.span.truncated"
 
 Its end time is the shutdown time, not the end of the work it traced.
 """
+
+SPAN_ENCODE_ERROR: Final = "nemo.span.encode_error"
+"""On the stand-in line the JSON exporters write for a span they could not encode at all
+(a custom span object whose fields raise): why. Never seen with the SDK's spans."""
 
 # -- resource attributes --------------------------------------------------------------
 
@@ -240,11 +248,15 @@ CODE_FUNCTION_NAME: Final = "code.function.name"
 CODE_LINE_NUMBER: Final = "code.line.number"
 """Exported log attribute: the line that logged (``LogRecord.lineno``)."""
 EXCEPTION_TYPE: Final = "exception.type"
-"""Exported log attribute: the fully qualified class name of a logged exception."""
+"""Exported log and ``exception`` span-event attribute: the fully qualified class name of
+the exception."""
 EXCEPTION_MESSAGE: Final = "exception.message"
-"""Exported log attribute: ``str()`` of a logged exception."""
+"""Exported log and ``exception`` span-event attribute: ``str()`` of the exception (a
+stand-in naming the failure when its ``__str__`` raises)."""
 EXCEPTION_STACKTRACE: Final = "exception.stacktrace"
-"""Exported log attribute: the formatted traceback of a logged exception."""
+"""Exported log and ``exception`` span-event attribute: the formatted traceback."""
+EXCEPTION_ESCAPED: Final = "exception.escaped"
+"""``exception`` span-event attribute: ``"False"`` (as the SDK's ``record_exception`` sets it)."""
 
 # -- metric attributes: GenAI inference (OpenTelemetry GenAI semantic conventions) ----
 

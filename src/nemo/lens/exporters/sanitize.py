@@ -1,0 +1,228 @@
+"""Values every exporter can carry: one bad value is replaced, never the reason a batch is lost.
+
+OpenTelemetry's SDK stores almost anything a program hands it as a span name
+or an attribute: a ``str`` holding lone surrogates (what ``os.fsdecode`` makes
+of a file name that is not UTF-8), ``bytes`` or an ``int`` as a span name, an
+``int`` far beyond 64 bits, lists nested a thousand deep. The exporters cannot
+write all of that -- UTF-8 has no encoding for a lone surrogate, OTLP's
+integers are 64-bit -- and they fail the whole batch (thousands of spans) for
+one such value. nemo.lens therefore normalises each span on its way out
+(:func:`nemo.lens.exporters.redaction.clean_span`, on the export thread, not
+where the span ends), with these rules:
+
+==============================  ==================================================
+what                            becomes
+==============================  ==================================================
+text with lone surrogates       the same text with each one replaced by U+FFFD
+a name or key that is not str   its ``str()`` (a placeholder if ``str()`` fails)
+an int outside 64 bits          its decimal digits as a string (a placeholder
+                                beyond :data:`MAX_INT_BITS`)
+nesting deeper than             the too-deep part is dropped (``None``)
+:data:`MAX_DEPTH`
+any other object                its ``str()``
+==============================  ==================================================
+
+Everything else -- ``None``, bools, floats (NaN too: the JSON exporters spell
+it ``"NaN"``), ``bytes``, in-range ints, clean text, lists, tuples and
+mappings of them -- passes unchanged. Each changed name or attribute is
+counted once, under the first reason met (:data:`REASONS`), and the totals are
+reported at shutdown: no value is changed silently.
+
+This module imports nothing of OpenTelemetry, so the API-only primitives can
+use :func:`safe_str` too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Final
+
+__all__ = [
+    "BIG_INT",
+    "DROPPED_AT_THE_DOOR",
+    "MAX_DEPTH",
+    "MAX_INT_BITS",
+    "NOT_STR",
+    "REASONS",
+    "REPLACEMENT_CHARACTER",
+    "SURROGATES",
+    "TOO_DEEP",
+    "UNSUPPORTED",
+    "clean_name",
+    "clean_text",
+    "clean_value",
+    "is_clean_text",
+    "needs_cleaning",
+    "safe_str",
+]
+
+REPLACEMENT_CHARACTER: Final = "\ufffd"
+"""What a lone surrogate becomes (U+FFFD, as a UTF-8 decoder writes for bad bytes)."""
+
+MAX_DEPTH: Final = 32
+"""How deeply lists, tuples and mappings may nest inside one attribute value."""
+
+MAX_INT_BITS: Final = 4096
+"""Ints beyond 64 bits and up to this size are exported as their decimal digits."""
+
+_INT64_MIN: Final = -(2**63)
+_INT64_MAX: Final = 2**63 - 1
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+# The reasons a value is changed, worded to follow a count in the shutdown summary.
+SURROGATES: Final = (
+    "value(s) with lone surrogates (text that is not valid Unicode), replaced by U+FFFD"
+)
+NOT_STR: Final = "name(s) or key(s) that were not str, converted with str()"
+BIG_INT: Final = "integer(s) beyond 64 bits, exported as strings"
+TOO_DEEP: Final = f"value(s) nested deeper than {MAX_DEPTH} levels, cut off there"
+UNSUPPORTED: Final = "value(s) of a type no exporter can write, exported as str()"
+DROPPED_AT_THE_DOOR: Final = (
+    "attribute value(s) a span attribute cannot hold (a dict, an object, a nested or mixed "
+    "list), dropped by managed_span or safe_set_span_attributes"
+)
+REASONS: Final = (SURROGATES, NOT_STR, BIG_INT, TOO_DEEP, UNSUPPORTED, DROPPED_AT_THE_DOOR)
+"""Every reason a value can be changed or dropped, in the order the summary lists them."""
+
+
+def is_clean_text(text: str) -> bool:
+    """Whether *text* encodes as UTF-8 (has no lone surrogate). O(1) for ASCII text."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def clean_text(text: str) -> str:
+    """*text* with every lone surrogate replaced by U+FFFD (the same object if it had none)."""
+    if is_clean_text(text):
+        return text
+    return _SURROGATE.sub(REPLACEMENT_CHARACTER, str(text))
+
+
+def safe_str(value: object) -> str:
+    """``str(value)``, made valid Unicode; never raises.
+
+    When ``str()`` itself raises (an exception class with a broken
+    ``__str__``, say), the result names the type instead.
+    """
+    try:
+        text = str(value)
+    except Exception:
+        try:
+            name = type(value).__qualname__
+        except Exception:  # pragma: no cover - a type without a name
+            name = "object"
+        return f"<{clean_text(name)} object: str() failed>"
+    if type(text) is not str:  # a __str__ returning a str subclass
+        text = str.__str__(text)
+    return clean_text(text)
+
+
+def clean_name(name: object) -> tuple[str, str | None]:
+    """*name* (a span, event or scope name, an attribute key) as clean text.
+
+    Returns the text and why it had to change (``None``: it did not).
+    """
+    if type(name) is str:
+        if name.isascii() or is_clean_text(name):
+            return name, None
+        return clean_text(name), SURROGATES
+    if isinstance(name, str):
+        text = str.__str__(name)
+        if is_clean_text(text):
+            return name, None
+        return clean_text(text), SURROGATES
+    if isinstance(name, bytes):
+        return name.decode("utf-8", "replace"), NOT_STR
+    return safe_str(name), NOT_STR
+
+
+def needs_cleaning(value: object, depth: int = 0) -> bool:
+    """Whether :func:`clean_value` would change *value* (cheap for the usual values)."""
+    kind = type(value)
+    if kind is str:
+        text: str = value  # type: ignore[assignment]
+        return not (text.isascii() or is_clean_text(text))
+    if kind is int:
+        number: int = value  # type: ignore[assignment]
+        return not _INT64_MIN <= number <= _INT64_MAX
+    if kind is float or kind is bool or value is None or kind is bytes:
+        return False
+    if isinstance(value, (list, tuple)):
+        if depth >= MAX_DEPTH:
+            return True
+        return any(needs_cleaning(item, depth + 1) for item in value)
+    if isinstance(value, Mapping):
+        if depth >= MAX_DEPTH:
+            return True
+        for key, item in value.items():
+            if not (type(key) is str and (key.isascii() or is_clean_text(key))):
+                return True
+            if needs_cleaning(item, depth + 1):
+                return True
+        return False
+    if isinstance(value, str):
+        return not is_clean_text(str.__str__(value))
+    if isinstance(value, int):  # bool was handled; an IntEnum, say
+        return not _INT64_MIN <= value <= _INT64_MAX
+    return not isinstance(value, (float, bytes))
+
+
+def _clean_int(value: int) -> str:
+    bits = value.bit_length()
+    if bits > MAX_INT_BITS:
+        return f"<integer of {bits} bits>"
+    try:
+        return str(int(value))
+    except ValueError:  # sys.set_int_max_str_digits set lower than MAX_INT_BITS needs
+        return f"<integer of {bits} bits>"
+
+
+def clean_value(value: object, depth: int = 0) -> tuple[object, str | None]:
+    """*value* as every exporter can write it (see the module docstring).
+
+    Returns the value (*value* itself when it needs no change) and why it had
+    to change: the first reason met, ``None`` when it did not.
+    """
+    if not needs_cleaning(value, depth):
+        return value, None
+    reasons: list[str] = []
+    cleaned = _clean(value, reasons, depth)
+    return cleaned, (reasons[0] if reasons else None)
+
+
+def _clean(value: object, reasons: list[str], depth: int) -> object:
+    if isinstance(value, bool) or value is None or isinstance(value, (float, bytes)):
+        return value
+    if isinstance(value, str):
+        text = str.__str__(value)
+        if is_clean_text(text):
+            return value
+        reasons.append(SURROGATES)
+        return clean_text(text)
+    if isinstance(value, int):
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return value
+        reasons.append(BIG_INT)
+        return _clean_int(value)
+    if isinstance(value, (list, tuple, Mapping)) and depth >= MAX_DEPTH:
+        reasons.append(TOO_DEEP)
+        return None
+    if isinstance(value, (list, tuple)):
+        items = [_clean(item, reasons, depth + 1) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, Mapping):
+        cleaned: dict[str, object] = {}
+        for key, item in value.items():
+            text, reason = clean_name(key)
+            if reason is not None:
+                reasons.append(reason)
+            cleaned[text] = _clean(item, reasons, depth + 1)
+        return cleaned
+    reasons.append(UNSUPPORTED)
+    return safe_str(value)
