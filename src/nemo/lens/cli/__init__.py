@@ -4,6 +4,8 @@
 
     nemo-lens groups [--class megatron|rl|gym] [--spec "per_step,-optimizer"]
     nemo-lens summarize TRACE... [--skip-invalid]
+    nemo-lens goodput TRACE... [--json] [--iteration-attribute NAME] [--skip-invalid]
+    nemo-lens report TRACE... [-o OUT] [--iteration-attribute NAME] [--skip-invalid]
     nemo-lens convert TRACE... [--to chrome] [-o OUT] [--skip-invalid]
     nemo-lens emit-spans --service NAME --span NAME,START,END[,PARENT] ...
     nemo-lens generate [--schema PATH --out-root DIR] [--docs PATH] [--check]
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import os
 import pkgutil
 import shlex
@@ -36,11 +39,19 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 from nemo.lens import __version__
 from nemo.lens.cli._table import format_table
-from nemo.lens.cli._trace_io import STDIN, Problem, Trace, TraceInputError, read_traces
+from nemo.lens.cli._trace_io import (
+    STDIN,
+    Problem,
+    Trace,
+    TraceInputError,
+    TraceStream,
+    read_traces,
+)
 
 if TYPE_CHECKING:
     # Imported when used: `nemo-lens generate` must run even while the generated
     # modules are stale or broken.
+    from nemo.lens.cli._classify import Classifier
     from nemo.lens.groups import SpanGroup
     from nemo.lens.spec import GroupInfo
 
@@ -260,10 +271,63 @@ def _explain_spec(
 def _cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from nemo.lens.cli._summary import format_summary, summarize
 
-    trace = _read(args.traces, args.skip_invalid)
-    if isinstance(trace, int):
-        return trace
-    _print_lines(format_summary(summarize(trace.spans)))
+    stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
+    try:
+        summaries = summarize(stream)
+    except TraceInputError as error:
+        return _fail(str(error), error.hint)
+    _report_problems(stream.problems)
+    _print_lines(format_summary(summaries))
+    return EXIT_OK
+
+
+# --- goodput --------------------------------------------------------------------------------
+
+
+def _iteration_attribute(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the attribute name is empty; the default is 'iteration'")
+    return text.strip()
+
+
+def _goodput_notes(classifier: Classifier) -> None:
+    """Say on stderr what makes the figures less than they could be, and the fix."""
+    if not classifier.steps:
+        print(
+            f"{PROG}: note: no step span in the trace, so nothing counts as productive; "
+            "record the step group (NEMO_LENS_SPAN_GROUPS=per_step)",
+            file=sys.stderr,
+        )
+    elif classifier.steps_without_iteration:
+        print(
+            f"{PROG}: note: {classifier.steps_without_iteration} of {classifier.steps} step "
+            f"spans carry no whole-number {classifier.iteration_attribute!r} attribute; "
+            "their time counts as productive, since a re-executed iteration cannot be told "
+            "(name the attribute with --iteration-attribute)",
+            file=sys.stderr,
+        )
+
+
+def _cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens.cli._classify import Classifier
+    from nemo.lens.cli._goodput import Accountant
+    from nemo.lens.cli._goodput_format import format_goodput, run_json
+
+    classifier = Classifier.shipped(args.iteration_attribute)
+    accountant = Accountant()
+    stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
+    try:
+        for span in stream:
+            accountant.add(classifier.classify(span))
+    except TraceInputError as error:
+        return _fail(str(error), error.hint)
+    _report_problems(stream.problems)
+    _goodput_notes(classifier)
+    runs = accountant.runs()
+    if args.json:
+        _print_lines([json.dumps(run_json(run), allow_nan=False) for run in runs])
+    else:
+        _print_lines(format_goodput(runs))
     return EXIT_OK
 
 
@@ -404,6 +468,41 @@ def _parser(classes: Sequence[str]) -> argparse.ArgumentParser:
     summarize.add_argument("--skip-invalid", action="store_true", help=skip_help)
     summarize.set_defaults(run=_cmd_summarize, command_parser=summarize)
 
+    iteration_help = (
+        "the step spans' attribute that holds the iteration number (default: iteration); "
+        "an iteration executed again after a restart makes its earlier execution wasted "
+        "progress"
+    )
+    goodput = commands.add_parser(
+        "goodput",
+        help="how much of a run trained the model, and where the rest went",
+        description=(
+            "Account every second of each run, from its first span's start to its last "
+            "span's end, to one bucket: productive (steps whose iteration was not executed "
+            "again later), initialization, checkpoint_save, evaluation, wasted_progress, "
+            "restart (between one process lifetime and the next) or unaccounted. Where "
+            "spans overlap the innermost wins. Per rank, and for the run: the slowest rank "
+            "bounds it. Several files of one run (ranks, lifetimes after a crash and "
+            "resume) are read together."
+        ),
+    )
+    goodput.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
+    goodput.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per run (wall_s, productive_s, goodput, badput, and "
+        "per-rank detail under ranks) instead of tables",
+    )
+    goodput.add_argument(
+        "--iteration-attribute",
+        metavar="NAME",
+        type=_iteration_attribute,
+        default="iteration",
+        help=iteration_help,
+    )
+    goodput.add_argument("--skip-invalid", action="store_true", help=skip_help)
+    goodput.set_defaults(run=_cmd_goodput, command_parser=goodput)
+
     convert = commands.add_parser(
         "convert",
         help="convert a trace to Chrome trace-event JSON for Perfetto UI or chrome://tracing",
@@ -481,7 +580,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_usage(sys.stderr)
             print(
-                f"{PROG}: error: name a command: groups, summarize or convert; "
+                f"{PROG}: error: name a command: groups, summarize, goodput, report or convert; "
                 f"`{PROG} --help` lists every command",
                 file=sys.stderr,
             )
