@@ -331,6 +331,64 @@ def _cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     return EXIT_OK
 
 
+# --- report ---------------------------------------------------------------------------------
+
+
+def _default_report(path: str) -> str:
+    stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
+    return f"{stem}.html"
+
+
+def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens.cli._classify import Classifier
+    from nemo.lens.cli._report import ReportBuilder
+    from nemo.lens.cli._report_html import render_report
+
+    output: str | None = args.output
+    if output is None:
+        if args.traces[0] == STDIN:
+            parser.error("reading standard input: name the report file with -o OUT")
+        output = _default_report(args.traces[0])
+    if output == STDIN:
+        parser.error("-o -: the report is a file to open in a browser; name a file")
+    if any(
+        path != STDIN and os.path.abspath(path) == os.path.abspath(output) for path in args.traces
+    ):
+        parser.error(f"-o {output} would overwrite an input; choose another output file")
+
+    classifier = Classifier.shipped(args.iteration_attribute)
+    builder = ReportBuilder(classifier)
+    stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
+    try:
+        for span in stream:
+            builder.add(span)
+    except TraceInputError as error:
+        return _fail(str(error), error.hint)
+    _report_problems(stream.problems)
+    _goodput_notes(classifier)
+    title = args.title or f"nemo.lens report: {os.path.basename(args.traces[0])}" + (
+        f" and {_plural(len(args.traces) - 1, 'more input')}" if len(args.traces) > 1 else ""
+    )
+    data = builder.data(title=title, sources=args.traces, generator=f"{PROG} {__version__}")
+    page = render_report(data)
+
+    def write(stream: TextIO) -> None:
+        stream.write(page)
+
+    try:
+        _write_atomically(output, write)
+    except OSError as exc:
+        return _fail(f"{output}: cannot be written: {exc.strerror or exc}")
+    drawn = data["drawn_count"]
+    shown = (
+        f"{data['span_count']} spans"
+        if drawn == data["span_count"]
+        else f"{data['span_count']} spans, the {drawn} longest drawn as bars"
+    )
+    _print_lines([f"wrote {output}: {shown}; open it in a browser (it needs no network)"])
+    return EXIT_OK
+
+
 # --- convert --------------------------------------------------------------------------------
 
 
@@ -502,6 +560,34 @@ def _parser(classes: Sequence[str]) -> argparse.ArgumentParser:
     )
     goodput.add_argument("--skip-invalid", action="store_true", help=skip_help)
     goodput.set_defaults(run=_cmd_goodput, command_parser=goodput)
+
+    report = commands.add_parser(
+        "report",
+        help="one self-contained HTML page: goodput, a timeline and step durations",
+        description=(
+            "Write one HTML file, everything inline (it opens from the file system with no "
+            "network): the goodput breakdown as a chart with its figures, a timeline of "
+            "every rank and span group with hover details, and step duration over "
+            "iterations per rank, so a slow-down or a straggler stands out."
+        ),
+    )
+    report.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
+    report.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="the HTML file to write (default: the first input with .jsonl replaced by .html)",
+    )
+    report.add_argument("--title", help="the page's title (default: from the input's name)")
+    report.add_argument(
+        "--iteration-attribute",
+        metavar="NAME",
+        type=_iteration_attribute,
+        default="iteration",
+        help=iteration_help,
+    )
+    report.add_argument("--skip-invalid", action="store_true", help=skip_help)
+    report.set_defaults(run=_cmd_report, command_parser=report)
 
     convert = commands.add_parser(
         "convert",
