@@ -88,7 +88,8 @@ class ReportBuilder:
         self.accountant = Accountant()
         self._drawn_limit = drawn_spans
         self._rows: dict[tuple[Process, str], int] = {}
-        self._row_first: list[int] = []
+        self._row_first: list[tuple[int, int]] = []
+        """Each row's first span: (start, -end), so on a tie the enclosing group comes first."""
         self._names: dict[str, int] = {}
         self._row_of = array("i")
         self._starts = array("q")
@@ -104,9 +105,12 @@ class ReportBuilder:
         self.accountant.add(goodput)
         key = (span.process, span.group)
         row = self._rows.get(key)
+        first = (span.start_ns, -span.end_ns)
         if row is None:
             row = self._rows[key] = len(self._rows)
-            self._row_first.append(span.start_ns)
+            self._row_first.append(first)
+        elif first < self._row_first[row]:
+            self._row_first[row] = first
         name = self._names.setdefault(span.name, len(self._names))
         self._row_of.append(row)
         self._starts.append(span.start_ns)
@@ -242,7 +246,7 @@ class ReportBuilder:
         self, processes: Sequence[Process], labels: Mapping[Process, str], ms: Any
     ) -> dict[str, Any]:
         ranks = []
-        slowest: dict[int, tuple[int, Process]] = {}
+        slowest: dict[int, tuple[int, Process | None]] = {}
         for process in processes:
             steps = self._steps.get(process)
             if steps is None:
@@ -264,6 +268,8 @@ class ReportBuilder:
                     best = slowest.get(x)
                     if best is None or duration > best[0]:
                         slowest[x] = (duration, process)
+                    elif duration == best[0] and best[1] != process:
+                        slowest[x] = (duration, None)  # a tie: nobody straggled
             counted = sorted(d for _, d, wasted in points if not wasted)
             ranks.append(
                 {
@@ -279,8 +285,9 @@ class ReportBuilder:
         several = len(ranks) > 1
         straggles: dict[str, int] = defaultdict(int)
         if several:
-            for _, process in slowest.values():
-                straggles[labels[process]] += 1
+            for _, straggler in slowest.values():
+                if straggler is not None:
+                    straggles[labels[straggler]] += 1
         for entry in ranks:
             entry["slowest"] = straggles[entry["process"]] if several else None
         by_iteration = any(i >= 0 for steps in self._steps.values() for i in steps.iterations)

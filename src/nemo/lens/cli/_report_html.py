@@ -79,11 +79,14 @@ def _buckets_of(entry: dict[str, Any]) -> dict[str, float]:
     return {"productive": entry["productive_s"], **entry["badput"]}
 
 
-def _goodput_bar(label: str, entry: dict[str, Any], y: int, width: int) -> list[str]:
+def _goodput_bar(
+    label: str, entry: dict[str, Any], y: int, width: int, run_wall: float
+) -> list[str]:
+    """One stacked bar, its length the entry's wall time on the run's scale."""
     parts = [f'<text class="bar-label" x="0" y="{y + 15}">{_e(label)}</text>']
     x = 150.0
-    span = width - 150 - 60
     wall = entry["wall_s"]
+    span = (width - 150 - 60) * (wall / run_wall if run_wall > 0 else 1.0)
     for bucket, seconds in _buckets_of(entry).items():
         if wall <= 0 or seconds <= 0:
             continue
@@ -131,7 +134,7 @@ def _goodput_section(runs: Sequence[dict[str, Any]]) -> str:
             f'aria-label="goodput breakdown of {_e(name)}">'
         ]
         for index, (label, entry) in enumerate(bars):
-            svg += _goodput_bar(label, entry, 4 + 30 * index, width)
+            svg += _goodput_bar(label, entry, 4 + 30 * index, width, run["wall_s"])
         svg.append("</svg>")
         out.append("".join(svg))
         head = "".join(f"<th>{_e(label)}</th>" for label, _ in bars)
