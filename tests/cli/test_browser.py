@@ -212,7 +212,9 @@ def test_a_report_of_100000_spans_draws_some_and_says_so(
         browser, page, tmp_path, hovers=[{"row": f"rank 1 · {SpanGroup.JOB}", "t_ms": 1000}]
     )
 
-    assert seen["timeline"]["note"].startswith("Showing the 20,000 longest of 100,000 spans as bars")
+    assert seen["timeline"]["note"].startswith(
+        "Showing the 20,000 longest of 100,000 spans as bars"
+    )
     assert seen["timeline"]["painted"] > 10_000
     assert seen["hovers"][0]["lines"][0] == "train.job"
     series = seen["steps"]["series"]

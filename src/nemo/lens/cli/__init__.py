@@ -356,6 +356,13 @@ def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     ):
         parser.error(f"-o {output} would overwrite an input; choose another output file")
 
+    directory = os.path.dirname(output) or "."
+    if not os.path.isdir(directory):
+        # Said before a long read, not after it.
+        return _fail(
+            f"{output}: cannot be written: no directory {directory}",
+            f"create it (mkdir -p {shlex.quote(directory)}) or name another output with -o",
+        )
     classifier = Classifier.shipped(args.iteration_attribute)
     builder = ReportBuilder(classifier)
     stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
