@@ -341,6 +341,7 @@ def _default_report(path: str) -> str:
 
 def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from nemo.lens.cli._classify import Classifier
+    from nemo.lens.cli._goodput_format import goodput_line
     from nemo.lens.cli._report import ReportBuilder
     from nemo.lens.cli._report_html import render_report
 
@@ -392,7 +393,11 @@ def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         if drawn == data["span_count"]
         else f"{data['span_count']} spans, the {drawn} longest drawn as bars"
     )
-    _print_lines([f"wrote {output}: {shown}; open it in a browser (it needs no network)"])
+    several = len(builder.runs) > 1
+    _print_lines(
+        [(f"run {run.run_id}: " if several else "") + goodput_line(run) for run in builder.runs]
+        + [f"wrote {output}: {shown}; open it in a browser (it needs no network)"]
+    )
     return EXIT_OK
 
 

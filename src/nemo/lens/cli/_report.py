@@ -29,6 +29,7 @@ the page's data (:meth:`ReportBuilder.data`), a JSON-ready dict that
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import math
@@ -40,7 +41,7 @@ from typing import Any, Final
 
 from nemo.lens import semconv
 from nemo.lens.cli._classify import Classifier
-from nemo.lens.cli._goodput import PRODUCTIVE, Accountant
+from nemo.lens.cli._goodput import PRODUCTIVE, Accountant, RunGoodput
 from nemo.lens.cli._goodput_format import run_json
 from nemo.lens.cli._summary import percentile
 from nemo.lens.cli._trace_io import Process, SpanRecord
@@ -137,6 +138,11 @@ class ReportBuilder:
             steps.starts.append(span.start_ns)
             steps.ends.append(span.end_ns)
 
+    @functools.cached_property
+    def runs(self) -> list[RunGoodput]:
+        """Every run's goodput (ask once every span is in)."""
+        return self.accountant.runs()
+
     def data(self, *, title: str, sources: Sequence[str], generator: str) -> dict[str, Any]:
         """The page's data: a JSON-ready dict (see :mod:`nemo.lens.cli._report_html`)."""
         if not self.spans:
@@ -187,7 +193,7 @@ class ReportBuilder:
             "coverage_bins": COVERAGE_BINS,
             "restarts": self._restarts(labels, ms),
             "steps": self._step_series(processes, labels, ms),
-            "goodput": [run_json(run) for run in self.accountant.runs()],
+            "goodput": [run_json(run) for run in self.runs],
         }
 
     def _bucket_of(self, group: str) -> str:
