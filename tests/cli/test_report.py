@@ -45,7 +45,10 @@ def test_the_page_fetches_nothing(run: Run, tmp_path: Path) -> None:
     page = tmp_path / "run1-rank0.html"  # beside the first input
     assert result.status == 0, result.err
     assert result.out_lines == [
-        f"wrote {page}: 32 spans; open it in a browser (it needs no network)"
+        "goodput 35.9%: 33.000 s productive of 92.000 s wall; badput: initialization 15.000 s, "
+        "checkpoint_save 4.000 s, evaluation 2.000 s, wasted_progress 15.000 s, "
+        "restart 17.000 s, unaccounted 6.000 s",
+        f"wrote {page}: 32 spans; open it in a browser (it needs no network)",
     ]
     text = page.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>")
