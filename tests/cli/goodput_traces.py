@@ -16,6 +16,8 @@ from typing import Any
 from nemo.lens import NemoLensConfig, emit_span, setup_telemetry
 from nemo.lens.groups import SpanGroup
 
+from .conftest import line, span_dict
+
 Figures = dict[str, Any]
 
 T0 = 1_700_000_000
@@ -155,3 +157,45 @@ RUN: Figures = {
     "badput": {**RANK1["badput"], "unaccounted": 4 + (92 - 90)},  # and did nothing 90-92
     "lifetimes": 2,
 }
+
+
+def write_big_trace(path: Path, spans: int, ranks: int = 4) -> int:
+    """A trace of ``spans`` hand-made spans: per rank a job, steps with two children each.
+
+    Every rank's steps take 10 ms but rank 2's, which take 13 ms from iteration 500
+    on: a straggler, for the chart to show. Returns the number of iterations.
+    """
+    per_rank = spans // ranks
+    iterations = (per_rank - 1) // 3
+    with path.open("w", encoding="utf-8") as stream:
+        for rank in range(ranks):
+            stream.write(
+                line(
+                    span_dict(
+                        "train.job",
+                        start_ms=0,
+                        end_ms=iterations * 14,
+                        group=SpanGroup.JOB,
+                        rank=rank,
+                    )
+                )
+                + "\n"
+            )
+            for i in range(iterations):
+                start = i * 14
+                length = 13 if rank == 2 and i >= 500 else 10
+                for name, group, a, b in (
+                    ("train.step", SpanGroup.STEP, start, start + length),
+                    ("train.forward_backward", SpanGroup.FORWARD_BACKWARD, start, start + 6),
+                    ("train.optimizer", SpanGroup.OPTIMIZER, start + 6, start + 8),
+                ):
+                    record = span_dict(
+                        name,
+                        start_ms=a,
+                        end_ms=b,
+                        group=group,
+                        rank=rank,
+                        attributes={"iteration": i + 1},
+                    )
+                    stream.write(line(record) + "\n")
+    return iterations

@@ -28,8 +28,8 @@ import pytest
 
 from nemo.lens.groups import SpanGroup
 
-from .conftest import Result, line, span_dict
-from .goodput_traces import RUN, crash_and_resume
+from .conftest import Result
+from .goodput_traces import RUN, crash_and_resume, write_big_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).with_name("browser")
@@ -150,48 +150,6 @@ def test_the_report_shows_goodput_timeline_and_steps_in_chromium(
     assert steps["wasted"] == 4  # iterations 3 and 4 of the crashed lifetime, on both ranks
     stragglers = [r["process"] for r in steps["table"] if r["straggler"]]
     assert stragglers == ["rank 0"]  # its step 4 took 10 s against rank 1's 9 s
-
-
-def write_big_trace(path: Path, spans: int, ranks: int = 4) -> int:
-    """A trace of ``spans`` hand-made spans: per rank a job, steps with two children each.
-
-    Every rank's steps take 10 ms but rank 2's, which take 13 ms from iteration 500
-    on: a straggler, for the chart to show. Returns the number of iterations.
-    """
-    per_rank = spans // ranks
-    iterations = (per_rank - 1) // 3
-    with path.open("w", encoding="utf-8") as stream:
-        for rank in range(ranks):
-            stream.write(
-                line(
-                    span_dict(
-                        "train.job",
-                        start_ms=0,
-                        end_ms=iterations * 14,
-                        group=SpanGroup.JOB,
-                        rank=rank,
-                    )
-                )
-                + "\n"
-            )
-            for i in range(iterations):
-                start = i * 14
-                length = 13 if rank == 2 and i >= 500 else 10
-                for name, group, a, b in (
-                    ("train.step", SpanGroup.STEP, start, start + length),
-                    ("train.forward_backward", SpanGroup.FORWARD_BACKWARD, start, start + 6),
-                    ("train.optimizer", SpanGroup.OPTIMIZER, start + 6, start + 8),
-                ):
-                    record = span_dict(
-                        name,
-                        start_ms=a,
-                        end_ms=b,
-                        group=group,
-                        rank=rank,
-                        attributes={"iteration": i + 1},
-                    )
-                    stream.write(line(record) + "\n")
-    return iterations
 
 
 def test_a_report_of_100000_spans_draws_some_and_says_so(
