@@ -1,6 +1,8 @@
 // Open a `nemo-lens report` page in headless Chromium and say what a person would see.
 //
-// node report_page.cjs SPEC.json    (SPEC: {url, screenshot, hovers: [{row, t_ms}]})
+// node report_page.cjs SPEC.json    (SPEC: {url, screenshot, hovers: [{row, t_ms}]},
+//                                    optionally width, and keep_hover: the screenshot
+//                                    shows the last hover's tooltip, as docs/ does)
 //
 // Prints one JSON object: the requests the page made, script errors, the charts and
 // figures in its DOM, for each hover the tooltip's text, and the screenshot it saved.
@@ -16,7 +18,7 @@ async function main() {
   const browser = await chromium.launch(launchOptions());
   const result = { requests: [], errors: [] };
   try {
-    const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
+    const page = await browser.newPage({ viewport: { width: spec.width || 1300, height: 900 } });
     page.on("request", (request) => result.requests.push(request.url()));
     page.on("pageerror", (error) => result.errors.push(String(error)));
     page.on("console", (message) => {
@@ -94,7 +96,7 @@ async function main() {
       });
       result.hovers.push({ row: hover.row, found: true, ...tooltip });
     }
-    await page.mouse.move(0, 0);
+    if (!spec.keep_hover) await page.mouse.move(0, 0);
     await page.screenshot({ path: spec.screenshot, fullPage: true });
     result.screenshot = spec.screenshot;
   } finally {
