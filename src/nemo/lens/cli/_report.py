@@ -43,6 +43,7 @@ from nemo.lens import semconv
 from nemo.lens.cli._classify import Classifier
 from nemo.lens.cli._goodput import PRODUCTIVE, Accountant, RunGoodput
 from nemo.lens.cli._goodput_format import run_json
+from nemo.lens.cli._progress import Progress, progress
 from nemo.lens.cli._summary import percentile
 from nemo.lens.cli._trace_io import Process, SpanRecord
 
@@ -58,6 +59,7 @@ MAX_ROWS: Final = 400
 """Timeline rows at most (ranks in order); the page says when ranks were left out."""
 _ATTRIBUTE_CHARS: Final = 200
 _ATTRIBUTES_SHOWN: Final = 24
+_PROGRESS_EVERY: Final = 1 << 16
 _HIDDEN_ATTRIBUTES: Final = frozenset({semconv.SPAN_GROUP, semconv.LEGACY_SPAN_GROUP})
 
 
@@ -84,8 +86,15 @@ class _Steps:
 class ReportBuilder:
     """Feed it every span (:meth:`add`), then take the page's data (:meth:`data`)."""
 
-    def __init__(self, classifier: Classifier, *, drawn_spans: int = DRAWN_SPANS) -> None:
+    def __init__(
+        self,
+        classifier: Classifier,
+        *,
+        drawn_spans: int = DRAWN_SPANS,
+        show_progress: bool | None = None,
+    ) -> None:
         self.classifier = classifier
+        self.show_progress = show_progress
         self.accountant = Accountant()
         self._drawn_limit = drawn_spans
         self._rows: dict[tuple[Process, str], int] = {}
@@ -213,7 +222,21 @@ class ReportBuilder:
             return {}
         width = max(1, end - origin) / COVERAGE_BINS
         covered: dict[int, list[float]] = {row: [0.0] * COVERAGE_BINS for row in needed}
-        for row, start, stop in zip(self._row_of, self._starts, self._ends, strict=True):
+        bar = progress("laying out", total=self.spans, unit="span", enabled=self.show_progress)
+        with bar:
+            self._cover(covered, origin, width, bar)
+        return {
+            str(position[row]): [min(255, math.ceil(255 * share)) for share in bins]
+            for row, bins in covered.items()
+        }
+
+    def _cover(
+        self, covered: dict[int, list[float]], origin: int, width: float, bar: Progress
+    ) -> None:
+        spans = zip(self._row_of, self._starts, self._ends, strict=True)
+        for count, (row, start, stop) in enumerate(spans, 1):
+            if count % _PROGRESS_EVERY == 0:
+                bar.update(_PROGRESS_EVERY)
             bins = covered.get(row)
             if bins is None:
                 continue
@@ -228,10 +251,6 @@ class ReportBuilder:
             for index in range(first + 1, last):
                 bins[index] += 1.0
             bins[last] += right - last
-        return {
-            str(position[row]): [min(255, math.ceil(255 * share)) for share in bins]
-            for row, bins in covered.items()
-        }
 
     def _restarts(self, labels: Mapping[Process, str], ms: Any) -> list[dict[str, Any]]:
         """The gaps between one lifetime of a rank and its next."""
