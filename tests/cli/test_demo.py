@@ -249,7 +249,10 @@ def test_no_enabled_group_says_so(
 
 
 def test_the_console_exporter_output_can_be_summarized(
-    run_demo: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    run_demo: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("NEMO_LENS_EXPORTER", "console")
 
@@ -260,6 +263,14 @@ def test_the_console_exporter_output_can_be_summarized(
     captured = tmp_path / "run.log"
     captured.write_text(result.out, encoding="utf-8")
     assert cli_main(["summarize", "--skip-invalid", str(captured)]) == 0
+    capsys.readouterr()
+    # Goodput reads the same captured output: every step of the 12 was productive.
+    assert cli_main(["goodput", "--skip-invalid", "--json", str(captured)]) == 0
+    (text,) = capsys.readouterr().out.splitlines()
+    report = json.loads(text)
+    assert 0 < report["productive_s"] < report["wall_s"]
+    assert report["badput"]["wasted_progress"] == report["badput"]["restart"] == 0
+    assert report["lifetimes"] == 1
 
 
 def test_a_checkpoint_dir_makes_the_next_run_resume(

@@ -178,3 +178,11 @@ def test_an_unwritable_output_is_reported_and_leaves_nothing(run: Run, tmp_path:
         f"  hint: create it (mkdir -p {target.parent}) or name another output with -o\n"
     )
     assert not target.parent.exists()
+
+
+def test_ranks_of_several_services_are_told_apart(tmp_path: Path) -> None:
+    trainer = span_dict("train.step", start_ms=0, end_ms=2, group=SpanGroup.STEP)
+    gym = span_dict("gym.rollout", start_ms=1, end_ms=3)
+    gym["resource"]["service.name"] = "gym"
+    data = build([write_lines(tmp_path / "t.jsonl", [line(trainer), line(gym)])])
+    assert sorted(row["process"] for row in data["rows"]) == ["gym rank 0", "svc rank 0"]

@@ -160,7 +160,12 @@ class ReportBuilder:
         end = max(self._ends)
         processes = sorted({process for process, _ in self._rows}, key=Process.sort_key)
         several_runs = len({p.run_id for p in processes}) > 1
-        labels = {p: p.label(with_run=several_runs) for p in processes}
+        several_services = len({p.service for p in processes}) > 1
+        labels = {
+            p: (f"{p.service} " if several_services and p.service else "")
+            + p.label(with_run=several_runs)
+            for p in processes
+        }
         rank_order = {process: index for index, process in enumerate(processes)}
         order = sorted(
             self._rows.items(),
