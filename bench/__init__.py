@@ -17,7 +17,11 @@ Sections, each in its own module:
 :mod:`bench.throughput`
     A million spans through the ``file`` exporter, and a sustained
     20,000 spans/s for 10 s (own interpreters).
+:mod:`bench.cli`
+    ``nemo-lens summarize``, ``goodput`` and ``report`` of a million-span
+    trace: spans per second and peak RSS of each (own interpreters).
 
-A full run takes about 1.5 minutes on a lightly loaded 2-core machine (about 3 on a
-busy one); ``--quick`` cuts repeats and sizes to well under a minute.
+A full run takes about 4 minutes on a lightly loaded 2-core machine (the command
+line's million spans are about 2.5 of them); ``--quick`` cuts repeats and sizes to
+about a minute.
 """

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 """Where results go unless ``--out`` says otherwise (git ignores the directory's content)."""
 
-SECTIONS = ("micro", "imports", "memory", "throughput")
+SECTIONS = ("micro", "imports", "memory", "throughput", "cli")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class Plan:
     burst_spans: int
     sustained_rate: int
     sustained_seconds: float
+    cli_spans: int
 
 
 FULL = Plan(
@@ -53,6 +54,7 @@ FULL = Plan(
     burst_spans=1_000_000,
     sustained_rate=20_000,
     sustained_seconds=10.0,
+    cli_spans=1_000_000,
 )
 QUICK = Plan(
     disabled=Timing(pairs=31, sample_s=0.005),
@@ -62,6 +64,7 @@ QUICK = Plan(
     burst_spans=100_000,
     sustained_rate=20_000,
     sustained_seconds=3.0,
+    cli_spans=100_000,
 )
 
 
@@ -186,6 +189,7 @@ def run(plan: Plan, sections: Sequence[str], quick: bool) -> dict[str, Any]:
                 "burst_spans": plan.burst_spans,
                 "sustained_rate": plan.sustained_rate,
                 "sustained_seconds": plan.sustained_seconds,
+                "cli_spans": plan.cli_spans,
             },
         },
     }
@@ -201,6 +205,9 @@ def run(plan: Plan, sections: Sequence[str], quick: bool) -> dict[str, Any]:
         burst = _child("bench.throughput", "burst", "--spans", str(plan.burst_spans))
         sustained = _sustained(plan)
         results["throughput"] = {"burst": burst, "sustained": sustained}
+    if "cli" in sections:
+        _progress(f"cli: summarize, goodput and report of {plan.cli_spans:,} spans")
+        results["cli"] = _child("bench.cli", "--spans", str(plan.cli_spans))
     results["meta"]["load_average_end"] = _load()
     results["meta"]["duration_s"] = time.perf_counter() - started
     measurements = _measurements(results)

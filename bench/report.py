@@ -113,6 +113,21 @@ def _throughput(runs: Mapping[str, Mapping[str, Any]]) -> str:
     return table(headers, rows, right=(1, 3, 4, 5, 6, 7))
 
 
+def _cli(results: Mapping[str, Any]) -> str:
+    rows = [
+        [
+            f"nemo-lens {command}",
+            f"{results['spans']:,}",
+            f"{r['seconds']:.1f}",
+            f"{r['spans_per_s']:,.0f}",
+            f"{r['rss_peak_mib']:.0f}",
+        ]
+        for command, r in results["commands"].items()
+    ]
+    title = f"reading a trace back ({results['trace_mib']:.0f} MiB of JSON lines, 4 ranks):\n"
+    return title + table(["command", "spans", "s", "spans/s", "peak RSS MiB"], rows, (1, 2, 3, 4))
+
+
 def format_report(results: Mapping[str, Any]) -> str:
     """Every section present in ``results``, as text tables (the targets: :mod:`bench.check`)."""
     meta = results["meta"]
@@ -141,4 +156,6 @@ def format_report(results: Mapping[str, Any]) -> str:
         parts.append("tracemalloc, disabled paths:\n" + _memory(results["memory"]))
     if results.get("throughput"):
         parts.append(_throughput(results["throughput"]))
+    if results.get("cli"):
+        parts.append(_cli(results["cli"]))
     return "\n\n".join(parts)

@@ -29,7 +29,17 @@ variable is unset, it uses
 
 and any variable you set wins (``NEMO_LENS_SPAN_GROUPS=default make demo``
 records only the job, evaluation and checkpoint spans). At the end it prints
-where the trace went and ``nemo-lens summarize`` of it.
+where the trace went, ``nemo-lens summarize`` of it, its goodput, and writes
+the HTML report (``nemo-lens report``) next to it.
+
+A crash and resume, for goodput's restart and wasted progress::
+
+    python examples/train_demo.py --checkpoint-dir ckpt --fail-at 200   # fails at 200
+    python examples/train_demo.py --checkpoint-dir ckpt                 # resumes at 150
+
+With ``--checkpoint-dir`` the run id is kept in the directory (``run_id``), as a
+requeued SLURM job keeps its ``SLURM_JOB_ID``: the resumed process writes to the
+same trace, and the report and goodput see both lifetimes as one run.
 
 Run ``python examples/train_demo.py --help`` for the options.
 """
@@ -85,6 +95,7 @@ class Options:
     backend: str
     seed: int
     summary: bool
+    fail_at: int | None = None
 
 
 def _positive(text: str) -> int:
@@ -140,6 +151,14 @@ def parse_options(argv: Sequence[str] | None) -> Options:
     )
     parser.add_argument("--seed", type=int, default=0, help="data and weight seed (default: 0)")
     parser.add_argument(
+        "--fail-at",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="crash during iteration N (needs --checkpoint-dir); run again without it to "
+        "resume from the last checkpoint",
+    )
+    parser.add_argument(
         "--no-summary",
         dest="summary",
         action="store_false",
@@ -151,6 +170,8 @@ def parse_options(argv: Sequence[str] | None) -> Options:
             "--backend torch: torch is not installed; install a CPU build with "
             "pip install torch==2.13.0, or use --backend python"
         )
+    if args.fail_at is not None and args.checkpoint_dir is None:
+        parser.error("--fail-at needs --checkpoint-dir DIR: the run that follows resumes from it")
     backend = args.backend
     if backend == "auto":
         backend = "torch" if _torch_available() else "python"
@@ -163,6 +184,7 @@ def parse_options(argv: Sequence[str] | None) -> Options:
         backend=backend,
         seed=args.seed,
         summary=args.summary,
+        fail_at=args.fail_at,
     )
 
 
@@ -499,6 +521,10 @@ class Console:
 # --- the job ---------------------------------------------------------------------------------
 
 
+class SimulatedFailure(RuntimeError):
+    """The crash ``--fail-at`` asks for."""
+
+
 @trace_fn(SpanGroup.OPTIMIZER, "train.optimizer")
 def optimizer_step(trainer: Trainer) -> None:
     """Traced with the decorator, where the other phases use ``managed_span``."""
@@ -544,6 +570,8 @@ def train(options: Options, checkpoint_dir: Path, console: Console) -> float | N
             with managed_span(SpanGroup.STEP, "train.step", iteration=iteration) as span:
                 with managed_span(SpanGroup.FORWARD_BACKWARD, "train.forward_backward"):
                     loss = trainer.forward_backward(iteration)
+                    if iteration == options.fail_at:
+                        raise SimulatedFailure(f"simulated failure at iteration {iteration}")
                 optimizer_step(trainer)
                 if span is not None:
                     span.set_attribute("loss", loss)
@@ -570,10 +598,12 @@ def train(options: Options, checkpoint_dir: Path, console: Console) -> float | N
 # --- telemetry -------------------------------------------------------------------------------
 
 
-def telemetry_config() -> NemoLensConfig:
+def telemetry_config(checkpoint_dir: Path | None = None) -> NemoLensConfig:
     """``NemoLensConfig.from_env()`` with the demo's defaults where a variable is unset.
 
-    Raises ``ValueError`` naming the variable when one holds a bad value.
+    With a ``checkpoint_dir``, the run id is the one kept there (made on the first run),
+    unless ``NEMO_LENS_RUN_ID`` or the scheduler names one. Raises ``ValueError`` naming
+    the variable when one holds a bad value.
     """
     config = NemoLensConfig.from_env()
     defaults: dict[str, Any] = {
@@ -581,7 +611,25 @@ def telemetry_config() -> NemoLensConfig:
         for variable, field, value in DEMO_DEFAULTS
         if not os.environ.get(variable, "").strip()
     }
-    return dataclasses.replace(config, **defaults)
+    config = dataclasses.replace(config, **defaults)
+    if checkpoint_dir is not None and not config.run_id.strip():
+        config = dataclasses.replace(config, run_id=kept_run_id(checkpoint_dir))
+    return config
+
+
+def kept_run_id(checkpoint_dir: Path) -> str:
+    """The run id kept in ``checkpoint_dir``: a resumed job stays the same run."""
+    from nemo.lens.config import default_run_id
+
+    path = checkpoint_dir / "run_id"
+    if path.is_file():
+        kept = path.read_text("utf-8").strip()
+        if kept:
+            return kept
+    run_id = default_run_id()
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    _write_atomically(path, (run_id + "\n").encode("utf-8"))
+    return run_id
 
 
 def cli_command() -> str:
@@ -637,6 +685,11 @@ def report(handle: TelemetryHandle, console: Console, options: Options) -> int:
         status = cli.main(["summarize", path])
         if status:
             return status
+    console.say("")
+    sys.stdout.flush()
+    status = cli.main(["report", path])  # the goodput line, and the HTML page
+    if status:
+        return status
     command = cli_command()
     stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
     console.say("")
@@ -649,7 +702,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the demo; return the exit status (2 for bad options or NEMO_LENS_* values)."""
     options = parse_options(argv)
     try:
-        config = telemetry_config()
+        config = telemetry_config(options.checkpoint_dir)
         handle = setup_telemetry(config)
     except (ValueError, TypeError) as exc:
         print(f"train_demo.py: error: {exc}", file=sys.stderr)
@@ -665,6 +718,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     accuracy: float | None = None
     interrupted = False
+    failure: SimulatedFailure | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="nemo-lens-demo-") as scratch:
             checkpoint_dir = options.checkpoint_dir or Path(scratch)
@@ -672,12 +726,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             accuracy = train(options, checkpoint_dir, console)
     except KeyboardInterrupt:
         interrupted = True  # the spans still open end as the stack unwinds; keep them
+    except SimulatedFailure as exc:
+        failure = exc  # the same: its spans end, with the error recorded
     finally:
         console.close()
         handle.shutdown()  # flushes the trace file before it is read back
     if interrupted:
         print("interrupted; the spans recorded so far were exported", file=sys.stderr)
         return 130
+    if failure is not None:
+        print(
+            f"train_demo.py: {failure} (--fail-at); the spans recorded so far were exported.\n"
+            f"  run again without --fail-at to resume from the checkpoint in "
+            f"{options.checkpoint_dir}",
+            file=sys.stderr,
+        )
+        return 1
     elapsed = time.perf_counter() - started
     outcome = "" if accuracy is None else f"; eval accuracy {accuracy:.1%}"
     console.say(f"done in {elapsed:.1f} s{outcome}")

@@ -145,7 +145,18 @@ def test_make_demo_in_pure_python_prints_the_trace_and_its_summary(tmp_path: Pat
     assert summary_counts(table) == PER_STEP_COUNTS
     assert table[0].split()[0] == "job"  # the largest total first
     trace = tmp_path / trace_path(done.stdout)
-    assert lines[len(expected) + len(PER_STEP_COUNTS) :] == [
+    after = lines[len(expected) + len(PER_STEP_COUNTS) :]
+    assert after[0] == ""
+    assert re.fullmatch(
+        r"goodput \d+\.\d%: \d\.\d{3} s productive of \d\.\d{3} s wall; badput: .*", after[1]
+    ), after[1]
+    report = trace.with_suffix(".html")
+    assert after[2] == (
+        f"wrote {trace_path(done.stdout).with_suffix('.html')}: "
+        f"{sum(PER_STEP_COUNTS.values())} spans; open it in a browser (it needs no network)"
+    )
+    assert report.read_text("utf-8").startswith("<!DOCTYPE html>")
+    assert after[3:] == [
         "",
         f"to look at it in Perfetto: {sys.executable} -m nemo.lens.cli convert "
         f"{trace_path(done.stdout)}"
@@ -156,7 +167,8 @@ def test_make_demo_in_pure_python_prints_the_trace_and_its_summary(tmp_path: Pat
         "https://ui.perfetto.dev",
     ]
     assert trace.is_file()
-    assert sorted(path.name for path in trace.parent.iterdir()) == [trace.name]  # no metrics file
+    # The report beside the trace, and no metrics file.
+    assert sorted(path.name for path in trace.parent.iterdir()) == sorted([trace.name, report.name])
 
 
 def test_the_printed_summary_is_what_nemo_lens_summarize_prints(
@@ -237,7 +249,10 @@ def test_no_enabled_group_says_so(
 
 
 def test_the_console_exporter_output_can_be_summarized(
-    run_demo: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    run_demo: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("NEMO_LENS_EXPORTER", "console")
 
@@ -248,6 +263,14 @@ def test_the_console_exporter_output_can_be_summarized(
     captured = tmp_path / "run.log"
     captured.write_text(result.out, encoding="utf-8")
     assert cli_main(["summarize", "--skip-invalid", str(captured)]) == 0
+    capsys.readouterr()
+    # Goodput reads the same captured output: every step of the 12 was productive.
+    assert cli_main(["goodput", "--skip-invalid", "--json", str(captured)]) == 0
+    (text,) = capsys.readouterr().out.splitlines()
+    report = json.loads(text)
+    assert 0 < report["productive_s"] < report["wall_s"]
+    assert report["badput"]["wasted_progress"] == report["badput"]["restart"] == 0
+    assert report["lifetimes"] == 1
 
 
 def test_a_checkpoint_dir_makes_the_next_run_resume(
@@ -261,13 +284,56 @@ def test_a_checkpoint_dir_makes_the_next_run_resume(
     second = run_demo(*FAST, "--checkpoint-dir", str(checkpoints))
 
     assert f"resuming from {checkpoints / 'checkpoint.json'} at iteration 6" in second.out
+    # The run id is kept in the directory: the resumed run adds to the first one's trace.
+    assert trace_path(second.out) == trace_path(first.out)
     counts = summary_counts(second.out.splitlines())
-    assert counts["step"] == 6  # iterations 7..12
-    assert counts["load_checkpoint"] == 1
+    assert counts["step"] == 6 + 6  # iterations 1..6, then 7..12
+    assert counts["load_checkpoint"] == 2
 
     third = run_demo(*FAST, "--checkpoint-dir", str(checkpoints))
     assert "the checkpoint is at iteration 12: nothing left to train" in third.out
-    assert "step" not in summary_counts(third.out.splitlines())
+    assert summary_counts(third.out.splitlines())["step"] == 12  # none added
+
+
+def test_a_failure_and_a_resume_show_as_restart_and_wasted_progress(
+    run_demo: Callable[..., Result], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoints = tmp_path / "ckpt"
+    failed = run_demo(*FAST, "--checkpoint-dir", str(checkpoints), "--fail-at", "10")
+    assert failed.status == 1
+    assert failed.err == (
+        "train_demo.py: simulated failure at iteration 10 (--fail-at); the spans recorded so "
+        f"far were exported.\n  run again without --fail-at to resume from the checkpoint in "
+        f"{checkpoints}\n"
+    )
+    assert "iteration  6/12: checkpoint saved" in failed.out
+
+    resumed = run_demo(*FAST, "--checkpoint-dir", str(checkpoints))
+
+    assert resumed.status == 0
+    assert f"resuming from {checkpoints / 'checkpoint.json'} at iteration 6" in resumed.out
+    (trace,) = (tmp_path / "traces").glob("*.jsonl")  # the run id was kept: one trace
+    assert trace == tmp_path / trace_path(resumed.out)
+    assert cli_main(["goodput", "--json", str(trace)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["lifetimes"] == 2
+    assert report["badput"]["restart"] > 0
+    assert report["badput"]["wasted_progress"] > 0  # iterations 7 to 10 ran twice
+    steps = [json.loads(text) for text in trace.read_text("utf-8").splitlines()]
+    steps = [s for s in steps if s["attributes"].get(semconv.SPAN_GROUP) == SpanGroup.STEP]
+    assert sorted(s["attributes"]["iteration"] for s in steps) == sorted(
+        [*range(1, 11), *range(7, 13)]
+    )
+    assert [s["status"]["code"] for s in steps].count("ERROR") == 1  # the one that failed
+
+
+def test_fail_at_needs_a_checkpoint_dir(
+    demo: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        demo.main(["--fail-at", "3"])
+    assert exit_.value.code == 2
+    assert "--fail-at needs --checkpoint-dir DIR" in capsys.readouterr().err
 
 
 def test_a_bad_environment_value_is_an_error_naming_the_variable(

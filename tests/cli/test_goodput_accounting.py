@@ -95,6 +95,28 @@ def test_the_slowest_rank_bounds_the_run() -> None:
     assert sum(run.run.buckets.values()) == run.run.wall_ns
 
 
+def test_a_process_that_runs_no_step_does_not_bound_the_run() -> None:
+    # A launcher's spans (unknown rank) widen the run's wall time, nothing more.
+    (run,) = (
+        Accountant()
+        .add_all(
+            [
+                span("", -2, 11, rank=None),
+                span("productive", 0, 4, iteration=1, rank=0),
+                span("productive", 4, 10, iteration=2, rank=0),
+                span("productive", 0, 3, iteration=1, rank=1),
+                span("productive", 3, 6, iteration=2, rank=1),
+            ]
+        )
+        .runs()
+    )
+    assert run.bounding_rank == 1
+    assert run.run.wall_ns == 13 * S
+    assert run.run.buckets["productive"] == 6 * S
+    assert run.run.buckets["unaccounted"] == 7 * S
+    assert run.ranks[None].buckets["productive"] == 0
+
+
 def test_runs_are_reported_apart() -> None:
     runs = Accountant().add_all([span("", 0, 1, run="b"), span("", 0, 2, run="a")]).runs()
     assert [r.run_id for r in runs] == ["a", "b"]

@@ -89,3 +89,22 @@ def test_convert_draws_nothing_when_stderr_is_not_a_terminal(
 
     assert result.status == 0
     assert result.err == ""
+
+
+@pytest.mark.parametrize("command", ["summarize", "goodput", "report"])
+def test_the_streaming_commands_draw_a_reading_bar_on_a_terminal(
+    run: Run,
+    real_trace: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    no_delay: None,
+    command: str,
+) -> None:
+    trace = real_trace(steps=2)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+
+    result = run(command, str(trace), *(["-o", str(tmp_path / "r.html")] * (command == "report")))
+
+    assert result.status == 0
+    assert "reading:" in terminal.getvalue()

@@ -253,6 +253,17 @@ def test_built_resource_carries_sdk_attributes() -> None:
     assert resource.attributes[attr.SERVICE_INSTANCE_ID] == "r-rank0"
 
 
+def test_every_set_up_draws_its_own_lifetime_id() -> None:
+    # What tells a resumed job's process from the crashed one: same run, rank, maybe pid.
+    config = NemoLensConfig(run_id="r")
+    first = build_resource(config, rank=0, world_size=1).attributes[attr.LIFETIME_ID]
+    second = build_resource(config, rank=0, world_size=1).attributes[attr.LIFETIME_ID]
+    assert isinstance(first, str) and len(first) == 16
+    assert first != second
+    kept = build_resource(config, 0, 1, {attr.LIFETIME_ID: "mine"}).attributes[attr.LIFETIME_ID]
+    assert kept == "mine"
+
+
 # -- precedence, as seen on exported spans -----------------------------------------------
 
 

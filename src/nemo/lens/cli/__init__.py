@@ -4,6 +4,8 @@
 
     nemo-lens groups [--class megatron|rl|gym] [--spec "per_step,-optimizer"]
     nemo-lens summarize TRACE... [--skip-invalid]
+    nemo-lens goodput TRACE... [--json] [--iteration-attribute NAME] [--skip-invalid]
+    nemo-lens report TRACE... [-o OUT] [--iteration-attribute NAME] [--skip-invalid]
     nemo-lens convert TRACE... [--to chrome] [-o OUT] [--skip-invalid]
     nemo-lens emit-spans --service NAME --span NAME,START,END[,PARENT] ...
     nemo-lens generate [--schema PATH --out-root DIR] [--docs PATH] [--check]
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import os
 import pkgutil
 import shlex
@@ -37,11 +40,19 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 from nemo.lens import __version__
 from nemo.lens.cli._table import format_table
-from nemo.lens.cli._trace_io import STDIN, Problem, Trace, TraceInputError, read_traces
+from nemo.lens.cli._trace_io import (
+    STDIN,
+    Problem,
+    Trace,
+    TraceInputError,
+    TraceStream,
+    read_traces,
+)
 
 if TYPE_CHECKING:
     # Imported when used: `nemo-lens generate` must run even while the generated
     # modules are stale or broken.
+    from nemo.lens.cli._classify import Classifier
     from nemo.lens.groups import SpanGroup
     from nemo.lens.spec import GroupInfo
 
@@ -261,10 +272,133 @@ def _explain_spec(
 def _cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from nemo.lens.cli._summary import format_summary, summarize
 
-    trace = _read(args.traces, args.skip_invalid)
-    if isinstance(trace, int):
-        return trace
-    _print_lines(format_summary(summarize(trace.spans)))
+    stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
+    try:
+        summaries = summarize(stream)
+    except TraceInputError as error:
+        return _fail(str(error), error.hint)
+    _report_problems(stream.problems)
+    _print_lines(format_summary(summaries))
+    return EXIT_OK
+
+
+# --- goodput --------------------------------------------------------------------------------
+
+
+def _iteration_attribute(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the attribute name is empty; the default is 'iteration'")
+    return text.strip()
+
+
+def _goodput_notes(classifier: Classifier) -> None:
+    """Say on stderr what makes the figures less than they could be, and the fix."""
+    if not classifier.steps:
+        print(
+            f"{PROG}: note: no step span in the trace, so nothing counts as productive; "
+            "record the step group (NEMO_LENS_SPAN_GROUPS=per_step)",
+            file=sys.stderr,
+        )
+    elif classifier.steps_without_iteration:
+        print(
+            f"{PROG}: note: {classifier.steps_without_iteration} of {classifier.steps} step "
+            f"spans carry no whole-number {classifier.iteration_attribute!r} attribute; "
+            "their time counts as productive, since a re-executed iteration cannot be told "
+            "(name the attribute with --iteration-attribute)",
+            file=sys.stderr,
+        )
+
+
+def _cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens.cli._classify import Classifier
+    from nemo.lens.cli._goodput import Accountant
+    from nemo.lens.cli._goodput_format import format_goodput, run_json
+
+    classifier = Classifier.shipped(args.iteration_attribute)
+    accountant = Accountant()
+    stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
+    try:
+        for span in stream:
+            accountant.add(classifier.classify(span))
+    except TraceInputError as error:
+        return _fail(str(error), error.hint)
+    _report_problems(stream.problems)
+    _goodput_notes(classifier)
+    runs = accountant.runs()
+    if args.json:
+        _print_lines([json.dumps(run_json(run), allow_nan=False) for run in runs])
+    else:
+        _print_lines(format_goodput(runs))
+    return EXIT_OK
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def _default_report(path: str) -> str:
+    stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
+    return f"{stem}.html"
+
+
+def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens.cli._classify import Classifier
+    from nemo.lens.cli._goodput_format import goodput_line
+    from nemo.lens.cli._report import ReportBuilder
+    from nemo.lens.cli._report_html import render_report
+
+    output: str | None = args.output
+    if output is None:
+        if args.traces[0] == STDIN:
+            parser.error("reading standard input: name the report file with -o OUT")
+        output = _default_report(args.traces[0])
+    if output == STDIN:
+        parser.error("-o -: the report is a file to open in a browser; name a file")
+    if any(
+        path != STDIN and os.path.abspath(path) == os.path.abspath(output) for path in args.traces
+    ):
+        parser.error(f"-o {output} would overwrite an input; choose another output file")
+
+    directory = os.path.dirname(output) or "."
+    if not os.path.isdir(directory):
+        # Said before a long read, not after it.
+        return _fail(
+            f"{output}: cannot be written: no directory {directory}",
+            f"create it (mkdir -p {shlex.quote(directory)}) or name another output with -o",
+        )
+    classifier = Classifier.shipped(args.iteration_attribute)
+    builder = ReportBuilder(classifier)
+    stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
+    try:
+        for span in stream:
+            builder.add(span)
+    except TraceInputError as error:
+        return _fail(str(error), error.hint)
+    _report_problems(stream.problems)
+    _goodput_notes(classifier)
+    title = args.title or f"nemo.lens report: {os.path.basename(args.traces[0])}" + (
+        f" and {_plural(len(args.traces) - 1, 'more input')}" if len(args.traces) > 1 else ""
+    )
+    data = builder.data(title=title, sources=args.traces, generator=f"{PROG} {__version__}")
+    page = render_report(data)
+
+    def write(stream: TextIO) -> None:
+        stream.write(page)
+
+    try:
+        _write_atomically(output, write)
+    except OSError as exc:
+        return _fail(f"{output}: cannot be written: {exc.strerror or exc}")
+    drawn = data["drawn_count"]
+    shown = (
+        f"{data['span_count']} spans"
+        if drawn == data["span_count"]
+        else f"{data['span_count']} spans, the {drawn} longest drawn as bars"
+    )
+    several = len(builder.runs) > 1
+    _print_lines(
+        [(f"run {run.run_id}: " if several else "") + goodput_line(run) for run in builder.runs]
+        + [f"wrote {output}: {shown}; open it in a browser (it needs no network)"]
+    )
     return EXIT_OK
 
 
@@ -473,6 +607,69 @@ def _parser(classes: Sequence[str]) -> argparse.ArgumentParser:
     summarize.add_argument("--skip-invalid", action="store_true", help=skip_help)
     summarize.set_defaults(run=_cmd_summarize, command_parser=summarize)
 
+    iteration_help = (
+        "the step spans' attribute that holds the iteration number (default: iteration); "
+        "an iteration executed again after a restart makes its earlier execution wasted "
+        "progress"
+    )
+    goodput = commands.add_parser(
+        "goodput",
+        help="how much of a run trained the model, and where the rest went",
+        description=(
+            "Account every second of each run, from its first span's start to its last "
+            "span's end, to one bucket: productive (steps whose iteration was not executed "
+            "again later), initialization, checkpoint_save, evaluation, wasted_progress, "
+            "restart (between one process lifetime and the next) or unaccounted. Where "
+            "spans overlap the innermost wins. Per rank, and for the run: the slowest rank "
+            "bounds it. Several files of one run (ranks, lifetimes after a crash and "
+            "resume) are read together."
+        ),
+    )
+    goodput.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
+    goodput.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per run (wall_s, productive_s, goodput, badput, and "
+        "per-rank detail under ranks) instead of tables",
+    )
+    goodput.add_argument(
+        "--iteration-attribute",
+        metavar="NAME",
+        type=_iteration_attribute,
+        default="iteration",
+        help=iteration_help,
+    )
+    goodput.add_argument("--skip-invalid", action="store_true", help=skip_help)
+    goodput.set_defaults(run=_cmd_goodput, command_parser=goodput)
+
+    report = commands.add_parser(
+        "report",
+        help="one self-contained HTML page: goodput, a timeline and step durations",
+        description=(
+            "Write one HTML file, everything inline (it opens from the file system with no "
+            "network): the goodput breakdown as a chart with its figures, a timeline of "
+            "every rank and span group with hover details, and step duration over "
+            "iterations per rank, so a slow-down or a straggler stands out."
+        ),
+    )
+    report.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
+    report.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="the HTML file to write (default: the first input with .jsonl replaced by .html)",
+    )
+    report.add_argument("--title", help="the page's title (default: from the input's name)")
+    report.add_argument(
+        "--iteration-attribute",
+        metavar="NAME",
+        type=_iteration_attribute,
+        default="iteration",
+        help=iteration_help,
+    )
+    report.add_argument("--skip-invalid", action="store_true", help=skip_help)
+    report.set_defaults(run=_cmd_report, command_parser=report)
+
     convert = commands.add_parser(
         "convert",
         help="convert a trace to Chrome trace-event JSON for Perfetto UI or chrome://tracing",
@@ -550,7 +747,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             parser.print_usage(sys.stderr)
             print(
-                f"{PROG}: error: name a command: groups, summarize or convert; "
+                f"{PROG}: error: name a command: groups, summarize, goodput, report or convert; "
                 f"`{PROG} --help` lists every command",
                 file=sys.stderr,
             )

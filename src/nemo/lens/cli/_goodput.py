@@ -22,7 +22,10 @@ covering span that started last (a checkpoint inside a step is checkpoint time).
 Spans of groups that feed no bucket (profiling detail, ``job``) are transparent.
 All arithmetic is in integer nanoseconds, so the buckets add up to the wall time
 exactly. For the run as a whole, the slowest rank (the least productive time)
-bounds it: the run's figures are that rank's, over the run's wall time.
+bounds it: the run's figures are that rank's, over the run's wall time. Only
+ranks that executed a step are candidates: a process of the run that trains
+nothing (a launcher, a scheduler's spans emitted afterwards) widens the run's
+wall time but would otherwise bound every run at zero.
 
 The accounting consumes spans one at a time and keeps, per rank, only the
 bucketed spans and the extent of each lifetime, so memory grows with the number
@@ -77,6 +80,8 @@ class Breakdown:
     start_ns: int
     end_ns: int
     buckets: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKETS, 0))
+    lifetimes: int = 0
+    """How many process lifetimes the figures cover (a crash and resume: two)."""
 
     @property
     def wall_ns(self) -> int:
@@ -160,9 +165,10 @@ class Accountant:
             b = breakdowns[key]
             return (b.buckets[PRODUCTIVE], -b.wall_ns, key is None, key or 0)
 
-        bounding = min(breakdowns, key=slowness)
+        stepped = [k for k, b in breakdowns.items() if b.buckets[PRODUCTIVE] + b.buckets[WASTED]]
+        bounding = min(stepped or breakdowns, key=slowness)
         chosen = breakdowns[bounding]
-        run = Breakdown(start, end, dict(chosen.buckets))
+        run = Breakdown(start, end, dict(chosen.buckets), chosen.lifetimes)
         # The run is longer than the bounding rank's own span of time where other
         # ranks started earlier or ended later: nothing of the bounding rank's ran
         # then, so that time is unaccounted for the run.
@@ -173,7 +179,7 @@ class Accountant:
 
 def _account(rank: _Rank) -> Breakdown:
     assert rank.start_ns is not None and rank.end_ns is not None
-    out = Breakdown(rank.start_ns, rank.end_ns)
+    out = Breakdown(rank.start_ns, rank.end_ns, lifetimes=len(rank.lifetimes))
     # Lifetimes in the order they ran; the time between one's end and the next one's
     # start is the restart (overlapping lifetimes, two processes at once, leave none).
     extents = sorted((s, e) for s, e in rank.lifetimes.values())

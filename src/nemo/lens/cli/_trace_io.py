@@ -32,6 +32,21 @@ Where a span belongs
     ``lens.group`` attribute, or ``nemo.span_group`` in a trace written before
     0.2 (:data:`NO_GROUP` when the span carries neither, e.g. one made by
     ``span_cm`` without a group).
+
+Which process lifetime wrote it
+    A job that crashed and resumed has, per rank, one process per lifetime,
+    in one file (the ``file`` exporter appends) or one file each. A span's
+    :attr:`SpanRecord.lifetime` is its resource's ``nemo.lifetime.id`` (a
+    random id every ``setup_telemetry`` draws); in a trace written before that
+    attribute existed, its ``host.name`` and ``process.pid`` with the input's
+    name (a pid that a container gives every lifetime is then told apart only
+    by the file).
+
+Streaming
+    :class:`TraceStream` yields the spans one at a time as it reads them, so a
+    command that keeps only what it computes holds no more than one span in
+    memory; :func:`read_traces` collects them all (what ``convert`` needs to
+    lay a trace out).
 """
 
 from __future__ import annotations
@@ -39,13 +54,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any, Final, Literal, TypeAlias
 
 from nemo.lens import semconv
-from nemo.lens.cli._progress import progress
+from nemo.lens.cli._progress import Progress, progress
 
 __all__ = [
     "MAX_DEPTH",
@@ -59,6 +74,7 @@ __all__ = [
     "SpanRecord",
     "Trace",
     "TraceInputError",
+    "TraceStream",
     "read_traces",
 ]
 
@@ -177,6 +193,8 @@ class SpanRecord:
     status_description: str | None
     attributes: Mapping[str, Any]
     events: tuple[SpanEvent, ...]
+    lifetime: str = ""
+    """The process lifetime that wrote the span (see the module docstring)."""
 
     @property
     def duration_ns(self) -> int:
@@ -195,8 +213,9 @@ class Trace:
     """Metrics and log lines skipped because they are not spans."""
 
 
-_Interned: TypeAlias = dict[Process, Process]
-"""One shared :class:`Process` per key: a trace has millions of spans but few processes."""
+_Interned: TypeAlias = dict[Any, Any]
+"""One shared :class:`Process` (and lifetime string) per key: a trace has millions of spans
+but few processes."""
 
 
 @dataclass
@@ -206,53 +225,85 @@ class _FileCounts:
     lines: int = 0  # non-blank
 
 
+class TraceStream:
+    """The spans of every input in ``paths`` (``"-"`` is standard input), read lazily.
+
+    Iterating yields each span as its line is read. It raises
+    :class:`TraceInputError` for an input that is missing, a directory,
+    unreadable or holds no span, and (without ``skip_invalid``) for the first
+    line that is neither a span nor a metrics or log record. With
+    ``skip_invalid`` such lines and inputs become :attr:`problems`, and an
+    error is raised (at the end) only when no input holds a single span.
+    ``show_progress`` is as for :func:`nemo.lens.cli._progress.progress`
+    (``None``: when stderr is a terminal). Iterate once: standard input cannot
+    be read twice.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        *,
+        skip_invalid: bool = False,
+        show_progress: bool | None = None,
+    ) -> None:
+        self.paths = list(paths)
+        self.skip_invalid = skip_invalid
+        self.show_progress = show_progress
+        self.problems: list[Problem] = []
+        """What ``skip_invalid`` skipped, so far."""
+        self.other_records = 0
+        """Metrics and log lines skipped because they are not spans, so far."""
+        self.spans_read = 0
+
+    def __iter__(self) -> Iterator[SpanRecord]:
+        interned: _Interned = {}
+        paths = self.paths
+        with progress(
+            "reading",
+            total=_total_size(paths),
+            unit="B",
+            unit_scale=True,
+            enabled=self.show_progress,
+        ) as bar:
+            for path in paths:
+                counts = _FileCounts()
+                yield from _read_one(path, counts, self.problems, interned, self.skip_invalid, bar)
+                self.other_records += counts.other
+                self.spans_read += counts.spans
+                if counts.spans:
+                    continue
+                location = Location(_display(path))
+                if counts.other:
+                    message = (
+                        f"no span records, only {counts.other} metrics or log record(s); pass "
+                        "the span file (the one without .metrics or .logs in its name)"
+                    )
+                elif counts.lines:
+                    message = f"no span records among its {counts.lines} line(s)"
+                else:
+                    message = "is empty: no span records"
+                if not self.skip_invalid:
+                    raise TraceInputError(
+                        location,
+                        message,
+                        "is the job still running, or did this rank export nothing?",
+                    )
+                self.problems.append(Problem(location, message))
+        if not self.spans_read:
+            names = ", ".join(_display(path) for path in paths)
+            raise TraceInputError(Location(names), "no span records in any input")
+
+
 def read_traces(
     paths: Sequence[str],
     *,
     skip_invalid: bool = False,
     show_progress: bool | None = None,
 ) -> Trace:
-    """Read every span of every input in ``paths`` (``"-"`` is standard input).
-
-    Raises :class:`TraceInputError` for an input that is missing, a directory,
-    unreadable or holds no span, and (without ``skip_invalid``) for the first
-    line that is neither a span nor a metrics or log record. With
-    ``skip_invalid`` such lines and inputs become :attr:`Trace.problems`, and an
-    error is raised only when no input holds a single span. ``show_progress``
-    is as for :func:`nemo.lens.cli._progress.progress` (``None``: when stderr is a
-    terminal).
-    """
-    trace = Trace(spans=[])
-    processes: _Interned = {}
-    with progress(
-        "reading", total=_total_size(paths), unit="B", unit_scale=True, enabled=show_progress
-    ) as bar:
-        for path in paths:
-            counts = _read_one(path, trace, processes, skip_invalid, bar.update)
-            trace.other_records += counts.other
-            if counts.spans:
-                continue
-            location = Location(_display(path))
-            if counts.other:
-                message = (
-                    f"no span records, only {counts.other} metrics or log record(s); pass the "
-                    "span file (the one without .metrics or .logs in its name)"
-                )
-            elif counts.lines:
-                message = f"no span records among its {counts.lines} line(s)"
-            else:
-                message = "is empty: no span records"
-            if not skip_invalid:
-                raise TraceInputError(
-                    location,
-                    message,
-                    "is the job still running, or did this rank export nothing?",
-                )
-            trace.problems.append(Problem(location, message))
-    if not trace.spans:
-        names = ", ".join(_display(path) for path in paths)
-        raise TraceInputError(Location(names), "no span records in any input")
-    return trace
+    """Read every span of every input in ``paths`` into memory (see :class:`TraceStream`)."""
+    stream = TraceStream(paths, skip_invalid=skip_invalid, show_progress=show_progress)
+    spans = list(stream)
+    return Trace(spans=spans, problems=stream.problems, other_records=stream.other_records)
 
 
 def _display(path: str) -> str:
@@ -302,12 +353,12 @@ def _open(path: str) -> Iterator[IO[bytes]]:
 
 def _read_one(
     path: str,
-    trace: Trace,
-    processes: _Interned,
+    counts: _FileCounts,
+    problems: list[Problem],
+    interned: _Interned,
     skip_invalid: bool,
-    advance: Callable[[int], None],
-) -> _FileCounts:
-    counts = _FileCounts()
+    bar: Progress,
+) -> Iterator[SpanRecord]:
     pending = 0
     name = _display(path)
     with _open(path) as stream:
@@ -318,7 +369,7 @@ def _read_one(
         for number, raw in enumerate(lines, 1):
             pending += len(raw)
             if pending >= _PROGRESS_CHUNK:
-                advance(pending)
+                bar.update(pending)
                 pending = 0
             if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
                 error = TraceInputError(
@@ -332,12 +383,12 @@ def _read_one(
                 trace.problems.append(Problem(error.location, error.message))
                 break
             try:
-                record = _parse_line(raw, Location(name, number), processes)
+                record = _parse_line(raw, Location(name, number), interned)
             except TraceInputError as error:
                 if not skip_invalid:
                     raise
                 counts.lines += 1
-                trace.problems.append(Problem(error.location, error.message))
+                problems.append(Problem(error.location, error.message))
                 continue
             if record == "blank":
                 continue
@@ -345,10 +396,9 @@ def _read_one(
             if record == "other":
                 counts.other += 1
             elif isinstance(record, SpanRecord):
-                trace.spans.append(record)
                 counts.spans += 1
-    advance(pending)
-    return counts
+                yield record
+    bar.update(pending)
 
 
 def _snippet(text: str) -> str:
@@ -504,7 +554,9 @@ def _span_from_dict(record: dict[str, Any], location: Location, processes: _Inte
     group = attributes.get(semconv.SPAN_GROUP)
     if group is None:
         group = attributes.get(semconv.LEGACY_SPAN_GROUP)
-    process = Process.from_resource(_object_field(record, "resource", location))
+    resource = _object_field(record, "resource", location)
+    process = Process.from_resource(resource)
+    lifetime = _lifetime(resource, location.path)
     return SpanRecord(
         name=name,
         group=group if isinstance(group, str) and group else NO_GROUP,
@@ -518,4 +570,13 @@ def _span_from_dict(record: dict[str, Any], location: Location, processes: _Inte
         status_description=None if description is None else str(description),
         attributes=attributes,
         events=tuple(events),
+        lifetime=processes.setdefault(lifetime, lifetime),
     )
+
+
+def _lifetime(resource: Mapping[str, Any], path: str) -> str:
+    lifetime = resource.get(semconv.LIFETIME_ID)
+    if isinstance(lifetime, str) and lifetime:
+        return lifetime
+    # Written before nemo.lifetime.id: the process, in this input.
+    return f"{path}:{resource.get(semconv.HOST_NAME, '')}:{resource.get(semconv.PROCESS_PID, '')}"

@@ -6,7 +6,9 @@ Lowest to highest (a later layer overwrites an earlier one key by key):
    (:func:`nemo.lens.resources.detect.detect_attributes`);
 2. ``OTEL_RESOURCE_ATTRIBUTES`` (and ``OTEL_SERVICE_NAME``), parsed by the SDK;
 3. configuration: service name and version, rank, world size, run id,
-   ``service.instance.id``, user, W&B fields (:func:`config_attributes`);
+   ``service.instance.id``, user, W&B fields (:func:`config_attributes`), and
+   ``nemo.lifetime.id``, drawn afresh by every :func:`build_resource` (so by every
+   set-up): what tells a resumed job's processes from the ones before it;
 4. the caller's ``resource_attributes`` passed to ``setup_telemetry``.
 
 So an operator can correct a detected value with ``OTEL_RESOURCE_ATTRIBUTES``,
@@ -17,6 +19,7 @@ and the code that calls ``setup_telemetry`` has the last word.
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -112,4 +115,6 @@ def build_resource(
     """
     from opentelemetry.sdk.resources import Resource
 
-    return Resource.create(merged_attributes(config, rank, world_size, resource_attributes))
+    merged = merged_attributes(config, rank, world_size, resource_attributes)
+    merged.setdefault(attr.LIFETIME_ID, os.urandom(8).hex())  # a caller's own id wins
+    return Resource.create(merged)

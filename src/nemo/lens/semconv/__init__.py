@@ -75,6 +75,7 @@ __all__ = [
     "K8S_NAMESPACE_NAME",
     "K8S_POD_NAME",
     "LEGACY_SPAN_GROUP",
+    "LIFETIME_ID",
     "LOCAL_RANK",
     "LOG_SPAN_ID",
     "LOG_TRACE_ID",
@@ -190,6 +191,12 @@ HOST_NAME: Final = "host.name"
 """The machine's host name."""
 PROCESS_PID: Final = "process.pid"
 """The process id."""
+LIFETIME_ID: Final = "nemo.lifetime.id"
+"""A random id drawn at every ``setup_telemetry``: one per process lifetime.
+
+A job that crashed and resumed keeps its run id and rank, and may get the same pid (a
+container's first process); this tells its lifetimes apart (``nemo-lens goodput``'s restarts).
+"""
 HOST_GPU_COUNT: Final = "host.gpu.count"
 """The GPU count under the name 0.1.0's ``detect_local()`` gives it (the resource uses
 :data:`GPU_COUNT`)."""

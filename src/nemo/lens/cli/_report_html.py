@@ -1,0 +1,652 @@
+"""The report page: one HTML file with its styles, script, charts and data inline.
+
+Nothing is fetched: no CDN, no font, no image, so the file opens from the file
+system on a machine without network. The goodput chart, its figures and the
+step-duration chart are SVG and tables written here, readable without
+script; the timeline is drawn by the inline script on a canvas (a browser
+draws tens of thousands of bars there at once), with hover details, wheel zoom
+and drag to pan. The data goes into a ``<script type="application/json">``
+block with ``<`` escaped, so no span name or attribute can end it early, and
+the script shows names and attributes as text, never as markup.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Sequence
+from typing import Any, Final
+
+from nemo.lens.cli._goodput import BUCKETS
+
+__all__ = ["BUCKET_COLORS", "render_report"]
+
+BUCKET_COLORS: Final = {
+    "productive": "#2e7d32",
+    "initialization": "#1565c0",
+    "checkpoint_save": "#6a1b9a",
+    "evaluation": "#00838f",
+    "wasted_progress": "#c62828",
+    "restart": "#ef6c00",
+    "unaccounted": "#9e9e9e",
+}
+_RANK_COLORS: Final = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+_SLOW_FACTOR: Final = 1.5
+"""A step this many times the median of every rank's steps is marked as slow."""
+_MAX_MARKS: Final = 400
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f} s"
+
+
+def _percent(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole > 0 else "-"
+
+
+def _duration_ms(ms: float | None) -> str:
+    if ms is None:
+        return "-"
+    if ms == 0:
+        return "0"
+    if ms >= 1000:
+        return f"{ms / 1000:.3f} s"
+    if ms >= 1:
+        return f"{ms:.2f} ms"
+    return f"{ms * 1000:.1f} µs"
+
+
+# --- goodput ---------------------------------------------------------------------------------
+
+
+def _buckets_of(entry: dict[str, Any]) -> dict[str, float]:
+    return {"productive": entry["productive_s"], **entry["badput"]}
+
+
+def _goodput_bar(
+    label: str, entry: dict[str, Any], y: int, width: int, run_wall: float
+) -> list[str]:
+    """One stacked bar, its length the entry's wall time on the run's scale."""
+    parts = [f'<text class="bar-label" x="0" y="{y + 15}">{_e(label)}</text>']
+    x = 150.0
+    wall = entry["wall_s"]
+    span = (width - 150 - 60) * (wall / run_wall if run_wall > 0 else 1.0)
+    for bucket, seconds in _buckets_of(entry).items():
+        if wall <= 0 or seconds <= 0:
+            continue
+        w = span * seconds / wall
+        parts.append(
+            f'<rect class="segment" data-bucket="{bucket}" x="{x:.2f}" y="{y}" '
+            f'width="{w:.2f}" height="20" fill="{BUCKET_COLORS[bucket]}">'
+            f"<title>{_e(label)}: {bucket} {_seconds(seconds)} "
+            f"({_percent(seconds, wall)})</title></rect>"
+        )
+        x += w
+    parts.append(
+        f'<text class="bar-value" x="{width - 55}" y="{y + 15}">'
+        f"{_percent(entry['productive_s'], wall)}</text>"
+    )
+    return parts
+
+
+def _goodput_section(runs: Sequence[dict[str, Any]]) -> str:
+    width = 960
+    out = ['<section id="goodput"><h2>Goodput</h2>']
+    legend = "".join(
+        f'<span class="key"><i style="background:{color}"></i>{bucket}</span>'
+        for bucket, color in BUCKET_COLORS.items()
+    )
+    out.append(f'<div class="legend">{legend}</div>')
+    for run in runs:
+        name = f"run {run['run_id']}" if run["run_id"] else "run (no nemo.run_id)"
+        bars = [("run", run)]
+        if len(run["ranks"]) > 1 or run["lifetimes"] > 1:
+            bars += [(_rank(entry["rank"]), entry) for entry in run["ranks"]]
+        height = 30 * len(bars) + 6
+        bound = ""
+        if len(run["ranks"]) > 1:
+            bound = f"; {_rank(run['bounding_rank'])}, the slowest, bounds the run"
+        out.append(
+            f'<h3 class="run-heading" data-run="{_e(run["run_id"])}">{_e(name)}: goodput '
+            f'<span class="goodput-figure">{_percent(run["productive_s"], run["wall_s"])}'
+            f"</span> ({_seconds(run['productive_s'])} productive of "
+            f"{_seconds(run['wall_s'])} wall{bound})</h3>"
+        )
+        svg = [
+            f'<svg class="goodput-chart" data-run="{_e(run["run_id"])}" width="{width}" '
+            f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+            f'aria-label="goodput breakdown of {_e(name)}">'
+        ]
+        for index, (label, entry) in enumerate(bars):
+            svg += _goodput_bar(label, entry, 4 + 30 * index, width, run["wall_s"])
+        svg.append("</svg>")
+        out.append("".join(svg))
+        head = "".join(f"<th>{_e(label)}</th>" for label, _ in bars)
+        rows = []
+        for bucket in BUCKETS:
+            cells = "".join(
+                f"<td>{_seconds(_buckets_of(entry)[bucket])}"
+                f"<small>{_percent(_buckets_of(entry)[bucket], entry['wall_s'])}</small></td>"
+                for _, entry in bars
+            )
+            swatch = f'<i class="swatch" style="background:{BUCKET_COLORS[bucket]}"></i>'
+            rows.append(f'<tr data-bucket="{bucket}"><th>{swatch}{bucket}</th>{cells}</tr>')
+        wall = "".join(f"<td>{_seconds(entry['wall_s'])}</td>" for _, entry in bars)
+        rows.append(f'<tr data-bucket="wall" class="total"><th>wall</th>{wall}</tr>')
+        out.append(
+            f'<table class="figures goodput-table" data-run="{_e(run["run_id"])}">'
+            f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
+    out.append("</section>")
+    return "".join(out)
+
+
+def _rank(rank: int | None) -> str:
+    return "unknown rank" if rank is None else f"rank {rank}"
+
+
+# --- step durations --------------------------------------------------------------------------
+
+
+def _nice_step(span: float, ticks: int = 6) -> float:
+    raw = span / max(1, ticks)
+    if raw <= 0:
+        return 1.0
+    magnitude = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 5, 10):
+        if raw <= factor * magnitude:
+            return float(factor * magnitude)
+    return float(10 * magnitude)
+
+
+def _steps_section(steps: dict[str, Any]) -> str:
+    ranks = steps["ranks"]
+    out = ['<section id="steps"><h2>Step duration</h2>']
+    if not ranks:
+        out.append(
+            '<p class="note">No step spans in this trace: record the step group '
+            "(NEMO_LENS_SPAN_GROUPS=per_step) to see step durations.</p></section>"
+        )
+        return "".join(out)
+    xs: list[float] = []
+    ys: list[float] = []
+    for entry in ranks:
+        if entry["points"] is not None:
+            xs += [p[0] for p in entry["points"]]
+            ys += [p[1] for p in entry["points"]]
+        else:
+            xs += [b[0] for b in entry["bins"]] + [b[1] for b in entry["bins"]]
+            ys += [b[3] for b in entry["bins"]]
+    counted = sorted(
+        p[1] for entry in ranks if entry["points"] is not None for p in entry["points"] if not p[2]
+    )
+    median = counted[len(counted) // 2] if counted else None
+    width, height = 960, 320
+    left, right, top, bottom = 70, 20, 14, 40
+    x0, x1 = min(xs), max(xs)
+    if x1 == x0:
+        x1 = x0 + 1
+    y1 = max(ys) * 1.05 or 1.0
+
+    def px(x: float) -> float:
+        return left + (x - x0) / (x1 - x0) * (width - left - right)
+
+    def py(y: float) -> float:
+        return top + (1 - y / y1) * (height - top - bottom)
+
+    svg = [
+        f'<svg id="steps-chart" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="step duration over '
+        f'{steps["x"]}s, per rank">'
+    ]
+    y_step = _nice_step(y1)
+    tick = 0.0
+    while tick <= y1:
+        y = py(tick)
+        svg.append(
+            f'<line class="grid" x1="{left}" x2="{width - right}" y1="{y:.1f}" y2="{y:.1f}"/>'
+            f'<text class="tick" x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{_e(_duration_ms(tick))}</text>"
+        )
+        tick += y_step
+    x_step = max(1.0, _nice_step(x1 - x0))
+    tick = math.ceil(x0 / x_step) * x_step
+    while tick <= x1:
+        x = px(tick)
+        svg.append(
+            f'<text class="tick" x="{x:.1f}" y="{height - bottom + 16}" text-anchor="middle">'
+            f"{tick:g}</text>"
+        )
+        tick += x_step
+    svg.append(
+        f'<text class="axis-label" x="{(left + width - right) / 2}" y="{height - 6}" '
+        f'text-anchor="middle">{steps["x"]}</text>'
+    )
+    marks = 0
+    for index, entry in enumerate(ranks):
+        color = _RANK_COLORS[index % len(_RANK_COLORS)]
+        label = _e(entry["process"])
+        if entry["points"] is not None:
+            kept = [p for p in entry["points"] if not p[2]]
+            line = " ".join(f"{px(p[0]):.1f},{py(p[1]):.1f}" for p in kept)
+            svg.append(
+                f'<polyline class="series" data-process="{label}" points="{line}" '
+                f'stroke="{color}"><title>{label}</title></polyline>'
+            )
+            for x, ms, wasted in entry["points"]:
+                slow = median is not None and not wasted and ms > _SLOW_FACTOR * median
+                if (wasted or slow) and marks < _MAX_MARKS:
+                    marks += 1
+                    kind = "wasted" if wasted else "slow"
+                    svg.append(
+                        f'<circle class="mark {kind}" data-process="{label}" cx="{px(x):.1f}" '
+                        f'cy="{py(ms):.1f}" r="4" stroke="{color}"><title>{label}, '
+                        f"{steps['x']} {x:g}: {_duration_ms(ms)}"
+                        f"{' (executed again later: wasted)' if wasted else ' (slow)'}"
+                        "</title></circle>"
+                    )
+        else:
+            mean = " ".join(f"{px((b[0] + b[1]) / 2):.1f},{py(b[2]):.1f}" for b in entry["bins"])
+            peak = " ".join(f"{px((b[0] + b[1]) / 2):.1f},{py(b[3]):.1f}" for b in entry["bins"])
+            svg.append(
+                f'<polyline class="series" data-process="{label}" points="{mean}" '
+                f'stroke="{color}"><title>{label}: mean of {entry["bin_size"]} steps'
+                "</title></polyline>"
+                f'<polyline class="series peak" data-process="{label}" points="{peak}" '
+                f'stroke="{color}"><title>{label}: slowest of {entry["bin_size"]} steps'
+                "</title></polyline>"
+            )
+    svg.append("</svg>")
+    legend = "".join(
+        f'<span class="key"><i style="background:{_RANK_COLORS[i % len(_RANK_COLORS)]}"></i>'
+        f"{_e(entry['process'])}</span>"
+        for i, entry in enumerate(ranks)
+    )
+    out.append(f'<div class="legend">{legend}</div>')
+    out.append("".join(svg))
+    notes = []
+    if any(entry["bins"] is not None for entry in ranks):
+        size = max(entry.get("bin_size", 1) for entry in ranks if entry["bins"] is not None)
+        notes.append(
+            f"Long series are reduced to bins of {size} consecutive steps: the solid line is "
+            "each bin's mean, the faint one its slowest step."
+        )
+    if median is not None:
+        notes.append(
+            f"Circles mark steps over {_SLOW_FACTOR:g} times the median step "
+            f"({_duration_ms(median)}) and, hollow, executions whose iteration ran again "
+            "after a restart (wasted)."
+        )
+    if notes:
+        out.append(f'<p class="note">{_e(" ".join(notes))}</p>')
+    several = len(ranks) > 1
+    head = "<th>rank</th><th>steps</th><th>wasted</th><th>median</th><th>p90</th><th>max</th>"
+    if several:
+        head += "<th>slowest at</th>"
+    worst = max((entry["slowest"] or 0 for entry in ranks), default=0)
+    body = []
+    for entry in ranks:
+        straggler = several and worst > 0 and entry["slowest"] == worst
+        cells = (
+            f"<td>{_e(entry['process'])}</td><td>{entry['count']}</td><td>{entry['wasted']}</td>"
+            f"<td>{_duration_ms(entry['median_ms'])}</td><td>{_duration_ms(entry['p90_ms'])}</td>"
+            f"<td>{_duration_ms(entry['max_ms'])}</td>"
+        )
+        if several:
+            cells += f"<td>{entry['slowest']} {steps['x']}s</td>"
+        css = ' class="straggler"' if straggler else ""
+        body.append(f'<tr data-process="{_e(entry["process"])}"{css}>{cells}</tr>')
+    out.append(
+        f'<table class="figures" id="steps-table"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+    if several and worst > 0:
+        out.append(
+            '<p class="note">“slowest at”: at how many '
+            f"{steps['x']}s this rank's step took longest; the most often slowest rank, "
+            "the straggler, is highlighted.</p>"
+        )
+    out.append("</section>")
+    return "".join(out)
+
+
+# --- the page --------------------------------------------------------------------------------
+
+
+def _timeline_section(data: dict[str, Any]) -> str:
+    total, drawn = data["span_count"], data["drawn_count"]
+    if drawn < total:
+        note = (
+            f"Showing the {drawn:,} longest of {total:,} spans as bars (a browser cannot "
+            "draw them all); the shading behind the bars is every span of the row: how much "
+            "of each slice of time it covers."
+        )
+    else:
+        note = f"All {total:,} spans are drawn."
+    if data["rows_total"] > len(data["rows"]):
+        note += (
+            f" The first {len(data['rows']):,} of {data['rows_total']:,} rows (ranks in order) "
+            "are shown."
+        )
+    note += " Hover a bar for its details; scroll to zoom, drag to pan, double-click to reset."
+    return (
+        '<section id="timeline"><h2>Timeline</h2>'
+        f'<p class="note" id="timeline-note">{_e(note)}</p>'
+        '<div id="timeline-view"><div id="timeline-labels"></div>'
+        '<canvas id="timeline-canvas"></canvas></div>'
+        '<div id="tooltip" role="tooltip" hidden></div></section>'
+    )
+
+
+def _embed(data: dict[str, Any]) -> str:
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # Inside <script>, "</script" or "<!--" would end or confuse the block.
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def render_report(data: dict[str, Any]) -> str:
+    """The whole page for ``data`` (:meth:`nemo.lens.cli._report.ReportBuilder.data`)."""
+    sources = ", ".join(data["sources"])
+    meta = (
+        f"{data['span_count']:,} spans from {data['processes']} "
+        f"process{'es' if data['processes'] != 1 else ''}, "
+        f"{_seconds(data['wall_ms'] / 1000)} from the first span's start to the last span's end"
+    )
+    return "".join(
+        [
+            "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>",
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+            f"<title>{_e(data['title'])}</title><style>{_CSS}</style></head><body>",
+            f"<header><h1>{_e(data['title'])}</h1><p class='meta' id='meta'>{_e(meta)}</p>",
+            f"<p class='meta'>from {_e(sources)}; written by {_e(data['generator'])}</p></header>",
+            _goodput_section(data["goodput"]),
+            _timeline_section(data),
+            _steps_section(data["steps"]),
+            "<script type='application/json' id='report-data'>",
+            _embed(
+                {
+                    key: data[key]
+                    for key in (
+                        "wall_ms",
+                        "rows",
+                        "names",
+                        "spans",
+                        "attributes",
+                        "coverage",
+                        "restarts",
+                        "coverage_bins",
+                    )
+                }
+                | {"colors": BUCKET_COLORS}
+            ),
+            "</script>",
+            f"<script>{_SCRIPT}</script></body></html>\n",
+        ]
+    )
+
+
+_CSS: Final = """
+:root { color-scheme: light; --fg: #1d1d1f; --muted: #666; --line: #ddd; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg);
+  margin: 0 auto; padding: 16px 24px 48px; max-width: 1280px; }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid var(--line);
+  padding-bottom: 4px; }
+h3 { font-size: 14px; font-weight: 600; margin: 14px 0 6px; }
+.meta, .note { color: var(--muted); margin: 2px 0; }
+.note { font-size: 13px; max-width: 960px; }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 14px; margin: 6px 0; font-size: 12px; }
+.key i, .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 5px;
+  border-radius: 2px; vertical-align: -1px; }
+svg text { font: 12px system-ui, sans-serif; fill: var(--fg); }
+svg .tick { fill: var(--muted); font-size: 11px; }
+svg .grid { stroke: #eee; }
+svg .series { fill: none; stroke-width: 1.5; }
+svg .series.peak { stroke-width: 1; stroke-opacity: 0.35; }
+svg .mark.slow { fill: #fff; stroke-width: 2; }
+svg .mark.wasted { fill: none; stroke: #999; stroke-dasharray: 2 1; }
+svg .bar-value { font-weight: 600; }
+table.figures { border-collapse: collapse; margin: 8px 0; font-variant-numeric: tabular-nums; }
+table.figures th, table.figures td { padding: 3px 10px; border-bottom: 1px solid var(--line);
+  text-align: right; white-space: nowrap; }
+table.figures th:first-child, table.figures td:first-child { text-align: left; }
+table.figures small { color: var(--muted); margin-left: 6px; }
+table.figures tr.total th, table.figures tr.total td { font-weight: 600; }
+tr.straggler td { background: #fdecea; font-weight: 600; }
+#timeline-view { position: relative; display: flex; border: 1px solid var(--line); }
+#timeline-labels { flex: 0 0 170px; position: relative; font-size: 12px;
+  border-right: 1px solid var(--line); background: #fafafa; }
+#timeline-labels div { position: absolute; left: 6px; right: 4px; overflow: hidden;
+  white-space: nowrap; text-overflow: ellipsis; }
+#timeline-labels div.first { font-weight: 600; }
+#timeline-canvas { flex: 1 1 auto; min-width: 0; cursor: crosshair; display: block; }
+#tooltip { position: fixed; z-index: 10; pointer-events: none; background: #fff;
+  border: 1px solid #bbb; border-radius: 4px; padding: 6px 8px; font-size: 12px;
+  max-width: 460px; box-shadow: 0 2px 8px rgba(0,0,0,.15); }
+#tooltip .name { font-weight: 600; }
+#tooltip .attr { color: #333; word-break: break-all; }
+#tooltip .attr b { font-weight: 500; color: var(--muted); }
+"""
+
+_SCRIPT: Final = r"""
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("report-data").textContent);
+  var ROW = 18, AXIS = 22;
+  var canvas = document.getElementById("timeline-canvas");
+  var labels = document.getElementById("timeline-labels");
+  var tooltip = document.getElementById("tooltip");
+  var rows = data.rows, spans = data.spans, names = data.names;
+  var byRow = rows.map(function () { return []; });
+  var longest = rows.map(function () { return 0; });
+  spans.forEach(function (s, i) {
+    byRow[s[0]].push(i);
+    if (s[2] > longest[s[0]]) { longest[s[0]] = s[2]; }
+  });
+  var palette = ["#5c6bc0", "#26a69a", "#8d6e63", "#ab47bc", "#789262", "#ec407a",
+    "#42a5f5", "#ffa726", "#7e57c2", "#66bb6a"];
+  var groupColor = {};
+  function colorOf(row) {
+    var r = rows[row];
+    if (r.bucket) { return data.colors[r.bucket]; }
+    if (!(r.group in groupColor)) {
+      var h = 0;
+      for (var k = 0; k < r.group.length; k++) { h = (h * 31 + r.group.charCodeAt(k)) >>> 0; }
+      groupColor[r.group] = palette[h % palette.length];
+    }
+    return groupColor[r.group];
+  }
+  var height = AXIS + rows.length * ROW + 4;
+  labels.style.height = height + "px";
+  rows.forEach(function (r, i) {
+    var d = document.createElement("div");
+    d.dataset.row = String(i);
+    d.style.top = (AXIS + i * ROW + 1) + "px";
+    d.style.height = ROW + "px";
+    d.textContent = r.process + " · " + r.group;
+    d.title = d.textContent;
+    if (i === 0 || rows[i - 1].process !== r.process) { d.className = "first"; }
+    labels.appendChild(d);
+  });
+  var view = { t0: 0, t1: Math.max(data.wall_ms, 1e-6) };
+  var ctx = canvas.getContext("2d");
+  var width = 0;
+  function x(t) { return (t - view.t0) / (view.t1 - view.t0) * width; }
+  function tAt(px) { return view.t0 + px / width * (view.t1 - view.t0); }
+  function fmt(ms) {
+    if (Math.abs(ms) < 1e-9) { return "0"; }
+    if (ms >= 1000) { return (ms / 1000).toFixed(3) + " s"; }
+    if (ms >= 1) { return ms.toFixed(2) + " ms"; }
+    return (ms * 1000).toFixed(1) + " µs";
+  }
+  function niceStep(span) {
+    var raw = span / 8, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    var f = [1, 2, 5, 10].find(function (m) { return raw <= m * mag; });
+    return f * mag;
+  }
+  function draw() {
+    var ratio = window.devicePixelRatio || 1;
+    width = canvas.clientWidth;
+    canvas.width = Math.round(width * ratio);
+    canvas.height = Math.round(height * ratio);
+    canvas.style.height = height + "px";
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.fillStyle = "#666";
+    ctx.strokeStyle = "#eee";
+    var step = niceStep(view.t1 - view.t0);
+    for (var t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+      var px = Math.round(x(t)) + 0.5;
+      ctx.beginPath(); ctx.moveTo(px, AXIS - 4); ctx.lineTo(px, height); ctx.stroke();
+      ctx.fillText(fmt(t), px + 3, 12);
+    }
+    rows.forEach(function (r, i) {
+      if (i % 2) {
+        ctx.fillStyle = "rgba(0,0,0,0.025)";
+        ctx.fillRect(0, AXIS + i * ROW, width, ROW);
+      }
+    });
+    data.restarts.forEach(function (g) {
+      var a = x(g.start), b = x(g.end);
+      rows.forEach(function (r, i) {
+        if (r.process !== g.process) { return; }
+        ctx.fillStyle = "rgba(239,108,0,0.18)";
+        ctx.fillRect(a, AXIS + i * ROW, b - a, ROW);
+      });
+    });
+    var binMs = data.wall_ms / data.coverage_bins;
+    Object.keys(data.coverage).forEach(function (key) {
+      var row = Number(key), bins = data.coverage[key], y = AXIS + row * ROW + 3;
+      ctx.fillStyle = colorOf(row);
+      for (var b = 0; b < bins.length; b++) {
+        if (!bins[b]) { continue; }
+        var a = x(b * binMs), e = x((b + 1) * binMs);
+        if (e < 0 || a > width) { continue; }
+        ctx.globalAlpha = 0.15 + 0.45 * bins[b] / 255;
+        ctx.fillRect(a, y, Math.max(1, e - a), ROW - 6);
+      }
+    });
+    ctx.globalAlpha = 1;
+    for (var i = 0; i < spans.length; i++) {
+      var s = spans[i], a = x(s[1]), e = x(s[1] + s[2]);
+      if (e < 0 || a > width) { continue; }
+      ctx.fillStyle = colorOf(s[0]);
+      ctx.fillRect(a, AXIS + s[0] * ROW + 2, Math.max(1, e - a), ROW - 4);
+    }
+    canvas.dataset.t0 = String(view.t0);
+    canvas.dataset.t1 = String(view.t1);
+  }
+  function find(row, t) {
+    var list = byRow[row], lo = 0, hi = list.length, best = -1;
+    while (lo < hi) {
+      var mid = (lo + hi) >> 1;
+      if (spans[list[mid]][1] <= t) { lo = mid + 1; } else { hi = mid; }
+    }
+    var slack = (view.t1 - view.t0) / width;  // a bar is at least a pixel wide
+    for (var k = lo - 1; k >= 0; k--) {
+      var s = spans[list[k]];
+      if (s[1] < t - longest[row] - slack) { break; }
+      if (t <= s[1] + Math.max(s[2], slack) && (best < 0 || s[2] < spans[best][2])) {
+        best = list[k];
+      }
+    }
+    return best;
+  }
+  function line(cls, text) {
+    var d = document.createElement("div");
+    d.className = cls;
+    d.textContent = text;
+    return d;
+  }
+  function show(ev) {
+    var box = canvas.getBoundingClientRect();
+    var px = ev.clientX - box.left, py = ev.clientY - box.top;
+    var row = Math.floor((py - AXIS) / ROW);
+    tooltip.textContent = "";
+    if (row < 0 || row >= rows.length) { tooltip.hidden = true; return; }
+    var t = tAt(px), hit = find(row, t), r = rows[row];
+    if (hit >= 0) {
+      var s = spans[hit];
+      tooltip.appendChild(line("name", names[s[3]]));
+      tooltip.appendChild(line("where", r.process + " · " + r.group));
+      tooltip.appendChild(line("duration", "duration " + fmt(s[2]) + ", from " + fmt(s[1])));
+      var attrs = JSON.parse(data.attributes[hit]);
+      Object.keys(attrs).forEach(function (key) {
+        var d = line("attr", "");
+        var b = document.createElement("b");
+        b.textContent = key + ": ";
+        d.appendChild(b);
+        d.appendChild(document.createTextNode(JSON.stringify(attrs[key])));
+        tooltip.appendChild(d);
+      });
+    } else {
+      var gap = data.restarts.find(function (g) {
+        return g.process === r.process && g.start <= t && t <= g.end;
+      });
+      var bins = data.coverage[String(row)];
+      if (gap) {
+        tooltip.appendChild(line("name", "restart"));
+        tooltip.appendChild(line("duration", fmt(gap.end - gap.start) +
+          " between one process lifetime of " + r.process + " and the next"));
+      } else if (bins) {
+        var bin = Math.floor(t / (data.wall_ms / data.coverage_bins));
+        bin = Math.min(bins.length - 1, Math.max(0, bin));
+        tooltip.appendChild(line("name", r.process + " · " + r.group));
+        tooltip.appendChild(line("duration", Math.round(100 * bins[bin] / 255) +
+          "% of this slice covered by spans too short or too many to draw one by one"));
+      } else { tooltip.hidden = true; return; }
+    }
+    tooltip.hidden = false;
+    var left = Math.min(ev.clientX + 14, window.innerWidth - tooltip.offsetWidth - 8);
+    tooltip.style.left = Math.max(4, left) + "px";
+    tooltip.style.top = (ev.clientY + 14) + "px";
+  }
+  var drag = null;
+  canvas.addEventListener("mousemove", function (ev) {
+    if (drag) {
+      var dt = (drag.x - ev.clientX) / width * (drag.t1 - drag.t0);
+      view.t0 = drag.t0 + dt; view.t1 = drag.t1 + dt; draw();
+      return;
+    }
+    show(ev);
+  });
+  canvas.addEventListener("mouseleave", function () { tooltip.hidden = true; drag = null; });
+  canvas.addEventListener("mousedown", function (ev) {
+    drag = { x: ev.clientX, t0: view.t0, t1: view.t1 };
+    tooltip.hidden = true;
+  });
+  window.addEventListener("mouseup", function () { drag = null; });
+  canvas.addEventListener("wheel", function (ev) {
+    ev.preventDefault();
+    var box = canvas.getBoundingClientRect(), t = tAt(ev.clientX - box.left);
+    var k = ev.deltaY > 0 ? 1.25 : 0.8;
+    var span = Math.max((view.t1 - view.t0) * k, 1e-6);
+    var share = (t - view.t0) / (view.t1 - view.t0);
+    view.t0 = t - share * span; view.t1 = view.t0 + span; draw();
+  }, { passive: false });
+  canvas.addEventListener("dblclick", function () {
+    view.t0 = 0; view.t1 = Math.max(data.wall_ms, 1e-6); draw();
+  });
+  window.addEventListener("resize", draw);
+  draw();
+  document.body.dataset.ready = "1";
+})();
+"""

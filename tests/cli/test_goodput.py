@@ -1,0 +1,219 @@
+"""``nemo-lens goodput``: figures from real traces at known times, a crash and resume included."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nemo.lens import semconv
+from nemo.lens.cli._classify import Classifier
+from nemo.lens.cli._goodput import BADPUT_BUCKETS
+from nemo.lens.cli._trace_io import read_traces
+from nemo.lens.consumers.megatron import MegatronSpanGroup
+from nemo.lens.groups import SpanGroup
+
+from .conftest import Result, line, span_dict, write_lines
+from .goodput_traces import (
+    RANK0,
+    RANK1,
+    RUN,
+    Span,
+    crash_and_resume,
+    emit_lifetime,
+    step,
+)
+
+Run = Callable[..., Result]
+KEYS = {"wall_s", "productive_s", "goodput", "badput"}
+
+
+def figures(entry: dict[str, Any]) -> dict[str, Any]:
+    """The figures of a run or rank as the expectations state them (goodput checked apart)."""
+    return {key: entry[key] for key in ("wall_s", "productive_s", "badput", "lifetimes")}
+
+
+def adds_up(entry: dict[str, Any]) -> None:
+    assert set(entry["badput"]) == set(BADPUT_BUCKETS)
+    total = entry["productive_s"] + sum(entry["badput"].values())
+    assert total == pytest.approx(entry["wall_s"], abs=1e-9)
+    assert entry["goodput"] == pytest.approx(entry["productive_s"] / entry["wall_s"])
+
+
+def test_a_crash_and_resume_over_two_ranks_is_accounted_exactly(run: Run, tmp_path: Path) -> None:
+    paths = crash_and_resume(tmp_path)
+
+    result = run("goodput", "--json", *map(str, paths))
+
+    assert result.status == 0, result.err
+    assert result.err == ""
+    (text,) = result.out_lines  # one run: one JSON object, on one line
+    report = json.loads(text)
+    assert KEYS <= set(report)
+    assert set(report) == KEYS | {"run_id", "bounding_rank", "lifetimes", "ranks"}
+    assert report["run_id"] == "run1"
+    assert report["bounding_rank"] == 1
+    assert figures(report) == RUN
+    assert report["goodput"] == RUN["productive_s"] / RUN["wall_s"]
+    ranks = {entry["rank"]: entry for entry in report["ranks"]}
+    assert figures(ranks[0]) == RANK0
+    assert figures(ranks[1]) == RANK1
+    for entry in (report, *report["ranks"]):
+        adds_up(entry)
+
+
+def test_the_table_shows_the_run_and_every_rank(run: Run, tmp_path: Path) -> None:
+    result = run("goodput", *map(str, crash_and_resume(tmp_path)))
+
+    assert result.status == 0, result.err
+    lines = result.out_lines
+    assert lines[0] == (
+        "run run1: goodput 35.9% (33.000 s productive of 92.000 s wall; "
+        "rank 1, the slowest of 2, bounds it; 2 lifetimes)"
+    )
+    table = {row.split()[0]: row.split()[1:] for row in lines[2:10]}
+    assert table["productive"] == ["33.000", "s", "35.9%"]
+    assert table["restart"] == ["17.000", "s", "18.5%"]
+    assert table["wall"] == ["92.000", "s", "100.0%"]
+    assert lines[11].split()[:4] == ["rank", "lifetimes", "wall", "goodput"]
+    assert lines[12].split()[:7] == ["rank", "0", "2", "92.000", "s", "37.0%", "34.000"]
+    assert lines[13].split()[:7] == ["rank", "1", "2", "90.000", "s", "36.7%", "33.000"]
+
+
+def test_iterations_under_another_attribute_name(run: Run, tmp_path: Path) -> None:
+    paths = [str(p) for p in crash_and_resume(tmp_path, step_attribute="global_step")]
+
+    default = run("goodput", "--json", *paths)
+    named = run("goodput", "--json", "--iteration-attribute", "global_step", *paths)
+
+    # Without the name, a re-executed iteration cannot be told: no wasted progress, and a note.
+    assert default.status == 0
+    assert json.loads(default.out)["badput"]["wasted_progress"] == 0
+    assert json.loads(default.out)["productive_s"] == RUN["productive_s"] + 15
+    assert default.err == (
+        "nemo-lens: note: 12 of 12 step spans carry no whole-number 'iteration' attribute; "
+        "their time counts as productive, since a re-executed iteration cannot be told "
+        "(name the attribute with --iteration-attribute)\n"
+    )
+    assert figures(json.loads(named.out)) == RUN
+    assert named.err == ""
+
+
+def test_a_trace_without_steps_says_how_to_record_them(run: Run, tmp_path: Path) -> None:
+    path = emit_lifetime(tmp_path / "t.jsonl", [Span(SpanGroup.JOB, 0, 10)])
+
+    result = run("goodput", "--json", str(path))
+
+    assert result.status == 0
+    assert json.loads(result.out)["goodput"] == 0.0
+    assert json.loads(result.out)["badput"]["unaccounted"] == 10.0
+    assert result.err == (
+        "nemo-lens: note: no step span in the trace, so nothing counts as productive; "
+        "record the step group (NEMO_LENS_SPAN_GROUPS=per_step)\n"
+    )
+
+
+def test_megatron_evaluation_is_not_a_bucket_of_its_own(run: Run, tmp_path: Path) -> None:
+    # Megatron recategorizes evaluate as profiling: its time stays with the enclosing step.
+    spans = [step(1, 0, 10), Span(MegatronSpanGroup.EVALUATE, 2, 4)]
+    megatron = emit_lifetime(tmp_path / "m.jsonl", spans, span_group_cls=MegatronSpanGroup)
+    base = emit_lifetime(tmp_path / "b.jsonl", spans, run_id="run2")
+
+    result = run("goodput", "--json", str(megatron), str(base))
+
+    by_run = {r["run_id"]: r for r in map(json.loads, result.out_lines)}
+    assert by_run["run1"]["badput"]["evaluation"] == 0
+    assert by_run["run1"]["productive_s"] == 10
+    assert by_run["run2"]["badput"]["evaluation"] == 2
+    assert by_run["run2"]["productive_s"] == 8
+
+
+def test_a_span_without_its_category_takes_the_base_classes(tmp_path: Path) -> None:
+    old = span_dict("train.evaluate", start_ms=0, end_ms=1, group=SpanGroup.EVALUATE)
+    tagged = span_dict(
+        "train.evaluate",
+        start_ms=0,
+        end_ms=1,
+        group=SpanGroup.EVALUATE,
+        attributes={semconv.SPAN_CATEGORY: "profiling"},
+    )
+    unknown = span_dict("mine", start_ms=0, end_ms=1, group="test_only_group")
+    path = write_lines(tmp_path / "t.jsonl", [line(old), line(tagged), line(unknown)])
+    classifier = Classifier.shipped()
+    buckets = [classifier.bucket(span) for span in read_traces([str(path)]).spans]
+    assert buckets == [SpanGroup.GROUP_INFO[SpanGroup.EVALUATE].bucket, "", ""]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(7, 7), ("12", 12), (3.0, 3), (3.5, None), (True, None), ("x", None), (None, None)],
+)
+def test_iteration_values(tmp_path: Path, value: object, expected: int | None) -> None:
+    attributes = {} if value is None else {"iteration": value}
+    record = span_dict("s", start_ms=0, end_ms=1, group=SpanGroup.STEP, attributes=attributes)
+    (span,) = read_traces([str(write_lines(tmp_path / "t.jsonl", [line(record)]))]).spans
+    assert Classifier.shipped().iteration(span) == expected
+
+
+def test_lifetimes_of_traces_written_before_the_lifetime_id(run: Run, tmp_path: Path) -> None:
+    # No nemo.lifetime.id: the pid and the file tell lifetimes apart.
+    def old(start: float, end: float, pid: int, iteration: int) -> str:
+        record = span_dict(
+            "train.step",
+            start_ms=start * 1000,
+            end_ms=end * 1000,
+            group=SpanGroup.STEP,
+            attributes={"iteration": iteration},
+        )
+        record["resource"][semconv.PROCESS_PID] = pid
+        return line(record)
+
+    same_file = write_lines(tmp_path / "a.jsonl", [old(0, 2, 10, 1), old(5, 7, 11, 1)])
+    result = run("goodput", "--json", str(same_file))
+    report = json.loads(result.out)
+    assert report["lifetimes"] == 2
+    assert report["badput"]["restart"] == 3
+    assert report["badput"]["wasted_progress"] == 2
+    assert report["productive_s"] == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "message"),
+    [
+        (["goodput"], 2, "the following arguments are required: TRACE"),
+        (["goodput", "--iteration-attribute", " ", "x"], 2, "the attribute name is empty"),
+        (["goodput", "missing.jsonl"], 1, "missing.jsonl: no such file"),
+    ],
+)
+def test_bad_usage_and_bad_input(
+    run: Run,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    status: int,
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = run(*argv)
+    assert result.status == status
+    assert message in result.err
+    assert result.out == ""
+
+
+def test_a_garbled_line_names_its_place_and_prints_nothing(run: Run, tmp_path: Path) -> None:
+    (path, *_) = crash_and_resume(tmp_path)
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write('{"name": "cut short\n')
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+
+    result = run("goodput", str(path))
+
+    assert result.status == 1
+    assert result.out == ""
+    assert result.err.startswith(f"nemo-lens: error: {path}:{lines}: not a JSON span record")
+    skipped = run("goodput", "--skip-invalid", "--json", str(path))
+    assert skipped.status == 0
+    assert figures(json.loads(skipped.out)) == {**RANK0}
