@@ -469,3 +469,17 @@ def test_an_endless_line_is_read_only_so_far(run: Run, tmp_path: Path) -> None:
     assert skipped.status == 0
     assert skipped.err_lines[0].startswith("nemo-lens: warning: skipped /dev/zero:1: line longer")
     assert "rank 0 (service svc, run run1, 1 span)" in skipped.out
+
+
+def test_an_endless_line_is_skipped_with_skip_invalid(tmp_path: Path, run: Run) -> None:
+    from nemo.lens.cli import _trace_io
+
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(span_dict("a", start_ms=0, end_ms=1, group="g")) + "\n", "utf-8")
+    endless = tmp_path / "endless.jsonl"
+    endless.write_bytes(b"x" * (_trace_io.MAX_LINE_BYTES + 10))
+
+    result = run("summarize", "--skip-invalid", str(good), str(endless))
+
+    assert result.status == 0, result.err
+    assert "line longer than" in result.err

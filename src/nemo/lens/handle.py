@@ -48,7 +48,7 @@ from opentelemetry.util.types import AttributeValue
 
 from nemo.lens import _signals, semconv, state
 from nemo.lens.config import NemoLensConfig
-from nemo.lens.exporters import Signal, otlp_protocol
+from nemo.lens.exporters import Signal
 from nemo.lens.exporters.otlp_env import check_otlp_environment, register_otlp_secrets
 from nemo.lens.strategies import (
     ExportStrategyFunction,

@@ -353,9 +353,7 @@ def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         output = _default_report(args.traces[0])
     if output == STDIN:
         parser.error("-o -: the report is a file to open in a browser; name a file")
-    if any(
-        path != STDIN and os.path.abspath(path) == os.path.abspath(output) for path in args.traces
-    ):
+    if any(path != STDIN and _same_file(path, output) for path in args.traces):
         parser.error(f"-o {output} would overwrite an input; choose another output file")
 
     directory = os.path.dirname(output) or "."
@@ -385,7 +383,7 @@ def _cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         stream.write(page)
 
     try:
-        _write_atomically(output, write)
+        _write_output(output, write)
     except OSError as exc:
         return _fail(f"{output}: cannot be written: {exc.strerror or exc}")
     drawn = data["drawn_count"]

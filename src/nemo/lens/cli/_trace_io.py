@@ -380,7 +380,7 @@ def _read_one(
                 if not skip_invalid:
                     raise error
                 counts.lines += 1
-                trace.problems.append(Problem(error.location, error.message))
+                problems.append(Problem(error.location, error.message))
                 break
             try:
                 record = _parse_line(raw, Location(name, number), interned)
