@@ -265,7 +265,7 @@ def run_micro(
         testing,
         trace_fn,
     )
-    from nemo.lens.exporters.encoding import encode_span, span_to_dict
+    from nemo.lens._sdk.exporters.encoding import encode_span, span_to_dict
     from nemo.lens.groups import SpanGroup
 
     testing.reset()

@@ -167,7 +167,7 @@ def _sustained(emit: Callable[[int, int], None], rate: int, seconds: float) -> d
 def run(mode: str, spans: int, rate: int, seconds: float) -> dict[str, Any]:
     """Set up, emit, shut down, and measure; see the module docstring."""
     from nemo.lens import NemoLensConfig, setup_telemetry
-    from nemo.lens.providers import (
+    from nemo.lens._sdk.processors import (
         FILE_MAX_EXPORT_BATCH_SIZE,
         FILE_MAX_QUEUE_SIZE,
         FILE_SCHEDULE_DELAY_MILLIS,

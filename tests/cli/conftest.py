@@ -40,7 +40,7 @@ def span_dict(
     events: Sequence[dict[str, Any]] = (),
     status: tuple[str, str | None] = ("UNSET", None),
 ) -> dict[str, Any]:
-    """One span in the shape of nemo.lens.exporters.encoding, times in ms after EPOCH."""
+    """One span in the shape of nemo.lens._sdk.exporters.encoding, times in ms after EPOCH."""
     attrs = dict(attributes or {})
     if group is not None:
         attrs[semconv.SPAN_GROUP] = group

@@ -38,7 +38,8 @@ from hypothesis import strategies as st
 from opentelemetry.trace import Link, SpanContext
 
 from nemo.lens import NemoLensConfig, managed_span, setup_telemetry, testing
-from nemo.lens.helpers import DEFAULT_REDACT_KEYS, _is_redact_key
+from nemo.lens._core.redaction import is_redact_key
+from nemo.lens.helpers import DEFAULT_REDACT_KEYS
 from nemo.lens.semconv import SPAN_GROUP
 from tests.reliability.conftest import OtlpReceiver, read_spans, run_job
 
@@ -120,7 +121,7 @@ _any_text = st.one_of(
 
 
 def _not_a_redact_key(key: str) -> bool:
-    return not _is_redact_key(key, DEFAULT_REDACT_KEYS) and key not in _RESERVED
+    return not is_redact_key(key, DEFAULT_REDACT_KEYS) and key not in _RESERVED
 
 
 _keys = _any_text.filter(lambda key: bool(key) and _not_a_redact_key(key))

@@ -17,9 +17,9 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
-from nemo.lens.exporters.batch import BatchingSpanProcessor, WhenFull
-from nemo.lens.exporters.health import ExportHealth, describe_destination, quiet, scrub
-from nemo.lens.exporters.redaction import redact_span
+from nemo.lens._sdk.batching import BatchingSpanProcessor, WhenFull
+from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination, quiet, scrub
+from nemo.lens._sdk.exporters.redaction import redact_span
 
 
 class _Gate(SpanExporter):

@@ -166,7 +166,7 @@ def test_forked_workers_leave_otlp_grpc_alone_and_say_so_once(grpc_receiver: Grp
     job = run_job(_JOB, str(PER_WORKER), env=_otlp_env(grpc_receiver.endpoint, "grpc"), timeout=180)
     assert job.returncode == 0, job.stderr  # every worker exited 0 (asserted in the job)
     assert job.result["finished"] is True
-    # Forks wait for an export in flight (nemo.lens._fork.fork_unsafe): without
+    # Forks wait for an export in flight (nemo.lens._core.fork.fork_unsafe): without
     # that, gRPC printed "Other threads are currently calling into gRPC,
     # skipping fork() handlers" here, and under load workers died of SIGSEGV.
     (line,) = job.stderr.splitlines()
@@ -178,7 +178,7 @@ def test_forked_workers_leave_otlp_grpc_alone_and_say_so_once(grpc_receiver: Grp
 
 
 _GATE = """
-from nemo.lens._fork import FORK_WAIT_S, fork_unsafe
+from nemo.lens._core.fork import FORK_WAIT_S, fork_unsafe
 
 hold_s = float(sys.argv[1])
 inside = threading.Event()

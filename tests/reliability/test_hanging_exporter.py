@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from nemo.lens.exporters.batch import DEFAULT_STALL_TIMEOUT_MILLIS
+from nemo.lens._sdk.batching import DEFAULT_STALL_TIMEOUT_MILLIS
 from nemo.lens.handle import DEFAULT_SHUTDOWN_TIMEOUT_MS
 from tests.reliability.conftest import run_job
 

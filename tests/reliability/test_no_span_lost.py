@@ -3,7 +3,7 @@
 The job emits spans as fast as Python allows -- far faster than the file
 exporter's thread can encode them -- with the shipped defaults (no tuning, no
 environment overrides). The file exporter's queue makes the job wait for the
-writer instead of dropping (see ``nemo.lens.exporters.batch``), and shutdown
+writer instead of dropping (see ``nemo.lens._sdk.batching``), and shutdown
 drains the queue, so every span arrives, exactly once, on one valid line.
 Checked for an explicit ``shutdown()`` and for the exit hook alone (the job
 never calls shutdown), and, in the ``slow`` case, for one million spans.

@@ -21,7 +21,7 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from nemo.lens.exporters.batch import BatchingSpanProcessor
+from nemo.lens._sdk.batching import BatchingSpanProcessor
 from tests.reliability.conftest import read_spans, run_job
 
 _ODD_TIMEOUT_JOB = """

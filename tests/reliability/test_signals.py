@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from nemo.lens import _signals
+from nemo.lens._core import signals as _signals
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import setup_telemetry
 from nemo.lens.semconv import SPAN_TRUNCATED

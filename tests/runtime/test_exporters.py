@@ -30,16 +30,17 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.util._once import Once
 
 from nemo.lens import state
+from nemo.lens._core.destinations import otlp_protocol, sibling_path
+from nemo.lens._sdk.batching import BatchingSpanProcessor
+from nemo.lens._sdk.exporters.factory import create_metric_exporter, create_span_exporter
 from nemo.lens.config import NemoLensConfig
-from nemo.lens.exporters import otlp_protocol, sibling_path
-from nemo.lens.exporters.batch import BatchingSpanProcessor
-from nemo.lens.exporters.factory import create_metric_exporter, create_span_exporter
-from nemo.lens.handle import _reset_for_testing, setup_telemetry
+from nemo.lens.handle import setup_telemetry
 from nemo.lens.providers import (
     FILE_MAX_EXPORT_BATCH_SIZE,
     FILE_MAX_QUEUE_SIZE,
     OTLP_MAX_QUEUE_SIZE,
 )
+from nemo.lens.testing import reset as _reset_for_testing
 
 _ENV_PREFIXES = ("NEMO_LENS_", "OTEL_", "SLURM_", "TORCHELASTIC_")
 

@@ -25,18 +25,19 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.util._once import Once
 
 from nemo.lens import helpers, state
+from nemo.lens._core import state as core_state
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.consumers.megatron import MegatronSpanGroup
 from nemo.lens.groups import DynamicSpanGroup
 from nemo.lens.handle import (
     TelemetryHandle,
-    _reset_for_testing,
     get_meter,
     get_tracer,
     setup_telemetry,
 )
 from nemo.lens.helpers import managed_span
 from nemo.lens.state import is_span_group_enabled
+from nemo.lens.testing import reset as _reset_for_testing
 
 _ENV_PREFIXES = ("NEMO_LENS_", "OTEL_", "SLURM_", "TORCHELASTIC_", "LOCAL_RANK")
 
@@ -73,7 +74,7 @@ def _otel_globals_untouched() -> None:
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
     assert metrics_internal._METER_PROVIDER is None
     assert state.enabled_span_groups() == frozenset()
-    assert helpers._installed_provider is None
+    assert core_state.installed_tracer_provider() is None
 
 
 # -- the verbatim example -------------------------------------------------------------------
@@ -369,7 +370,7 @@ def test_enabled_set_up_leaves_a_user_provider_in_place(caplog: pytest.LogCaptur
     user_provider = TracerProvider()
     trace.set_tracer_provider(user_provider)
     exporter = InMemorySpanExporter()
-    with caplog.at_level(logging.WARNING, logger="nemo.lens._delegating"):
+    with caplog.at_level(logging.WARNING, logger="nemo.lens._core.hub"):
         handle = setup_telemetry(_memory_config(span_groups="per_step"), span_exporter=exporter)
     assert "already has a global tracer provider" in caplog.text
     assert trace.get_tracer_provider() is user_provider
@@ -400,13 +401,13 @@ def test_shutdown_is_idempotent_and_restores_the_defaults() -> None:
     exporter = InMemorySpanExporter()
     handle = setup_telemetry(_memory_config(span_groups="per_step"), span_exporter=exporter)
     global_tracer = trace.get_tracer("lib")
-    assert helpers._installed_provider is not None
+    assert core_state.installed_tracer_provider() is not None
 
     assert handle.shutdown() is True
     assert handle.shutdown() is True
     assert handle.is_shut_down is True
     assert not is_span_group_enabled("step")
-    assert helpers._installed_provider is None
+    assert core_state.installed_tracer_provider() is None
     assert global_tracer.start_span("after").is_recording() is False
     assert handle.force_flush() is True
     assert _names(exporter) == []
@@ -674,13 +675,16 @@ def test_interpreter_exit_is_bounded_when_the_exporter_hangs() -> None:
 def test_set_up_modules_do_not_import_the_sdk_until_enabled() -> None:
     script = """
     import json, sys
-    import nemo.lens.config, nemo.lens.handle, nemo.lens.strategies
-    import nemo.lens.resources, nemo.lens.exporters
+    import nemo.lens, nemo.lens.config, nemo.lens.handle, nemo.lens.strategies
+    import nemo.lens.resources, nemo.lens.helpers, nemo.lens.state, nemo.lens.logging_bridge
     from nemo.lens.config import NemoLensConfig
     from nemo.lens.handle import setup_telemetry
 
     setup_telemetry(NemoLensConfig(span_groups="per_step"))  # disabled
-    before = sorted(m for m in sys.modules if m.startswith("opentelemetry.sdk"))
+    # Neither the SDK nor nemo.lens's own SDK side (the wall is the _sdk package).
+    before = sorted(
+        m for m in sys.modules if m.startswith(("opentelemetry.sdk", "nemo.lens._sdk"))
+    )
     setup_telemetry(NemoLensConfig(enabled=True, exporter="none"))
     after = any(m.startswith("opentelemetry.sdk") for m in sys.modules)
     print(json.dumps({"before": before, "after": after}))

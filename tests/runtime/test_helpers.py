@@ -23,7 +23,8 @@ from opentelemetry.trace import Link, NonRecordingSpan, SpanKind, StatusCode, Tr
 from opentelemetry.util._once import Once
 
 import nemo.lens
-from nemo.lens import fallbacks, helpers, semconv
+from nemo.lens import fallbacks, semconv
+from nemo.lens._core import state as core_state
 from nemo.lens.groups import DynamicSpanGroup, SpanGroup
 from nemo.lens.helpers import (
     DEFAULT_REDACT_KEYS,
@@ -310,7 +311,7 @@ def test_disabled_managed_span_yields_none_and_touches_no_opentelemetry(
         raise AssertionError("OpenTelemetry was touched on the disabled path")
 
     monkeypatch.setattr(otel_context, "attach", forbidden)
-    monkeypatch.setattr(helpers, "_default_tracer", forbidden)
+    monkeypatch.setattr(core_state, "default_tracer", forbidden)
     ran = []
 
     with managed_span(STEP, "step", ExplodingTracer(), iteration=1) as span:
@@ -951,7 +952,7 @@ def test_disabled_trace_fn_passes_an_async_generator_through(
 
 def test_the_default_tracer_is_looked_up_once_not_per_call() -> None:
     provider = CountingProvider()
-    helpers._use_tracer_provider(provider)
+    core_state.use_tracer_provider(provider)
     set_enabled_span_groups([STEP])
 
     for _ in range(5):
@@ -966,10 +967,10 @@ def test_the_default_tracer_follows_the_installed_provider() -> None:
     first, second = CountingProvider(), CountingProvider()
     set_enabled_span_groups([STEP])
 
-    helpers._use_tracer_provider(first)
+    core_state.use_tracer_provider(first)
     with managed_span(STEP, "one"):
         pass
-    helpers._use_tracer_provider(second)
+    core_state.use_tracer_provider(second)
     with managed_span(STEP, "two"):
         pass
 
@@ -1016,10 +1017,10 @@ def test_an_installed_provider_wins_over_the_global_one_until_removed(
     global_provider(global_one)
     set_enabled_span_groups([STEP])
 
-    helpers._use_tracer_provider(installed)
+    core_state.use_tracer_provider(installed)
     with managed_span(STEP, "installed"):
         pass
-    helpers._use_tracer_provider(None)
+    core_state.use_tracer_provider(None)
     with managed_span(STEP, "global"):
         pass
 

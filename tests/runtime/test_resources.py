@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.util.types import AttributeValue
 
 from nemo.lens.config import NemoLensConfig
-from nemo.lens.handle import _reset_for_testing, setup_telemetry
+from nemo.lens.handle import setup_telemetry
 from nemo.lens.resources import (
     attributes as attr,
 )
@@ -24,6 +24,7 @@ from nemo.lens.resources import (
     package_version,
     visible_gpu_count,
 )
+from nemo.lens.testing import reset as _reset_for_testing
 
 _ENV_PREFIXES = (
     "NEMO_LENS_",

@@ -14,7 +14,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, Trace
 
 from nemo.lens import is_span_group_enabled
 from nemo.lens.config import NemoLensConfig
-from nemo.lens.handle import TelemetryHandle, _reset_for_testing, setup_telemetry
+from nemo.lens.handle import TelemetryHandle, setup_telemetry
 from nemo.lens.sampling import RankAwareSampler
 from nemo.lens.strategies import (
     LOCAL_RANK_VARIABLES,
@@ -30,6 +30,7 @@ from nemo.lens.strategies import (
     registered_strategies,
     unregister_export_strategy,
 )
+from nemo.lens.testing import reset as _reset_for_testing
 
 _ENV_PREFIXES = (
     "NEMO_LENS_",

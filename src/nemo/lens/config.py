@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
-from nemo.lens._ids import new_run_id
-from nemo.lens.exporters import EXPORTER_NAMES
+from nemo.lens._core.destinations import EXPORTER_NAMES
+from nemo.lens._core.ids import new_run_id
 from nemo.lens.groups import SpanGroup
 from nemo.lens.spec import resolve_for
 
@@ -207,7 +207,7 @@ class NemoLensConfig:
     May use ``{rank}``, ``{run_id}`` and ``{service_name}``."""
     handle_signals: bool = False
     """On SIGTERM, flush telemetry and end open spans as truncated before the
-    process goes (see :mod:`nemo.lens._signals`); a handler already installed is
+    process goes (see :mod:`nemo.lens._core.signals`); a handler already installed is
     chained, not replaced. Needs set-up from the main thread. Off by default:
     signal handling belongs to the application unless it opts in."""
 

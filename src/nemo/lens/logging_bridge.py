@@ -70,7 +70,7 @@ from opentelemetry import trace
 from opentelemetry.util.types import AnyValue, AttributeValue
 
 from nemo.lens import semconv as sc
-from nemo.lens.exporters.sanitize import safe_str
+from nemo.lens._core.sanitize import safe_str
 
 __all__ = [
     "LoggingBridgeHandler",
@@ -171,7 +171,7 @@ class LoggingBridgeHandler(logging.Handler):
     """A ``logging.Handler`` that emits records as OpenTelemetry log records.
 
     Emits through nemo.lens's logger provider hub (see
-    :mod:`nemo.lens._delegating`), so it follows re-initialisation and goes
+    :mod:`nemo.lens._core.hub`), so it follows re-initialisation and goes
     quiet after shutdown. Made by :func:`setup_logging_bridge`; construct one
     directly only to attach it somewhere that function does not reach (a
     ``QueueListener``, say).
@@ -188,7 +188,7 @@ class LoggingBridgeHandler(logging.Handler):
         self, level: int = logging.NOTSET, provider: otel_logs.LoggerProvider | None = None
     ) -> None:
         super().__init__(level)
-        from nemo.lens._delegating import LOGGER_HUB
+        from nemo.lens._core.hub import LOGGER_HUB
 
         # nemo.lens's own provider, which follows set-up; or one the application
         # installed itself (see setup_logging_bridge).
@@ -279,7 +279,7 @@ def _installed(logger: logging.Logger) -> LoggingBridgeHandler | None:
 
 
 def _logs_active() -> bool:
-    from nemo.lens._delegating import LOGGER_HUB
+    from nemo.lens._core.hub import LOGGER_HUB
 
     return not isinstance(LOGGER_HUB.delegate, otel_logs.NoOpLoggerProvider)
 
@@ -290,7 +290,7 @@ def _application_provider() -> otel_logs.LoggerProvider | None:
     0.1.0 attached the bridge whenever an SDK logger provider was installed, not
     only one of its own set-up; so do we.
     """
-    from nemo.lens._delegating import LOGGER_HUB
+    from nemo.lens._core.hub import LOGGER_HUB
 
     provider = otel_logs.get_logger_provider()
     if provider is LOGGER_HUB or isinstance(provider, otel_logs.NoOpLoggerProvider):
@@ -322,11 +322,11 @@ def setup_logging_bridge(
     number = _level(level)
     provider = None if _logs_active() else _application_provider()
     if not _logs_active() and provider is None:
-        from nemo.lens import handle
+        from nemo.lens._core import state
 
         reason = (
             "telemetry is not set up"
-            if handle._current is None
+            if state.current_handle() is None
             else "telemetry is set up with logs_enabled=False"
         )
         _logger.debug("nemo.lens: logging bridge not installed: %s", reason)

@@ -199,11 +199,11 @@ def create_linked_span(*args: Any, **kwargs: Any) -> Span:
     remote_carrier=None, **attributes)`` is accepted too.
     """
     tracer, name, remote, kind, group, attributes = _linked_span_arguments(args, kwargs)
-    from nemo.lens.helpers import _default_tracer, _start_span
+    from nemo.lens._core.spans import start_span
 
     peer = remote_span_context(remote)
     links = [Link(peer)] if peer.is_valid else None
-    return _start_span(tracer or _default_tracer(), name, kind, links, attributes, group)
+    return start_span(tracer, name, kind, links, attributes, group)
 
 
 _NEW_FORM = ("name", "remote", "tracer")

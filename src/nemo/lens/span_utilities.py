@@ -24,8 +24,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Tracer
 
 from nemo.lens import semconv
-from nemo.lens import state as _state
-from nemo.lens.helpers import _default_tracer, _span_attributes
+from nemo.lens._core import state as _state
+from nemo.lens._core.spans import start_span
 
 __all__ = ["emit_span", "epoch_nanoseconds"]
 
@@ -145,7 +145,7 @@ def emit_span(
             OpenTelemetry can carry (before 1970, after 2554).
         TypeError: an argument has the wrong type.
     """
-    if group is not None and group not in _state._enabled:
+    if group is not None and group not in _state.enabled:
         return None
     if not isinstance(name, str):
         raise TypeError(f"emit_span() needs the span name as a str, got {name!r}")
@@ -178,12 +178,8 @@ def emit_span(
             semconv.INVERTED_DELTA_SECONDS: float(end - start),
         }
         end_ns = start_ns
-    span = (tracer or _default_tracer()).start_span(
-        name,
-        context=context,
-        kind=SpanKind.INTERNAL,
-        attributes=_span_attributes(given, group),
-        start_time=start_ns,
+    span = start_span(
+        tracer, name, SpanKind.INTERNAL, None, given, group, context=context, start_time=start_ns
     )
     span.end(end_time=end_ns)
     return span

@@ -37,13 +37,11 @@ decides the ``lens.span_category`` the spans carry.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from nemo.lens import helpers as _helpers
-from nemo.lens import state as _state
+from nemo.lens._core import state as _state
 from nemo.lens.groups import SpanGroup
 from nemo.lens.spec import resolve_for
 
@@ -52,32 +50,18 @@ if TYPE_CHECKING:
 
 __all__ = ["capture_spans", "reset"]
 
-_HANDLE_MODULE = "nemo.lens.handle"
-
 
 def reset() -> None:
     """Restore nemo.lens's process-wide state to what a fresh import has.
 
     Shuts down whatever ``setup_telemetry`` installed (and restores the
-    OpenTelemetry globals it set) when the set-up module provides
-    ``_reset_for_testing``, disables every span group, and forgets the cached
-    default tracer and any provider routed to it. Safe to call at any time, any
-    number of times.
+    OpenTelemetry globals it set), forgets custom export strategies, disables
+    every span group, and forgets the cached default tracer and any provider
+    routed to it. Safe to call at any time, any number of times.
     """
-    try:
-        handle = importlib.import_module(_HANDLE_MODULE)
-    except ModuleNotFoundError as missing:
-        # Only the set-up module's own absence is tolerated; a module it fails to
-        # import is a real error and should surface.
-        if missing.name != _HANDLE_MODULE:
-            raise
-    else:
-        reset_handle = getattr(handle, "_reset_for_testing", None)
-        if reset_handle is not None:
-            reset_handle()
-    _state.set_enabled_span_groups(())
-    _state._reset_span_group_classes()
-    _helpers._use_tracer_provider(None)
+    from nemo.lens._core.setup import reset_for_testing
+
+    reset_for_testing()
 
 
 @contextmanager
@@ -116,14 +100,14 @@ def capture_spans(
 
     previous_groups = _state.enabled_span_groups()
     previous_classes = _state.span_group_classes()
-    previous_provider = _helpers._installed_provider
+    previous_provider = _state.installed_tracer_provider()
     _state.set_span_group_classes(span_group_cls)
     _state.set_enabled_span_groups(groups)
-    _helpers._use_tracer_provider(provider)
+    _state.use_tracer_provider(provider)
     try:
         yield exporter
     finally:
         _state.set_span_group_classes(previous_classes)
         _state.set_enabled_span_groups(previous_groups)
-        _helpers._use_tracer_provider(previous_provider)
+        _state.use_tracer_provider(previous_provider)
         provider.shutdown()

@@ -1,6 +1,6 @@
 """Read the JSON-lines spans the ``file`` and ``console`` exporters write.
 
-The line format is defined in :mod:`nemo.lens.exporters.encoding`; this module
+The line format is defined in :mod:`nemo.lens._sdk.exporters.encoding`; this module
 is its reader, for ``nemo-lens summarize`` and ``nemo-lens convert``. It imports
 nothing of OpenTelemetry (attribute names come from :mod:`nemo.lens.semconv`),
 so reading a trace needs neither the SDK nor a running job.

@@ -1,6 +1,6 @@
 """The providers the HTTP helpers hand to OpenTelemetry's instrumentations.
 
-By default they are nemo.lens's process-wide hubs (:mod:`nemo.lens._delegating`),
+By default they are nemo.lens's process-wide hubs (:mod:`nemo.lens._core.hub`),
 which forward to whatever ``setup_telemetry`` installed last and to no-ops
 before set-up and after shutdown. An instrumentation asks for its tracer once,
 when it is installed, so handing it the hub rather than the provider of the
@@ -22,7 +22,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanKind
 from opentelemetry.util.types import Attributes
 
-from nemo.lens import state as _state
+from nemo.lens._core.spans import start_gated_span
 
 if TYPE_CHECKING:
     from opentelemetry.util._decorator import _AgnosticContextManager
@@ -48,21 +48,20 @@ class _GatedTracer(trace.Tracer):
         record_exception: bool = True,
         set_status_on_exception: bool = True,
     ) -> Span:
-        if self._group in _state._enabled:
-            # The instrumentation's attributes, then the group's tags (lens.group,
-            # lens.span_category), as every gated nemo.lens span carries them.
-            tagged = dict(attributes or {})
-            tagged.update(_state.group_tags(self._group))
-            return self._tracer.start_span(
-                name,
-                context,
-                kind,
-                tagged,
-                links,
-                start_time,
-                record_exception,
-                set_status_on_exception,
-            )
+        span = start_gated_span(
+            self._group,
+            self._tracer,
+            name,
+            kind,
+            links,
+            attributes,
+            context=context,
+            start_time=start_time,
+            record_exception=record_exception,
+            set_status_on_exception=set_status_on_exception,
+        )
+        if span is not None:
+            return span
         # No span, but the parent's identity passes through: made current, it
         # parents the application's own spans and is what gets injected into
         # outgoing headers, so the caller's trace is not cut here.
@@ -138,7 +137,7 @@ def resolve_providers(
     Raises :class:`TypeError` naming *helper* when a provider is of the wrong kind
     (a common slip: a service name where the provider goes).
     """
-    from nemo.lens._delegating import METER_HUB, TRACER_HUB
+    from nemo.lens._core.hub import METER_HUB, TRACER_HUB
 
     if tracer_provider is not None and not isinstance(tracer_provider, trace.TracerProvider):
         raise TypeError(

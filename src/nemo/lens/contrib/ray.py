@@ -37,15 +37,16 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from typing import Any, Final, TypeVar, cast, overload
 
 from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, Tracer
 
-from nemo.lens import state as _state
+from nemo.lens._core.spans import SpanScope, managed_span
 from nemo.lens.propagation import continue_trace, extract_context, inject_context
+from nemo.lens.spec import DynamicSpanGroup
 
 __all__ = [
     "CARRIER_KWARG",
@@ -162,15 +163,10 @@ def _decorate(
     span_name = name or getattr(function, "__qualname__", None) or repr(function)
 
     def scope() -> AbstractContextManager[object]:
-        from nemo.lens.helpers import _default_tracer
-
+        # Through the one gate, as managed_span: tagged when gated, nothing when disabled.
         if group is None:
-            return (tracer or _default_tracer()).start_as_current_span(span_name, kind=kind)
-        if group not in _state._enabled:
-            return nullcontext()
-        return (tracer or _default_tracer()).start_as_current_span(
-            span_name, kind=kind, attributes=_state.group_tags(group)
-        )
+            return SpanScope(tracer, span_name, kind, None, None, True, None)
+        return managed_span(DynamicSpanGroup(group), span_name, tracer, kind=kind)
 
     wrapper: Callable[..., Any]
     if inspect.iscoroutinefunction(function):

@@ -66,8 +66,8 @@ from typing import Final
 from opentelemetry import metrics
 from opentelemetry.util.types import AttributeValue
 
-from nemo.lens import handle as _handle
 from nemo.lens import semconv as sc
+from nemo.lens._core import state as _state
 from nemo.lens.semconv.metrics import INSTRUMENTS
 from nemo.lens.spec import MetricInfo
 
@@ -179,11 +179,14 @@ _default: tuple[object, metrics.Meter] | None = None
 
 def _default_meter() -> metrics.Meter:
     global _default
-    source: object = _SET_UP if _handle._current is not None else metrics.get_meter_provider()
+    handle = _state.current_handle()
+    source: object = _SET_UP if handle is not None else metrics.get_meter_provider()
     cached = _default
     if cached is not None and cached[0] is source:
         return cached[1]
-    meter = _handle.get_meter()
+    from nemo.lens.handle import get_meter
+
+    meter = get_meter()
     _default = (source, meter)
     return meter
 

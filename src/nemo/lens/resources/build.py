@@ -18,9 +18,7 @@ and the code that calls ``setup_telemetry`` has the last word.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
-import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -44,12 +42,11 @@ __all__ = [
 
 
 def package_version() -> str:
-    """Return the installed nemo-lens version (``service.version``)."""
-    try:
-        return importlib.metadata.version("nemo-lens")
-    except importlib.metadata.PackageNotFoundError:
-        package = sys.modules.get("nemo.lens")
-        return str(getattr(package, "__version__", "0+unknown"))
+    """Return the nemo-lens version (``service.version``): ``nemo.lens.__version__``, the one
+    place it is written (the package metadata reads it from there too)."""
+    from nemo.lens import __version__
+
+    return __version__
 
 
 def config_attributes(

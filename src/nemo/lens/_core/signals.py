@@ -43,7 +43,8 @@ from typing import Any
 
 __all__ = ["HANDLED_SIGNALS", "install", "installed", "uninstall"]
 
-_logger = logging.getLogger(__name__)
+# The logger keeps the name users configure it by (this code's module before it moved).
+_logger = logging.getLogger("nemo.lens._signals")
 
 HANDLED_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM,)
 """The signals nemo.lens flushes on when asked to."""

@@ -1,4 +1,4 @@
-"""Exporters selected by ``NemoLensConfig.exporter``.
+"""Where telemetry goes: the exporters ``NemoLensConfig.exporter`` names, and their files.
 
 ``otlp``
     OTLP over gRPC, or HTTP/protobuf when ``OTEL_EXPORTER_OTLP_{SIGNAL}_PROTOCOL``
@@ -6,7 +6,7 @@
     headers and timeout come from the standard ``OTEL_EXPORTER_OTLP_*`` variables.
 ``console``
     One compact JSON object per line on standard output: one line per span
-    (see :mod:`nemo.lens.exporters.encoding` for the fields), one per metrics
+    (see :mod:`nemo.lens._sdk.exporters.encoding` for the fields), one per metrics
     export, one per log record.
 ``file``
     The same JSON lines appended to ``NemoLensConfig.trace_file``; metrics and
@@ -15,11 +15,10 @@
 ``none``
     Nothing is exported (spans are still created and propagated).
 
-This package's ``__init__`` stays free of the OpenTelemetry SDK so that
-:mod:`nemo.lens.config` can validate names without importing it; the
-submodules (:mod:`~nemo.lens.exporters.encoding`,
-:mod:`~nemo.lens.exporters.jsonl`, :mod:`~nemo.lens.exporters.factory`) import
-the SDK and are only loaded on the enabled set-up path.
+This module is the API side of exporter choice, so that :mod:`nemo.lens.config`
+can validate names without the OpenTelemetry SDK; the exporters themselves
+(:mod:`nemo.lens._sdk.exporters`) import the SDK and are only loaded on the
+enabled set-up path.
 """
 
 from __future__ import annotations

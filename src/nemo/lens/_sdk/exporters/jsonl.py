@@ -23,8 +23,8 @@ from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult,
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from nemo.lens import _fork
-from nemo.lens.exporters.encoding import encode_span
+from nemo.lens._core import fork as _fork
+from nemo.lens._sdk.exporters.encoding import encode_span
 
 __all__ = [
     "FileSink",
@@ -35,7 +35,8 @@ __all__ = [
     "StdoutSink",
 ]
 
-_logger = logging.getLogger(__name__)
+# The logger keeps the name users configure it by (this code's module before it moved).
+_logger = logging.getLogger("nemo.lens.exporters.jsonl")
 
 # One lock for every StdoutSink: the span, metric and log exporters each have a
 # sink, and their lines must not interleave on the shared stream.
@@ -48,8 +49,7 @@ def _reset_stdout_lock() -> None:
     _STDOUT_LOCK = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_stdout_lock)
+_fork.on_fork(after_in_child=_reset_stdout_lock)
 
 
 class LineSink(Protocol):
@@ -149,7 +149,8 @@ class FileSink:
 
 
 class JsonLinesSpanExporter(SpanExporter):
-    """Writes each span as one JSON object per line (see :mod:`~nemo.lens.exporters.encoding`)."""
+    """Writes each span as one JSON object per line (see
+    :mod:`~nemo.lens._sdk.exporters.encoding`)."""
 
     def __init__(self, sink: LineSink) -> None:
         self.sink = sink

@@ -15,7 +15,7 @@ generator. Buffering entropy would be cheaper but needs fork hooks to stay
 unique; the plain system call is the choice that cannot go wrong.
 
 This module imports nothing from OpenTelemetry; the SDK ``IdGenerator`` adapter
-lives in :mod:`nemo.lens.providers`.
+lives in :mod:`nemo.lens._sdk.pipeline`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ of a file name that is not UTF-8), ``bytes`` or an ``int`` as a span name, an
 write all of that -- UTF-8 has no encoding for a lone surrogate, OTLP's
 integers are 64-bit -- and they fail the whole batch (thousands of spans) for
 one such value. nemo.lens therefore normalises each span on its way out
-(:func:`nemo.lens.exporters.redaction.clean_span`, on the export thread, not
+(:func:`nemo.lens._sdk.exporters.redaction.clean_span`, on the export thread, not
 where the span ends), with these rules:
 
 ==============================  ==================================================

@@ -34,8 +34,8 @@ from collections.abc import Mapping
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
-from nemo.lens.exporters import Signal, otlp_protocol
-from nemo.lens.exporters.secrets import add_secret, add_url_secrets, scrub_url
+from nemo.lens._core.destinations import Signal, otlp_protocol
+from nemo.lens._core.secrets import add_secret, add_url_secrets, scrub_url
 
 __all__ = ["check_otlp_environment", "register_otlp_secrets"]
 
@@ -169,7 +169,7 @@ def check_otlp_environment(signal: Signal, environ: Mapping[str, str] | None = N
     """Raise :class:`ValueError` for an ``OTEL_EXPORTER_OTLP_*`` value the exporter
     for *signal* would reject, warn about or misread (see the module docstring).
 
-    Checks the protocol too (:func:`nemo.lens.exporters.otlp_protocol`). The
+    Checks the protocol too (:func:`nemo.lens._sdk.exporters.otlp_protocol`). The
     message names the variable; it never quotes a header value or the user,
     password or query of an endpoint.
     """
@@ -186,7 +186,7 @@ def check_otlp_environment(signal: Signal, environ: Mapping[str, str] | None = N
 def register_otlp_secrets(signal: Signal, environ: Mapping[str, str] | None = None) -> None:
     """Register the credentials the exporter for *signal* is configured with (its header
     values, the user, password and query of its endpoint) so that no message nemo.lens
-    logs shows them (:func:`nemo.lens.exporters.secrets.scrub`)."""
+    logs shows them (:func:`nemo.lens._core.secrets.scrub`)."""
     env = os.environ if environ is None else environ
     for variable in _variables(signal, "HEADERS"):
         raw = env.get(variable)

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 from opentelemetry.trace import format_span_id, format_trace_id
 
 from nemo.lens import semconv
-from nemo.lens.exporters.sanitize import clean_text, is_clean_text, safe_str
+from nemo.lens._core.sanitize import clean_text, is_clean_text, safe_str
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -262,7 +262,7 @@ def encode_span(span: ReadableSpan) -> str:
     Never raises, and the line is always valid UTF-8 text: a span holding
     something JSON cannot carry (a name that is not a ``str``, text with lone
     surrogates, an int too long to print) is encoded from a copy made
-    exportable by :func:`nemo.lens.exporters.redaction.clean_span` -- which
+    exportable by :func:`nemo.lens._sdk.exporters.redaction.clean_span` -- which
     nemo.lens's exporters have already applied, so there this never happens.
     """
     try:
@@ -282,7 +282,7 @@ def encode_span(span: ReadableSpan) -> str:
 
 
 def _encode_cleaned(span: ReadableSpan) -> str:
-    from nemo.lens.exporters.redaction import clean_span
+    from nemo.lens._sdk.exporters.redaction import clean_span
 
     try:
         return _dumps(span_to_dict(clean_span(span, {})))

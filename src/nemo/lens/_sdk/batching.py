@@ -20,12 +20,12 @@ every 20 s. Here the policy is chosen per exporter:
   and nothing else.
 
 Either way the first drop is logged once and the total is reported at shutdown
-(:class:`~nemo.lens.exporters.health.ExportHealth`).
+(:class:`~nemo.lens._sdk.exporters.health.ExportHealth`).
 
 **Nothing on the span path takes a lock.** Ending a span appends to a
 ``collections.deque`` (atomic) and never signals the worker, which polls the
 queue length every few milliseconds instead. A lock held by the span path could
-be held at the instant a signal handler (see :mod:`nemo.lens._signals`) or
+be held at the instant a signal handler (see :mod:`nemo.lens._core.signals`) or
 ``fork`` interrupts it, and the shutdown that follows would wait for it forever.
 
 **Shutdown drains everything** that was queued before it began, and what ends
@@ -53,8 +53,8 @@ with the parent, and two processes writing requests into one HTTP keep-alive
 connection garble each other's. An exporter that is ``usable_after_fork=False``
 (OTLP over gRPC, which can hang or crash a forked child) is not used in the
 child at all: the child drops its spans, as the parent announces once when it
-first forks (:func:`~nemo.lens.exporters.health.announce_not_after_fork`); and
-in the parent its exports run inside :func:`nemo.lens._fork.fork_unsafe`, so
+first forks (:func:`~nemo.lens._sdk.exporters.health.announce_not_after_fork`); and
+in the parent its exports run inside :func:`nemo.lens._core.fork.fork_unsafe`, so
 that no fork happens in the middle of one.
 """
 
@@ -72,15 +72,15 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from nemo.lens import _fork
-from nemo.lens.exporters.health import (
+from nemo.lens._core import fork as _fork
+from nemo.lens._core.sanitize import safe_str
+from nemo.lens._sdk.exporters.health import (
     ExportHealth,
     announce_not_after_fork,
     describe_destination,
     last_cause,
     quiet,
 )
-from nemo.lens.exporters.sanitize import safe_str
 
 __all__ = [
     "DEFAULT_STALL_TIMEOUT_MILLIS",
@@ -89,7 +89,8 @@ __all__ = [
     "WhenFull",
 ]
 
-_logger = logging.getLogger(__name__)
+# The logger keeps the name users configure it by (this code's module before it moved).
+_logger = logging.getLogger("nemo.lens.exporters.batch")
 
 WhenFull = Literal["block", "drop"]
 """What a full queue does to the thread that ends a span: wait for room, or drop the span."""
@@ -119,7 +120,7 @@ class BatchingSpanProcessor(SpanProcessor):
             batch before the exporter counts as stalled.
         health: Where failures and drops are reported (a private one if omitted).
         quiet_loggers: Loggers whose records the exporter's calls suppress
-            (see :func:`nemo.lens.exporters.health.quiet`); only for exporters
+            (see :func:`nemo.lens._sdk.exporters.health.quiet`); only for exporters
             nemo.lens created.
         exporter_factory: Makes an exporter like *exporter*; a forked child
             uses a new one instead of its copy of the parent's.

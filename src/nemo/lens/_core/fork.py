@@ -8,8 +8,9 @@ will export itself) and no exporter thread runs. Objects that own such state
 register here and are told to rebuild it in the child, before ``fork`` returns
 there.
 
-One process-wide hook serves every registered object; objects are held weakly,
-so registering does not keep a discarded pipeline alive.
+This module holds the package's one process-wide fork hook: objects register
+with :func:`register` (held weakly, so registering does not keep a discarded
+pipeline alive) and modules register functions with :func:`on_fork`.
 
 Some calls must not be under way at the instant of a fork at all: gRPC is not
 fork-safe while another thread is inside it, and children forked then were seen
@@ -25,11 +26,11 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Final, Protocol
 
-__all__ = ["FORK_WAIT_S", "ForkAware", "fork_unsafe", "register"]
+__all__ = ["FORK_WAIT_S", "ForkAware", "fork_unsafe", "on_fork", "register"]
 
 FORK_WAIT_S: Final = 1.0
 """Longest a fork waits for a fork-unsafe call (an export over gRPC) to finish.
@@ -38,7 +39,8 @@ A healthy export takes milliseconds. One that is stuck retrying against a dead
 collector can take 10 s; the fork then goes ahead rather than stall the job.
 """
 
-_logger = logging.getLogger(__name__)
+# The logger keeps the name users configure it by (this code's module before it moved).
+_logger = logging.getLogger("nemo.lens._fork")
 
 
 class ForkAware(Protocol):
@@ -60,6 +62,31 @@ def register(obj: ForkAware) -> None:
     """Call ``obj._after_fork_in_child()`` in every child forked from now on
     (and ``obj._before_fork_in_parent()``, if it has one, before each fork)."""
     _objects.add(obj)
+
+
+_before: list[Callable[[], None]] = []
+_in_child: list[Callable[[], None]] = []
+
+
+def on_fork(
+    *,
+    before: Callable[[], None] | None = None,
+    after_in_child: Callable[[], None] | None = None,
+) -> None:
+    """Call *before* in the parent before every fork, *after_in_child* in every child
+    (for module-level state; objects use :func:`register`)."""
+    if before is not None:
+        _before.append(before)
+    if after_in_child is not None:
+        _in_child.append(after_in_child)
+
+
+def _run(hooks: list[Callable[[], None]], what: str) -> None:
+    for hook in list(hooks):
+        try:
+            hook()
+        except Exception:  # telemetry must never make fork() fail, nor kill the child
+            _logger.exception("nemo.lens: %s (%r) failed", what, hook)
 
 
 class _Gate:
@@ -108,6 +135,7 @@ def fork_unsafe() -> Iterator[None]:
 
 
 def _before_fork_in_parent() -> None:
+    _run(_before, "preparing for fork")
     for obj in list(_objects):
         hook = getattr(obj, "_before_fork_in_parent", None)
         if hook is not None:
@@ -126,6 +154,7 @@ def _after_fork_in_child() -> None:
     global _gate
     # The calls counted by the parent's gate are the parent's threads'.
     _gate = _Gate()
+    _run(_in_child, "resetting after fork")
     for obj in list(_objects):
         try:
             obj._after_fork_in_child()

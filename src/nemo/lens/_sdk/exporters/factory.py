@@ -13,8 +13,8 @@ from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.metrics.export import MetricExporter
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from nemo.lens.exporters import EXPORTER_NAMES, Signal, otlp_protocol, sibling_path
-from nemo.lens.exporters.jsonl import (
+from nemo.lens._core.destinations import EXPORTER_NAMES, Signal, otlp_protocol, sibling_path
+from nemo.lens._sdk.exporters.jsonl import (
     FileSink,
     JsonLinesLogExporter,
     JsonLinesMetricExporter,

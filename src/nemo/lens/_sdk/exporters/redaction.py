@@ -20,7 +20,7 @@ an exception (their keys are not redact keys). Keep secrets out of those.
 
 Every value made exportable in the same pass: a span name, key or value that
 no exporter could write (a lone surrogate, a name that is not a ``str``, an
-int beyond 64 bits, ...) is replaced as :mod:`nemo.lens.exporters.sanitize`
+int beyond 64 bits, ...) is replaced as :mod:`nemo.lens._core.sanitize`
 describes, and counted, so one bad value never costs the batch it travels in.
 
 A span without anything to change is passed through as is; only a span that
@@ -46,7 +46,8 @@ from opentelemetry.trace import Link
 from opentelemetry.trace.status import Status
 from opentelemetry.util.types import Attributes
 
-from nemo.lens.exporters.sanitize import (
+from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, is_redact_key
+from nemo.lens._core.sanitize import (
     SURROGATES,
     clean_name,
     clean_text,
@@ -54,7 +55,6 @@ from nemo.lens.exporters.sanitize import (
     is_clean_text,
     needs_cleaning,
 )
-from nemo.lens.helpers import DEFAULT_REDACT_KEYS, _is_redact_key
 
 __all__ = [
     "Changes",
@@ -94,7 +94,7 @@ def _hide_all(value: object) -> object:
 
 def _redact_deep(key: object, value: object) -> object:
     """*value* redacted as the value of attribute *key*; *value* itself if nothing is hidden."""
-    if isinstance(key, str) and _is_redact_key(key, DEFAULT_REDACT_KEYS):
+    if isinstance(key, str) and is_redact_key(key, DEFAULT_REDACT_KEYS):
         if isinstance(value, (str, bytes, list, tuple, Mapping)):
             hidden = _hide_all(value)
             return value if hidden == value else hidden
@@ -142,7 +142,7 @@ def clean_attributes(attributes: Attributes, changes: Changes) -> dict[str, Any]
             break
         kind = type(value)
         if kind is str:
-            if _is_redact_key(key, DEFAULT_REDACT_KEYS) or not (
+            if is_redact_key(key, DEFAULT_REDACT_KEYS) or not (
                 value.isascii() or is_clean_text(value)
             ):
                 break
@@ -249,7 +249,7 @@ def clean_span(span: ReadableSpan, changes: Changes) -> ReadableSpan:
 
     Redaction covers span, event and link attributes; names, keys and values
     that no exporter could write are replaced (see
-    :mod:`nemo.lens.exporters.sanitize`) and counted in *changes*. The same
+    :mod:`nemo.lens._core.sanitize`) and counted in *changes*. The same
     object comes back when nothing had to change.
     """
     replaced: dict[str, Any] = {}

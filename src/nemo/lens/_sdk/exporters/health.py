@@ -10,7 +10,7 @@ training job that buries the job's own output. nemo.lens reports instead:
 * the **first** time telemetry is dropped (a full queue), as one warning;
 * a **summary** at shutdown: how many spans, metric exports and log records were
   dropped or failed, so the loss is never silent;
-* every suppressed attempt at ``DEBUG`` on the ``nemo.lens.exporters.health``
+* every suppressed attempt at ``DEBUG`` on the ``nemo.lens._sdk.exporters.health``
   logger, for whoever needs them.
 
 The exporters' own log records are suppressed only while nemo.lens is calling
@@ -20,7 +20,7 @@ usual; for an OTLP exporter that includes its encoders and its transport
 (urllib3 names request URLs, query and all). Credentials never reach these
 messages: destinations are shown without user, password or query
 (:func:`describe_destination`), and every quoted message goes through
-:func:`nemo.lens.exporters.secrets.scrub`.
+:func:`nemo.lens._core.secrets.scrub`.
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult,
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from nemo.lens import _fork
-from nemo.lens.exporters.redaction import clean_log_record, clean_metrics_data
-from nemo.lens.exporters.sanitize import DROPPED_AT_THE_DOOR, REASONS, safe_str
-from nemo.lens.exporters.secrets import add_secret, scrub, scrub_url
-from nemo.lens.helpers import _dropped_attribute_values
+from nemo.lens._core import fork as _fork
+from nemo.lens._core.redaction import dropped_attribute_values
+from nemo.lens._core.sanitize import DROPPED_AT_THE_DOOR, REASONS, safe_str
+from nemo.lens._core.secrets import add_secret, scrub, scrub_url
+from nemo.lens._sdk.exporters.redaction import clean_log_record, clean_metrics_data
 
 __all__ = [
     "ExportHealth",
@@ -61,7 +61,8 @@ __all__ = [
     "scrub",
 ]
 
-_logger = logging.getLogger(__name__)
+# The logger keeps the name users configure it by (this code's module before it moved).
+_logger = logging.getLogger("nemo.lens.exporters.health")
 
 _CAUSE_LIMIT: Final = 300
 """Longest captured cause quoted in a warning (gRPC error details can be long)."""
@@ -138,7 +139,10 @@ class _QuietFilter(logging.Filter):
 _FILTER: Final = _QuietFilter()
 # Modules whose loggers report export failures: OpenTelemetry's exporters and
 # nemo.lens's JSON-lines writers (never this module: its own warnings must pass).
-_EXPORTER_MODULES: Final = ("opentelemetry.exporter.", "nemo.lens.exporters.jsonl")
+_EXPORTER_MODULES: Final = ("opentelemetry.exporter.", "nemo.lens._sdk.exporters.jsonl")
+# nemo.lens's exporters log under the names they had before moving into _sdk.
+_OWN_PREFIX: Final = "nemo.lens._sdk.exporters."
+_OWN_LOGGERS: Final = "nemo.lens.exporters."
 # Loggers an OTLP exporter's work logs to besides its own module: the shared
 # encoders (a traceback per value they cannot encode) and, per transport, the
 # HTTP client (which names the request URL, query and all) or gRPC.
@@ -183,7 +187,7 @@ def exporter_loggers(exporter: object) -> tuple[str, ...]:
     current: object | None = exporter
     while current is not None:
         names.update(
-            cls.__module__
+            cls.__module__.replace(_OWN_PREFIX, _OWN_LOGGERS, 1)
             for cls in type(current).__mro__
             if cls.__module__.startswith(_EXPORTER_MODULES)
         )
@@ -313,7 +317,7 @@ class ExportHealth:
         self._changed: dict[str, Tally] = {}
         # Values the primitives dropped before the SDK saw them are counted in
         # nemo.lens.helpers for the whole process; this pipeline reports its share.
-        self._door_baseline = _dropped_attribute_values()
+        self._door_baseline = dropped_attribute_values()
         # Acquired without blocking and never released: exactly one caller wins.
         self._failure_warned = threading.Lock()
         self._drop_warned: dict[str, threading.Lock] = {}
@@ -406,9 +410,9 @@ class ExportHealth:
 
     def changes(self) -> dict[str, int]:
         """How many names and values were changed or dropped to be exported, by reason
-        (the reasons of :mod:`nemo.lens.exporters.sanitize`)."""
+        (the reasons of :mod:`nemo.lens._core.sanitize`)."""
         totals = {reason: tally.value for reason, tally in list(self._changed.items())}
-        totals[DROPPED_AT_THE_DOOR] = _dropped_attribute_values() - self._door_baseline
+        totals[DROPPED_AT_THE_DOOR] = dropped_attribute_values() - self._door_baseline
         return {reason: totals[reason] for reason in REASONS if totals.get(reason)}
 
     def changes_summary(self) -> str | None:
@@ -580,7 +584,7 @@ class ReportingMetricExporter(_Forwarder[MetricExporter], MetricExporter):
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
         """Export through *inner*, attributes redacted and made exportable
-        (:func:`~nemo.lens.exporters.redaction.clean_metrics_data`); a failure or
+        (:func:`~nemo.lens._sdk.exporters.redaction.clean_metrics_data`); a failure or
         exception is counted, not raised."""
         changes: dict[str, int] = {}
         cleaned = clean_metrics_data(metrics_data, changes)
@@ -625,7 +629,7 @@ class ReportingLogExporter(_Forwarder[LogRecordExporter], LogRecordExporter):
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         """Export through *inner*, attributes redacted and made exportable
-        (:func:`~nemo.lens.exporters.redaction.clean_log_record`); a failure or
+        (:func:`~nemo.lens._sdk.exporters.redaction.clean_log_record`); a failure or
         exception is counted, not raised."""
         changes: dict[str, int] = {}
         cleaned = [clean_log_record(record, changes) for record in batch]
@@ -661,7 +665,7 @@ class ReportingSpanExporter(_Forwarder[SpanExporter], SpanExporter):
     each span (``console``, the SDK's in-memory exporter): a console whose
     reader went away fails every span, and the report is one warning and a
     count, not a traceback per span. (Batched span exporters report through
-    :class:`~nemo.lens.exporters.batch.BatchingSpanProcessor` instead.)
+    :class:`~nemo.lens._sdk.batching.BatchingSpanProcessor` instead.)
     """
 
     _signal = "traces"

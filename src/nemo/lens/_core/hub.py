@@ -1,0 +1,272 @@
+"""Process-wide providers that forward to whatever nemo.lens installed last.
+
+OpenTelemetry lets a process set its global tracer, meter and logger provider
+once; later ``set_*_provider`` calls are ignored with a warning. Installing the
+SDK providers themselves would therefore make ``setup_telemetry(...,
+_allow_reinit=True)`` and test resets impossible: the first, shut-down
+provider would stay global for good. Instead nemo.lens claims each global once
+with one of the hubs below and swaps what the hub forwards to. What a hub hands
+out (:mod:`nemo.lens._core.delegates`) is rebound on every swap, so code that
+cached ``trace.get_tracer(...)`` at import time follows re-initialisation.
+
+After ``shutdown`` a hub forwards to the no-op provider. The claim on the
+global itself is permanent for the life of the process (OpenTelemetry offers no
+way to give it back); :func:`restore_otel_globals_for_testing` undoes it by
+resetting OpenTelemetry's private set-once guards, as OpenTelemetry's own test
+suite does, and is for tests only.
+
+When the application already set a global provider of its own, nemo.lens leaves
+it alone: the claim fails, a warning is logged, and nemo.lens's spans go to its
+own provider through ``TelemetryHandle.tracer`` and the helpers' default tracer.
+
+Only the OpenTelemetry API is used here, never the SDK.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, Protocol, TypeVar
+
+from opentelemetry import _logs as otel_logs
+from opentelemetry import metrics, trace
+from opentelemetry.util.types import Attributes
+
+from nemo.lens._core.delegates import DelegatingLogger, DelegatingMeter, DelegatingTracer
+
+__all__ = [
+    "LOGGER_HUB",
+    "METER_HUB",
+    "TRACER_HUB",
+    "Hub",
+    "LoggerHub",
+    "MeterHub",
+    "TracerHub",
+    "publish",
+    "restore_otel_globals_for_testing",
+    "unpublish",
+]
+
+# The logger keeps the name users configure it by (this code's module before it moved).
+_logger = logging.getLogger("nemo.lens._delegating")
+
+_P = TypeVar("_P")
+_P_contra = TypeVar("_P_contra", contravariant=True)
+_B = TypeVar("_B", bound="_Bindable[Any]")
+
+Scope = tuple[str, "str | None", "str | None", Attributes]
+"""An instrumentation scope: name, version, schema URL, attributes."""
+
+
+class _Bindable(Protocol[_P_contra]):
+    def _bind(self, provider: _P_contra) -> None: ...
+
+
+def _scope_key(scope: Scope) -> Hashable | None:
+    """Cache key for one instrumentation scope; ``None`` when attributes are unhashable."""
+    name, version, schema_url, attributes = scope
+    try:
+        frozen = tuple(sorted(attributes.items())) if attributes else ()
+        hash(frozen)
+    except TypeError:
+        return None
+    return (name, version, schema_url, frozen)
+
+
+class Hub(Generic[_P, _B]):
+    """The part of a hub every signal shares: a replaceable delegate, and one object per
+    scope handed out and rebound to the delegate at every swap.
+
+    The three hubs below add only the provider method of their signal.
+    """
+
+    def __init__(self, noop: _P, make: Callable[[str, str | None, str | None, Attributes], _B]):
+        self._lock = threading.Lock()
+        self._noop = noop
+        self._make = make
+        self._delegate: _P = noop
+        self._by_scope: dict[Hashable, _B] = {}
+        # Scopes with unhashable attributes cannot be cached, but must still follow swaps.
+        self._uncached: list[_B] = []
+
+    @property
+    def delegate(self) -> _P:
+        """The provider what this hub hands out currently forwards to."""
+        return self._delegate
+
+    def set_delegate(self, provider: _P | None) -> None:
+        """Forward to *provider* from now on (``None``: the no-op provider)."""
+        with self._lock:
+            self._delegate = provider if provider is not None else self._noop
+            for made in [*self._by_scope.values(), *self._uncached]:
+                made._bind(self._delegate)
+
+    def _hand_out(self, scope: Scope) -> _B:
+        key = _scope_key(scope)
+        with self._lock:
+            if key is not None and key in self._by_scope:
+                return self._by_scope[key]
+            made = self._make(*scope)
+            made._bind(self._delegate)
+            if key is None:
+                self._uncached.append(made)
+            else:
+                self._by_scope[key] = made
+            return made
+
+
+class TracerHub(Hub[trace.TracerProvider, DelegatingTracer], trace.TracerProvider):
+    """A tracer provider that forwards to a replaceable delegate (no-op by default)."""
+
+    def __init__(self) -> None:
+        super().__init__(trace.NoOpTracerProvider(), DelegatingTracer)
+
+    def get_tracer(
+        self,
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Attributes = None,
+    ) -> trace.Tracer:
+        """Return a tracer that follows every later change of delegate."""
+        return self._hand_out(
+            (instrumenting_module_name, instrumenting_library_version, schema_url, attributes)
+        )
+
+
+class MeterHub(Hub[metrics.MeterProvider, DelegatingMeter], metrics.MeterProvider):
+    """A meter provider that forwards to a replaceable delegate (no-op by default)."""
+
+    def __init__(self) -> None:
+        super().__init__(metrics.NoOpMeterProvider(), DelegatingMeter)
+
+    def get_meter(
+        self,
+        name: str,
+        version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Attributes = None,
+    ) -> metrics.Meter:
+        """Return a meter that follows every later change of delegate."""
+        return self._hand_out((name, version, schema_url, attributes))
+
+
+class LoggerHub(Hub[otel_logs.LoggerProvider, DelegatingLogger], otel_logs.LoggerProvider):
+    """A logger provider that forwards to a replaceable delegate (no-op by default)."""
+
+    def __init__(self) -> None:
+        super().__init__(otel_logs.NoOpLoggerProvider(), DelegatingLogger)
+
+    def get_logger(
+        self,
+        name: str,
+        version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Attributes = None,
+    ) -> otel_logs.Logger:
+        """Return a logger that follows every later change of delegate."""
+        return self._hand_out((name, version, schema_url, attributes))
+
+
+TRACER_HUB = TracerHub()
+"""The tracer provider nemo.lens installs as OpenTelemetry's global."""
+METER_HUB = MeterHub()
+"""The meter provider nemo.lens installs as OpenTelemetry's global."""
+LOGGER_HUB = LoggerHub()
+"""The logger provider nemo.lens installs as OpenTelemetry's global."""
+
+_CLAIM_LOCK = threading.Lock()
+
+
+def _claim(
+    signal: str,
+    hub: object,
+    get: Callable[[], object],
+    set_global: Callable[[Any], None],
+) -> bool:
+    with _CLAIM_LOCK:
+        if get() is hub:
+            return True
+        set_global(hub)  # ignored, with OpenTelemetry's own warning, when already set
+        if get() is hub:
+            return True
+    _logger.warning(
+        "nemo.lens: the process already has a global %s provider of its own (%r); it is "
+        "left in place. nemo.lens spans and metrics use nemo.lens's provider through the "
+        "handle and the helpers, but other instrumentation keeps using the existing one.",
+        signal,
+        get(),
+    )
+    return False
+
+
+def publish(
+    tracer_provider: trace.TracerProvider | None,
+    meter_provider: metrics.MeterProvider | None,
+    logger_provider: otel_logs.LoggerProvider | None,
+) -> dict[str, bool]:
+    """Make the given providers the process's global ones.
+
+    Each hub's delegate is replaced (``None`` resets it to no-op), and each
+    non-``None`` signal claims OpenTelemetry's global if nobody has yet. Returns
+    ``{signal: claimed}`` for the signals that were given.
+    """
+    TRACER_HUB.set_delegate(tracer_provider)
+    METER_HUB.set_delegate(meter_provider)
+    LOGGER_HUB.set_delegate(logger_provider)
+    claimed: dict[str, bool] = {}
+    if tracer_provider is not None:
+        claimed["tracer"] = _claim(
+            "tracer", TRACER_HUB, trace.get_tracer_provider, trace.set_tracer_provider
+        )
+    if meter_provider is not None:
+        claimed["meter"] = _claim(
+            "meter", METER_HUB, metrics.get_meter_provider, metrics.set_meter_provider
+        )
+    if logger_provider is not None:
+        claimed["logger"] = _claim(
+            "logger", LOGGER_HUB, otel_logs.get_logger_provider, otel_logs.set_logger_provider
+        )
+    return claimed
+
+
+def unpublish() -> None:
+    """Point every hub back at the no-op providers (the globals stay claimed)."""
+    TRACER_HUB.set_delegate(None)
+    METER_HUB.set_delegate(None)
+    LOGGER_HUB.set_delegate(None)
+
+
+def restore_otel_globals_for_testing() -> None:
+    """Release OpenTelemetry's globals that nemo.lens claimed (tests only).
+
+    Resets OpenTelemetry's private set-once guards, but only for globals that
+    hold one of our hubs: a provider the test itself installed is not ours to
+    remove. Tolerates API versions where those private names differ.
+    """
+    unpublish()
+    from opentelemetry.util._once import Once
+
+    try:
+        if trace._TRACER_PROVIDER is TRACER_HUB:
+            trace._TRACER_PROVIDER = None
+            trace._TRACER_PROVIDER_SET_ONCE = Once()
+    except AttributeError:  # pragma: no cover - other API versions
+        pass
+    try:
+        from opentelemetry.metrics import _internal as metrics_internal
+
+        if metrics_internal._METER_PROVIDER is METER_HUB:
+            metrics_internal._METER_PROVIDER = None
+            metrics_internal._METER_PROVIDER_SET_ONCE = Once()
+    except (ImportError, AttributeError):  # pragma: no cover - other API versions
+        pass
+    try:
+        from opentelemetry._logs import _internal as logs_internal
+
+        if logs_internal._LOGGER_PROVIDER is LOGGER_HUB:
+            logs_internal._LOGGER_PROVIDER = None
+            logs_internal._LOGGER_PROVIDER_SET_ONCE = Once()
+    except (ImportError, AttributeError):  # pragma: no cover - other API versions
+        pass

@@ -1,0 +1,463 @@
+"""Set-up: :func:`setup_telemetry`, and the tracer and meter of whatever it installed.
+
+Set-up runs in three phases so that a mistake never leaves a process half
+configured:
+
+1. **Validate** everything: the config's fields, the span-group spec, the
+   exporter name and OTLP protocol variables, the export strategy and its
+   answer for this rank, rank and world size, the ``trace_file`` template and
+   the caller's resource attributes. Nothing global has changed yet; a failed
+   call can simply be corrected and repeated.
+2. **Build** the resource, exporters and providers
+   (:func:`nemo.lens._sdk.pipeline.build_pipeline`). Still nothing global; a
+   failure here releases what was built.
+3. **Publish** in one step: point nemo.lens's process-wide providers at the new
+   ones (see :mod:`nemo.lens._core.hub` for why those are installed once and
+   then re-pointed), enable the span groups, route the helpers' default tracer.
+
+A disabled config skips 2 and 3: the handle's tracer and meter are no-ops,
+every span group is off, and OpenTelemetry's globals are not touched, so the
+application can still install providers of its own.
+
+The first import of the SDK happens in phase 2; importing this module does
+not import it.
+
+With ``handle_signals`` set, phase 3 also routes SIGTERM through
+:mod:`nemo.lens._core.signals`. A child forked after set-up keeps the handle: its
+locks are replaced in the child, and a child started by ``multiprocessing``
+(which leaves with ``os._exit``, skipping ``atexit``) shuts the handle down
+through a ``multiprocessing`` finalizer, so its spans are exported.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Final
+
+from opentelemetry import metrics, trace
+from opentelemetry.util.types import AttributeValue
+
+from nemo.lens import semconv, state
+from nemo.lens._core import fork
+from nemo.lens._core import handle as _handle
+from nemo.lens._core import signals as _signals
+from nemo.lens._core import state as _state
+from nemo.lens._core.destinations import Signal
+from nemo.lens._core.handle import (
+    TelemetryHandle,
+    renew_locks_after_fork,
+    shutdown_at_exit,
+)
+from nemo.lens._core.otlp_env import check_otlp_environment, register_otlp_secrets
+from nemo.lens.config import NemoLensConfig
+from nemo.lens.strategies import (
+    ExportStrategyFunction,
+    ExportStrategyObject,
+    export_decision,
+    get_export_strategy,
+)
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk._logs.export import LogRecordExporter
+    from opentelemetry.sdk.metrics.export import MetricReader
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+
+__all__ = ["StrategyArgument", "get_meter", "get_tracer", "reset_for_testing", "setup_telemetry"]
+
+_logger = logging.getLogger("nemo.lens.handle")
+
+_SCOPE_NAME: Final = semconv.SCOPE_NAME
+
+# One flat union, so a lambda type-checks in either argument order (see strategies).
+StrategyArgument = (
+    ExportStrategyFunction | ExportStrategyObject | str | Callable[[int, int, NemoLensConfig], bool]
+)
+"""What ``setup_telemetry(export_strategy=...)`` accepts: a registered name, a callable
+``strategy(config, rank, world_size)`` (0.1.0), an object with ``should_export``, or a
+function whose first parameter is ``rank`` (see :func:`nemo.lens.strategies.export_decision`)."""
+_TESTING_SHUTDOWN_TIMEOUT_MS: Final = 1000
+_atexit_registered = False
+
+# -- fork ---------------------------------------------------------------------------
+
+# Handles already registered with multiprocessing's after-fork registry.
+_mp_registered: weakref.WeakSet[TelemetryHandle] = weakref.WeakSet()
+
+
+def _before_fork() -> None:
+    # multiprocessing's fork children leave with os._exit, which skips atexit.
+    # Its after-fork registry (copied into the child by this very fork) lets the
+    # child arm a finalizer that multiprocessing runs before that exit. Only
+    # when multiprocessing is already loaded: it is the one doing the forking then.
+    handle = _state.current_handle()
+    util = sys.modules.get("multiprocessing.util")
+    if handle is None or util is None or handle in _mp_registered:
+        return
+    _mp_registered.add(handle)
+    util.register_after_fork(handle, _arm_multiprocessing_exit)
+
+
+def _arm_multiprocessing_exit(handle: TelemetryHandle) -> None:
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None and _state.current_handle() is handle:
+        util.Finalize(handle, shutdown_at_exit, exitpriority=10)
+
+
+# Only the forking thread exists in a child: a lock another thread held at that
+# instant would stay held forever.
+fork.on_fork(before=_before_fork, after_in_child=renew_locks_after_fork)
+
+
+# -- validation ---------------------------------------------------------------------
+
+
+def _check_rank(rank: object, world_size: object) -> tuple[int, int]:
+    for name, value in (("rank", rank), ("world_size", world_size)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"setup_telemetry({name}=...) must be an int, got {value!r}")
+    assert isinstance(rank, int) and isinstance(world_size, int)
+    if world_size < 1:
+        raise ValueError(f"world_size must be at least 1, got {world_size}")
+    if not 0 <= rank < world_size:
+        raise ValueError(
+            f"rank {rank} is out of range for world_size {world_size} "
+            f"(valid ranks: 0..{world_size - 1})"
+        )
+    return rank, world_size
+
+
+def _check_resource_attributes(
+    attributes: Mapping[str, AttributeValue] | None,
+) -> dict[str, AttributeValue]:
+    if attributes is None:
+        return {}
+    if not isinstance(attributes, Mapping):
+        raise TypeError(
+            f"resource_attributes must be a mapping of str to attribute values, got "
+            f"{type(attributes).__name__}"
+        )
+    checked: dict[str, AttributeValue] = {}
+    scalar = (str, bool, int, float)
+    for key, value in attributes.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"resource attribute keys must be non-empty str, got {key!r}")
+        ok = isinstance(value, scalar) or (
+            isinstance(value, Sequence)
+            and not isinstance(value, str)
+            and all(isinstance(item, scalar) for item in value)
+        )
+        if not ok:
+            raise TypeError(
+                f"resource attribute {key!r} has value {value!r} of type "
+                f"{type(value).__name__}; use a str, bool, int, float or a sequence of them"
+            )
+        checked[key] = value
+    return checked
+
+
+def _check_components(span_exporter: object, metric_reader: object, log_exporter: object) -> None:
+    """Refuse what set-up would otherwise hand to the SDK to fail on, deep inside it."""
+    for argument, value, methods, example in (
+        ("span_exporter", span_exporter, ("export", "shutdown"), "InMemorySpanExporter()"),
+        ("log_exporter", log_exporter, ("export", "shutdown"), "InMemoryLogRecordExporter()"),
+    ):
+        if value is not None and not all(callable(getattr(value, m, None)) for m in methods):
+            raise TypeError(
+                f"setup_telemetry({argument}=...) takes an OpenTelemetry exporter (an object "
+                f"with export() and shutdown(), such as the SDK's {example}), got "
+                f"{type(value).__name__} {value!r}"
+            )
+    if metric_reader is not None:
+        try:
+            from opentelemetry.sdk.metrics.export import MetricReader
+        except ImportError:  # without the SDK nothing can be a reader
+            MetricReader = None  # type: ignore[assignment,misc]
+        if MetricReader is None or not isinstance(metric_reader, MetricReader):
+            raise TypeError(
+                "setup_telemetry(metric_reader=...) takes an OpenTelemetry MetricReader (such "
+                "as the SDK's InMemoryMetricReader() or PeriodicExportingMetricReader(exporter)), "
+                f"got {type(metric_reader).__name__} {metric_reader!r}"
+            )
+
+
+def _resolve_strategy(
+    config: NemoLensConfig, export_strategy: StrategyArgument | None
+) -> ExportStrategyFunction | ExportStrategyObject | Callable[[int, int, NemoLensConfig], bool]:
+    if export_strategy is None or isinstance(export_strategy, str):
+        name = config.export_strategy if export_strategy is None else export_strategy
+        registered: ExportStrategyFunction | ExportStrategyObject = get_export_strategy(name)
+        return registered
+    if callable(getattr(export_strategy, "should_export", None)) or callable(export_strategy):
+        return export_strategy
+    raise TypeError(
+        "export_strategy must be a registered strategy name, a function "
+        "strategy(config, rank, world_size) -> bool, or an object with "
+        f"should_export(rank, world_size, config), got {export_strategy!r}"
+    )
+
+
+def _check_guard(allow_reinit: bool) -> None:
+    if _state.current_handle() is not None and not allow_reinit:
+        raise RuntimeError(
+            "setup_telemetry() was already called in this process and its handle is still "
+            "active (telemetry has already been initialised); call handle.shutdown() first, "
+            "or pass _allow_reinit=True to shut the previous set-up down and replace it "
+            "(notebooks, tests)"
+        )
+
+
+# -- set-up -------------------------------------------------------------------------
+
+
+def setup_telemetry(
+    config: NemoLensConfig,
+    rank: int = 0,
+    world_size: int = 1,
+    resource_attributes: Mapping[str, AttributeValue] | None = None,
+    span_exporter: SpanExporter | None = None,
+    metric_reader: MetricReader | None = None,
+    export_strategy: StrategyArgument | None = None,
+    _allow_reinit: bool = False,
+    log_exporter: LogRecordExporter | None = None,
+) -> TelemetryHandle:
+    """Set up telemetry for this process and return its :class:`TelemetryHandle`.
+
+    Args:
+        config: What to set up; ``config.enabled=False`` installs nothing.
+        rank: This process's global rank.
+        world_size: Number of ranks in the job.
+        resource_attributes: Extra resource attributes; they win over every
+            other source (see :mod:`nemo.lens.resources`).
+        span_exporter: Use this exporter for spans instead of the configured
+            one (e.g. the SDK's ``InMemorySpanExporter`` in tests).
+        metric_reader: Use this reader for metrics instead of the configured
+            exporter (e.g. ``InMemoryMetricReader``).
+        export_strategy: Overrides ``config.export_strategy``: a registered
+            name, a callable ``strategy(config, rank, world_size) -> bool``
+            (0.1.0), an object with ``should_export(rank, world_size, config)``,
+            or a function whose first parameter is named ``rank``, called as
+            ``(rank, world_size, config)``.
+        _allow_reinit: Replace an active set-up (shutting it down) instead of
+            raising.
+        log_exporter: Use this exporter for log records instead of the
+            configured one (e.g. the SDK's ``InMemoryLogRecordExporter``);
+            needs ``config.logs_enabled``.
+
+    Everything is validated before anything global changes, so an exception
+    leaves the process as it was. Exporters and readers (including the ones
+    passed in) are attached only on ranks the export strategy selects.
+
+    Raises:
+        TypeError: an argument or config field has the wrong type.
+        ValueError: a config value is invalid (unknown span group, exporter,
+            strategy, OTLP protocol, rank out of range, bad ``trace_file``).
+        RuntimeError: telemetry is already set up and ``_allow_reinit`` is false.
+        ImportError: telemetry is enabled but the SDK extra is not installed.
+    """
+    global _atexit_registered
+
+    # Phase 1: validate. Nothing global may change before this phase ends.
+    if not isinstance(config, NemoLensConfig):
+        raise TypeError(
+            f"setup_telemetry() needs a NemoLensConfig, got {type(config).__name__}; "
+            "build one with NemoLensConfig(...) or NemoLensConfig.from_env()"
+        )
+    if not isinstance(_allow_reinit, bool):
+        raise TypeError(f"_allow_reinit must be a bool, got {_allow_reinit!r}")
+    rank, world_size = _check_rank(rank, world_size)
+    if export_strategy is None:
+        config.validate()
+    else:
+        config._check_fields()
+    extra_attributes = _check_resource_attributes(resource_attributes)
+    _check_components(span_exporter, metric_reader, log_exporter)
+
+    if not config.enabled:
+        with _handle.LOCK:
+            _check_guard(_allow_reinit)
+            previous = _state.current_handle()
+        if previous is not None:
+            previous.shutdown()
+        state.set_enabled_span_groups(())
+        return TelemetryHandle(
+            config=config,
+            rank=rank,
+            world_size=world_size,
+            enabled_groups=frozenset(),
+            is_exporting=False,
+            pipeline=None,
+        )
+
+    if config.handle_signals and threading.current_thread() is not threading.main_thread():
+        raise RuntimeError(
+            "NemoLensConfig.handle_signals=True needs setup_telemetry() to be called from the "
+            "main thread (Python lets only the main thread install signal handlers); call it "
+            "there, or set handle_signals=False"
+        )
+    if config.export_rank >= world_size:
+        raise ValueError(
+            f"NemoLensConfig.export_rank {config.export_rank} is out of range for world_size "
+            f"{world_size}; use a rank in 0..{world_size - 1} or -1 for the last rank"
+        )
+    groups = config.resolved_span_groups if config.traces_enabled else frozenset()
+    resolved = config.resolved()
+    strategy = _resolve_strategy(resolved, export_strategy)
+    exporting = export_decision(strategy, resolved, rank, world_size)
+    exporter_name = resolved.exporter.strip().lower()
+    trace_path = resolved.format_trace_file(rank) if exporter_name == "file" else None
+    signals: list[Signal] = []
+    if exporter_name == "otlp" and exporting:
+        if resolved.traces_enabled and span_exporter is None:
+            signals.append("traces")
+        if resolved.metrics_enabled and metric_reader is None:
+            signals.append("metrics")
+        if resolved.logs_enabled and log_exporter is None:
+            signals.append("logs")
+        for signal in signals:
+            # The protocol, headers, timeout, compression and endpoint: each
+            # exporter would otherwise fail deep in its constructor, or print a
+            # malformed header (and the token in it) to stderr.
+            check_otlp_environment(signal)
+    with _handle.LOCK:
+        _check_guard(_allow_reinit)
+
+    # Phase 2: build, still without touching global state.
+    try:
+        from nemo.lens._sdk.pipeline import build_pipeline
+    except ImportError as exc:
+        raise ImportError(
+            f"telemetry is enabled but the OpenTelemetry SDK could not be imported ({exc}); "
+            "install it with pip install 'nemo-lens[sdk]'"
+        ) from exc
+    for signal in signals:
+        register_otlp_secrets(signal)
+    pipeline = build_pipeline(
+        resolved,
+        rank=rank,
+        world_size=world_size,
+        exporting=exporting,
+        trace_path=trace_path,
+        resource_attributes=extra_attributes,
+        span_exporter=span_exporter,
+        metric_reader=metric_reader,
+        log_exporter=log_exporter,
+    )
+    handle = TelemetryHandle(
+        config=resolved,
+        rank=rank,
+        world_size=world_size,
+        enabled_groups=groups,
+        is_exporting=exporting and pipeline.exports,
+        pipeline=pipeline,
+    )
+
+    # Phase 3: publish in one step.
+    with _handle.LOCK:
+        try:
+            # Another thread may have set up while this one was building.
+            _check_guard(_allow_reinit)
+        except RuntimeError:
+            pipeline.shutdown(_TESTING_SHUTDOWN_TIMEOUT_MS)
+            raise
+        previous = _state.current_handle()
+        if previous is not None:
+            previous.shutdown()
+        from nemo.lens._core import hub
+
+        hub.publish(pipeline.tracer_provider, pipeline.meter_provider, pipeline.logger_provider)
+        state.set_span_group_classes(resolved.span_group_cls)
+        state.set_enabled_span_groups(groups)
+        _state.use_tracer_provider(pipeline.tracer_provider)
+        _state.set_current_handle(handle)
+        if resolved.handle_signals:
+            _install_signal_handlers(handle)
+        if not _atexit_registered:
+            # Our hook replaces the SDK's (disabled in providers): it is bounded,
+            # where the SDK's can hold up interpreter exit for 30 s on a dead collector.
+            atexit.register(shutdown_at_exit)
+            _atexit_registered = True
+    _logger.info(
+        "nemo.lens: telemetry set up (rank %d/%d, run %s, exporting=%s, exporter=%s, groups=%s)",
+        rank,
+        world_size,
+        resolved.run_id,
+        handle.is_exporting,
+        exporter_name,
+        ",".join(sorted(groups)) or "-",
+    )
+    return handle
+
+
+def _install_signal_handlers(handle: TelemetryHandle) -> None:
+    # Runs while publishing: a failure here must not leave set-up half done, so
+    # it is reported and telemetry runs on without the handler.
+    try:
+        _signals.install(handle, flush=handle.force_flush, shutdown=handle.shutdown)
+    except Exception:
+        _logger.exception("nemo.lens: could not install the SIGTERM handler (handle_signals)")
+
+
+def get_tracer(name: str = _SCOPE_NAME, version: str | None = None) -> trace.Tracer:
+    """Return a tracer for instrumentation scope *name*.
+
+    While telemetry is set up, the tracer comes from nemo.lens's provider and
+    keeps following it (through re-initialisation; no-op after shutdown), even
+    when the application owns OpenTelemetry's global provider. Before set-up it
+    comes from OpenTelemetry's global provider, as ``trace.get_tracer`` would.
+    Cache the result: looking a tracer up costs microseconds.
+    """
+    if version is None and name == _SCOPE_NAME:
+        version = _state.SCOPE_VERSION
+    if _state.current_handle() is not None:
+        from nemo.lens._core.hub import TRACER_HUB
+
+        return TRACER_HUB.get_tracer(name, version)
+    return trace.get_tracer(name, version)
+
+
+def get_meter(name: str = _SCOPE_NAME, version: str | None = None) -> metrics.Meter:
+    """Return a meter for instrumentation scope *name* (see :func:`get_tracer`).
+
+    Instruments created from it while telemetry is set up are recreated on the
+    new provider when set-up is replaced.
+    """
+    if version is None and name == _SCOPE_NAME:
+        version = _state.SCOPE_VERSION
+    if _state.current_handle() is not None:
+        from nemo.lens._core.hub import METER_HUB
+
+        return METER_HUB.get_meter(name, version)
+    return metrics.get_meter(name, version or "")
+
+
+def reset_for_testing() -> None:
+    """Return the process to its state before any set-up (tests only).
+
+    Shuts down the installed handle (never raising, short timeout), forgets it,
+    releases OpenTelemetry's globals that nemo.lens claimed, disables every
+    span group, restores the default tracer and forgets custom export
+    strategies.
+    """
+    with _handle.LOCK:
+        handle = _state.current_handle()
+    if handle is not None:
+        try:
+            handle.shutdown(_TESTING_SHUTDOWN_TIMEOUT_MS)
+        except Exception:
+            _logger.exception("nemo.lens: shutdown during test reset failed")
+    with _handle.LOCK:
+        _state.set_current_handle(None)
+    from nemo.lens._core import hub
+    from nemo.lens.strategies import _reset_registry_for_testing
+
+    hub.restore_otel_globals_for_testing()
+    _reset_registry_for_testing()
+    state.set_enabled_span_groups(())
+    _state.reset_span_group_classes()
+    _state.use_tracer_provider(None)

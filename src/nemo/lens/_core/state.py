@@ -1,0 +1,306 @@
+"""All the process state of nemo.lens, in one place.
+
+- **The enabled span groups.** Set-up resolves the job owner's spec string once
+  and stores the result here as one ``frozenset``, :data:`enabled`; every
+  instrumentation site then asks only ``group in state.enabled``. Updates rebind
+  the module attribute to a new frozenset, which is atomic, so readers never take
+  a lock and never see a half-built set. Before set-up the set is empty: every
+  group is disabled and instrumented code runs with no OpenTelemetry work at all.
+- **What spans of a group are tagged with** (``lens.group`` and
+  ``lens.span_category``, from the configured span-group classes; see
+  :func:`group_tags`), built when the configuration changes rather than per span.
+- **The tracer the primitives use** with ``tracer=None``
+  (:func:`default_tracer`): the installed provider's, else the global one's,
+  cached, never looked up per call.
+- **The current handle**: the :class:`~nemo.lens.handle.TelemetryHandle` whose
+  providers are published (:func:`current_handle`).
+- **The pipeline-parallel trace carrier** of 0.1.0 (:func:`set_pp_trace_carrier`).
+
+Other modules read and change this state only through the names below; the
+module attributes :data:`enabled` and :data:`tags` are read directly on the hot
+path, and only ever rebound here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from opentelemetry import trace as _trace
+from opentelemetry.trace import Tracer, TracerProvider
+
+from nemo.lens import __version__, _signatures
+from nemo.lens._names import signature_of
+from nemo.lens.semconv import SCOPE_NAME, SPAN_CATEGORY, SPAN_GROUP
+from nemo.lens.spec import PROFILING, categories_for, new_names, with_old_names
+
+if TYPE_CHECKING:
+    from nemo.lens.groups import SpanGroup
+    from nemo.lens.handle import TelemetryHandle
+
+__all__ = [
+    "SCOPE_VERSION",
+    "current_handle",
+    "default_tracer",
+    "enabled",
+    "enabled_span_groups",
+    "get_pp_trace_carrier",
+    "group_tags",
+    "installed_tracer_provider",
+    "is_span_group_enabled",
+    "reset_span_group_classes",
+    "set_current_handle",
+    "set_enabled_span_groups",
+    "set_pp_trace_carrier",
+    "set_span_group_classes",
+    "span_group_classes",
+    "tags",
+    "use_tracer_provider",
+]
+
+SCOPE_VERSION: Final = __version__
+"""The version of the instrumentation scope of every span nemo.lens makes."""
+
+enabled: frozenset[str] = frozenset()
+"""The enabled groups, and the old names of renamed ones (so code still passing an
+old name traces as before at no extra cost). Read on the hot path; only rebound."""
+
+# The groups as they were set, without the old names (what enabled_span_groups reports).
+_selected: frozenset[str] = frozenset()
+
+# The span-group classes whose categories tag spans, and those categories; None until
+# configured, which means the base SpanGroup (imported only when first needed).
+_classes: tuple[type[SpanGroup], ...] | None = None
+_categories: Mapping[str, str] | None = None
+
+tags: dict[str, Mapping[str, str]] = {}
+"""Group name -> the attributes that tag its spans (``lens.group``, ``lens.span_category``).
+
+Built when the configuration changes, for every group of the configured classes and
+every enabled name, so the enabled hot path adds one dict lookup and builds nothing.
+A plain dict for the fastest lookup, but only ever rebound, never mutated. A name
+missing here (never configured, or a race with a reconfiguration) gets its tags from
+:func:`group_tags`."""
+
+
+# Type checkers see the generated signature, which takes only the schema's group
+# names (or a DynamicSpanGroup); the function itself takes any str.
+@signature_of(_signatures.is_span_group_enabled)
+def is_span_group_enabled(group: str) -> bool:
+    """Return whether spans of ``group`` are emitted.
+
+    ``False`` before set-up and for names that were never enabled, including names
+    no span-group class defines. The old name of a renamed group is enabled with
+    its new name.
+    """
+    return group in enabled
+
+
+def set_enabled_span_groups(groups: Iterable[str]) -> None:
+    """Replace the enabled set with ``groups``.
+
+    Accepts any iterable of group names (a resolved preset, a list, a set) and
+    stores it as a ``frozenset``; later changes to the iterable have no effect.
+    Names are not checked against a span-group class, so consumer groups work; to
+    turn a spec string such as ``"per_step,-optimizer"`` into names, use
+    ``SpanGroup.resolve`` (or the consumer subclass's) first.
+
+    Raises:
+        TypeError: ``groups`` is a ``str`` (iterating it would enable one group
+            per character) or yields something that is not a ``str``. The enabled
+            set is left unchanged.
+    """
+    global enabled, _selected, tags
+    if isinstance(groups, str):
+        raise TypeError(
+            "set_enabled_span_groups() takes an iterable of group names, not a str; "
+            f"use [{groups!r}] for one group or SpanGroup.resolve({groups!r}) for a spec"
+        )
+    new = frozenset(groups)
+    for name in new:
+        if not isinstance(name, str):
+            raise TypeError(f"span group names must be str, got {type(name).__name__} ({name!r})")
+    names = with_old_names(new)
+    # Tags first: a reader that sees the new enabled set finds its names tagged.
+    tags = _build_tags(_configured_categories(), names, new)
+    _selected = new
+    enabled = names
+
+
+def enabled_span_groups() -> frozenset[str]:
+    """Return the currently enabled span groups (for introspection and tests)."""
+    return _selected
+
+
+# --- categories and the span attributes they give -----------------------------------------
+
+
+def _configured_categories() -> Mapping[str, str]:
+    global _categories
+    if _categories is None:
+        from nemo.lens.groups import SpanGroup
+
+        _categories = categories_for(SpanGroup)
+    return _categories
+
+
+def _tag(group: str, categories: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType({SPAN_GROUP: group, SPAN_CATEGORY: categories.get(group, PROFILING)})
+
+
+def _build_tags(
+    categories: Mapping[str, str], enabled: frozenset[str], selected: frozenset[str]
+) -> dict[str, Mapping[str, str]]:
+    tags = {group: _tag(group, categories) for group in (*categories, *selected)}
+    for name in enabled - tags.keys():
+        # The old name of a renamed group: its spans are tagged with the new name.
+        current = sorted(new_names(name) & selected)
+        tags[name] = tags[current[0]] if current else _tag(name, categories)
+    return tags
+
+
+def group_tags(group: str) -> Mapping[str, str]:
+    """The span attributes that tag a span of *group*: ``lens.group`` and ``lens.span_category``.
+
+    The category comes from the classes of :func:`set_span_group_classes` (set-up
+    passes ``NemoLensConfig.span_group_cls``; before that, :class:`SpanGroup`);
+    a name none of them knows is ``profiling``.
+    """
+    found = tags.get(group)
+    if found is not None:
+        return found
+    return _tag(group, _configured_categories())
+
+
+def set_span_group_classes(classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> None:
+    """Take span categories from *classes* (one span-group class or several).
+
+    :func:`nemo.lens.setup_telemetry` calls it with ``NemoLensConfig.span_group_cls``;
+    call it yourself when you enable groups with :func:`set_enabled_span_groups`
+    for a consumer's classes. With several classes, the first to name a group
+    decides its category.
+    """
+    global _classes, _categories, tags
+    chosen = (classes,) if isinstance(classes, type) else tuple(classes)
+    categories = categories_for(chosen)
+    tags = _build_tags(categories, enabled, _selected)
+    _classes = chosen
+    _categories = categories
+
+
+def span_group_classes() -> tuple[type[SpanGroup], ...]:
+    """The classes span categories come from (see :func:`set_span_group_classes`)."""
+    if _classes is None:
+        from nemo.lens.groups import SpanGroup
+
+        return (SpanGroup,)
+    return _classes
+
+
+def reset_span_group_classes() -> None:
+    """Back to the base class's categories (tests and ``nemo.lens.testing.reset``)."""
+    global _classes, _categories, tags
+    _classes = None
+    _categories = None
+    tags = _build_tags(_configured_categories(), enabled, _selected)
+
+
+# --- the pipeline-parallel trace carrier (the 0.1.0 names) ----------------------------------
+
+_pp_trace_carrier: dict[str, Any] | None = None
+
+
+def set_pp_trace_carrier(carrier: dict[str, Any] | None) -> None:
+    """Keep *carrier* (a W3C carrier, e.g. from ``broadcast_trace_context``) for later stages.
+
+    The pipeline-parallel stages of a training loop read it with
+    :func:`get_pp_trace_carrier` to link their spans across stages
+    (``create_linked_span(name, get_pp_trace_carrier())``). ``None`` forgets it.
+    """
+    global _pp_trace_carrier
+    _pp_trace_carrier = carrier
+
+
+def get_pp_trace_carrier() -> dict[str, Any] | None:
+    """The carrier last given to :func:`set_pp_trace_carrier`, or ``None``."""
+    return _pp_trace_carrier
+
+
+# --- the tracer of the primitives -------------------------------------------------------------
+
+# The tracer of the provider set-up installed, if any (see use_tracer_provider).
+_installed_provider: TracerProvider | None = None
+_installed_tracer: Tracer | None = None
+
+# (global provider it came from, tracer): rebound as one tuple so a reader never
+# pairs a provider with another provider's tracer.
+_global_tracer: tuple[object, Tracer] | None = None
+
+# Reading OpenTelemetry's global slot is a ~20 ns attribute load, against ~60 ns
+# (set) to ~800 ns (unset: it consults os.environ) for get_tracer_provider(). The
+# slot is private, so fall back to the public call if a release renames it.
+_HAS_GLOBAL_SLOT: Final = hasattr(_trace, "_TRACER_PROVIDER")
+
+
+def use_tracer_provider(provider: TracerProvider | None) -> None:
+    """Make ``provider`` the source of the default tracer (``None``: the global one).
+
+    Called by set-up after it installs a provider and by shutdown (with ``None``)
+    after it removes it; ``nemo.lens.testing.capture_spans`` uses it too.
+    """
+    global _installed_provider, _installed_tracer, _global_tracer
+    tracer = None if provider is None else provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
+    _installed_provider = provider
+    _installed_tracer = tracer
+    _global_tracer = None
+
+
+def installed_tracer_provider() -> TracerProvider | None:
+    """The provider given to :func:`use_tracer_provider`, or ``None``."""
+    return _installed_provider
+
+
+def _global_provider_key() -> object:
+    if _HAS_GLOBAL_SLOT:
+        return cast(object, _trace._TRACER_PROVIDER)
+    return _trace.get_tracer_provider()
+
+
+def default_tracer() -> Tracer:
+    """Return the tracer used when a primitive is given ``tracer=None``."""
+    tracer = _installed_tracer
+    if tracer is not None:
+        return tracer
+    cached = _global_tracer
+    if cached is not None and cached[0] is _global_provider_key():
+        return cached[1]
+    return _refresh_global_tracer()
+
+
+def _refresh_global_tracer() -> Tracer:
+    global _global_tracer
+    # Read the key before the lookup: if the global provider changes in between
+    # (another thread, or get_tracer_provider() installing the provider named by
+    # OTEL_PYTHON_TRACER_PROVIDER), the stored key is the old one and the next call
+    # refreshes again; read after, an old tracer could be filed under the new key.
+    key = _global_provider_key()
+    tracer = _trace.get_tracer_provider().get_tracer(SCOPE_NAME, SCOPE_VERSION)
+    _global_tracer = (key, tracer)
+    return tracer
+
+
+# --- the current handle -----------------------------------------------------------------------
+
+_current: TelemetryHandle | None = None
+
+
+def current_handle() -> TelemetryHandle | None:
+    """The handle whose providers are published (``None`` before set-up and after shutdown)."""
+    return _current
+
+
+def set_current_handle(handle: TelemetryHandle | None) -> None:
+    """Record *handle* as the current one (set-up and shutdown, under their own lock)."""
+    global _current
+    _current = handle

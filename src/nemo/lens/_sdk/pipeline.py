@@ -1,0 +1,417 @@
+"""Build the OpenTelemetry SDK providers for one process (the SDK side of the wall).
+
+:func:`build_pipeline` constructs everything set-up needs -- resource,
+exporters, processors, tracer/meter/logger providers -- without touching any
+global state; :mod:`nemo.lens.handle` publishes the result in one step, or
+discards it with :meth:`Pipeline.shutdown` when something failed first. Only
+:mod:`nemo.lens.handle` imports this module, and only on the enabled path.
+
+Choices made here, and why:
+
+* **Ids** come from :class:`UrandomIdGenerator` (``os.urandom``), not the SDK's
+  ``random``-based generator, so ranks that all call ``random.seed(0)`` still
+  produce distinct span and trace ids (cost: see :mod:`nemo.lens._core.ids`).
+* **Batching.** The SDK's defaults (queue 2048, batch 512, every 5 s) drop spans
+  once a burst outruns the export thread, and a per-step job with microbatch
+  and communication spans easily makes such bursts. OTLP (and any exporter
+  passed in) gets a queue of :data:`OTLP_MAX_QUEUE_SIZE` spans exported in
+  batches of :data:`OTLP_MAX_EXPORT_BATCH_SIZE` every
+  :data:`OTLP_SCHEDULE_DELAY_MILLIS` ms (a few tens of MB at most when full);
+  the file exporter, which is local and fast, gets
+  :data:`FILE_MAX_QUEUE_SIZE` / :data:`FILE_MAX_EXPORT_BATCH_SIZE` every
+  :data:`FILE_SCHEDULE_DELAY_MILLIS` ms. ``OTEL_BSP_MAX_QUEUE_SIZE``,
+  ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` and ``OTEL_BSP_SCHEDULE_DELAY`` still
+  override these when set. The processor is nemo.lens's
+  :class:`~nemo.lens._sdk.batching.BatchingSpanProcessor`, not the SDK's:
+  when its queue is full the file exporter makes the job wait for the writer
+  (so a graceful exit loses no span) unless the writer is stalled, and OTLP
+  drops the new span (so a dead collector never holds the job up). Failures and
+  drops are logged once and totalled at shutdown
+  (:mod:`nemo.lens._sdk.exporters.health`), and every span exporter sees spans
+  through :class:`~nemo.lens._sdk.exporters.redaction.RedactingSpanExporter`, which
+  redacts them and makes every value exportable (one bad value must not cost
+  the batch it travels in). In a worker process -- forked after set-up, or
+  started by ``multiprocessing`` -- the ``file`` exporter writes each span as it
+  ends: ``Pool.terminate()`` kills workers the moment their last task returns.
+* **Synchronous exporters** -- ``console`` and the SDK's
+  ``InMemorySpanExporter`` -- get a ``SimpleSpanProcessor``: a span is visible
+  the moment it ends, which is what a person at a terminal or a test wants,
+  and neither can block on a network. Their failures are reported like the
+  batched exporters' (once, then counted), not as a traceback per span.
+* **The resource** is made exportable once, here: a value no exporter could
+  write (a ``SLURM_JOB_NAME`` that is not UTF-8) would otherwise cost every
+  batch of the job.
+* **Metrics** are read by a ``PeriodicExportingMetricReader`` every
+  ``OTEL_METRIC_EXPORT_INTERVAL`` ms (default :data:`METRIC_EXPORT_INTERVAL_MILLIS`),
+  each export bounded by ``OTEL_METRIC_EXPORT_TIMEOUT`` ms (default
+  :data:`METRIC_EXPORT_TIMEOUT_MILLIS`). The variables are parsed here, not by
+  the SDK: its reader raises on ``0`` or a negative value and so would fail
+  set-up, where a bad value here is a warning naming the variable and the
+  default is used. Shutdown always collects and exports once more, so a job
+  shorter than the interval still reports.
+* **Logs** (``logs_enabled``) get a ``LoggerProvider``; records reach it through
+  the OpenTelemetry Logs API or :mod:`nemo.lens.logging_bridge`. ``console``
+  and the SDK's ``InMemoryLogRecordExporter`` get a ``SimpleLogRecordProcessor``
+  (records visible at once), everything else a ``BatchLogRecordProcessor``
+  (``OTEL_BLRP_*`` apply).
+* **Open spans** are tracked by :class:`OpenSpanTracker` on exporting ranks and
+  ended at shutdown with ``nemo.span.truncated = True``, so a job killed
+  mid-step still shows the step it died in. A forked child forgets the
+  parent's open spans: they are the parent's to end.
+* **Bounded shutdown.** The SDK's flush and shutdown can block for 10-30 s on
+  an unreachable collector (and ``force_flush`` ignores its timeout), so each
+  signal shuts down in its own daemon thread and the caller waits at most its
+  timeout. The SDK's own ``atexit`` hooks are disabled (``shutdown_on_exit=False``);
+  :mod:`nemo.lens.handle` registers a bounded one instead.
+* **Non-exporting ranks** get real providers without exporters: spans exist
+  and propagate (so a context broadcast from such a rank is valid and sampled)
+  but go nowhere. With ``sampler_enabled`` they get a
+  :class:`~nemo.lens.sampling.RankAwareSampler` that drops every span at
+  creation, which is cheaper when the trace context of those ranks is not
+  needed elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import (
+    LogRecordExporter,
+)
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    MetricReader,
+)
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.util.types import AttributeValue
+
+from nemo.lens._sdk.batching import BatchingSpanProcessor
+from nemo.lens._sdk.exporters.factory import (
+    create_log_exporter,
+    create_metric_exporter,
+    create_span_exporter,
+)
+from nemo.lens._sdk.exporters.health import (
+    ExportHealth,
+    ReportingMetricExporter,
+    exporter_loggers,
+)
+from nemo.lens._sdk.exporters.redaction import Changes, clean_resource
+from nemo.lens._sdk.processors import (
+    TRUNCATED_ATTRIBUTE,
+    OpenSpanTracker,
+    UrandomIdGenerator,
+    bounded_timeout_ms,
+    exporter_after_fork,
+    log_processor,
+    metric_reader_for,
+    or_fallback,
+    run_bounded,
+    span_processor,
+)
+from nemo.lens.config import NemoLensConfig
+from nemo.lens.resources import build_resource
+from nemo.lens.sampling import RankAwareSampler
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = ["Pipeline", "build_pipeline"]
+
+# The logger keeps the name users configure it by (this code's module before it moved).
+_logger = logging.getLogger("nemo.lens.providers")
+
+
+@dataclass
+class Pipeline:
+    """The providers and exporters built for one process, not yet published."""
+
+    resource: Resource
+    tracer_provider: TracerProvider | None = None
+    meter_provider: MeterProvider | None = None
+    logger_provider: LoggerProvider | None = None
+    span_exporter: SpanExporter | None = None
+    metric_reader: MetricReader | None = None
+    log_exporter: LogRecordExporter | None = None
+    tracker: OpenSpanTracker | None = None
+    health: ExportHealth = field(default_factory=ExportHealth)
+    """Export failures and drops of every signal (summarised at shutdown)."""
+    span_batcher: BatchingSpanProcessor | None = None
+    _closed: bool = field(default=False, repr=False)
+    _lost_at_flush: int = field(default=0, repr=False)
+
+    @property
+    def exports(self) -> bool:
+        """Whether anything leaves the process (an exporter or reader is attached)."""
+        return (
+            self.span_exporter is not None
+            or self.metric_reader is not None
+            or self.log_exporter is not None
+        )
+
+    def force_flush(self, timeout_ms: float) -> bool:
+        """Flush every signal, waiting at most *timeout_ms*.
+
+        ``True`` when every signal finished in time and nothing was lost since
+        the previous flush (or set-up): no span dropped, and no export failed.
+        """
+        timeout_ms = bounded_timeout_ms(timeout_ms)
+        tasks: dict[str, Callable[[], object]] = {}
+        if self.tracer_provider is not None:
+            tracer_provider = self.tracer_provider
+            tasks["trace flush"] = lambda: tracer_provider.force_flush(int(timeout_ms))
+        if self.meter_provider is not None:
+            meter_provider = self.meter_provider
+            tasks["metric flush"] = lambda: meter_provider.force_flush(timeout_ms)
+        if self.logger_provider is not None:
+            logger_provider = self.logger_provider
+            tasks["log flush"] = lambda: logger_provider.force_flush(int(timeout_ms))
+        # A flush that honours its timeout returns False instead of overrunning it.
+        gave_up: list[str] = []
+
+        def reporting(name: str, flush: Callable[[], object]) -> Callable[[], None]:
+            def run() -> None:
+                if flush() is False:
+                    gave_up.append(name)
+
+            return run
+
+        tasks = {name: reporting(name, flush) for name, flush in tasks.items()}
+        pending = run_bounded(tasks, timeout_ms / 1000) + gave_up
+        if pending:
+            _logger.warning(
+                "nemo.lens: flush did not finish within %d ms (%s still running); is the "
+                "collector reachable?",
+                timeout_ms,
+                ", ".join(pending),
+            )
+        lost = self.health.lost_total()
+        lost_since, self._lost_at_flush = lost - self._lost_at_flush, lost
+        return not pending and not lost_since
+
+    def shutdown(self, timeout_ms: float) -> bool:
+        """End open spans, flush and shut down everything; wait at most *timeout_ms*.
+
+        Idempotent. Returns ``True`` when every signal finished in time and
+        nothing was lost: every span, metric export and log record was
+        delivered (none dropped, none failed to export, none left queued).
+        What could not be delivered is logged in one summary line, and values
+        that had to be changed to be exported in another.
+        """
+        if self._closed:
+            return True
+        self._closed = True
+        timeout_ms = bounded_timeout_ms(timeout_ms)
+        deadline = time.monotonic() + timeout_ms / 1000
+        tasks: dict[str, Callable[[], object]] = {}
+        batcher = self.span_batcher
+        undrained: list[str] = []
+        if self.tracer_provider is not None:
+            tracer_provider = self.tracer_provider
+            tracker = self.tracker
+
+            def shutdown_traces() -> None:
+                if tracker is not None:
+                    truncated = tracker.end_open_spans()
+                    if truncated:
+                        _logger.info(
+                            "nemo.lens: ended %d span(s) still open at shutdown (%s=True)",
+                            truncated,
+                            TRUNCATED_ATTRIBUTE,
+                        )
+                if batcher is not None:
+                    # Drain for most of the time left, then make the exporter give
+                    # up (an OTLP exporter stops retrying) so shutdown can finish.
+                    remaining_ms = (deadline - time.monotonic()) * 1000
+                    if not batcher.close(timeout_millis=max(0.0, remaining_ms * 0.9)):
+                        undrained.append("span queue")
+                tracer_provider.shutdown()
+
+            tasks["trace shutdown"] = shutdown_traces
+        if self.meter_provider is not None:
+            meter_provider = self.meter_provider
+            tasks["metric shutdown"] = lambda: meter_provider.shutdown(timeout_millis=timeout_ms)
+        if self.logger_provider is not None:
+            logger_provider = self.logger_provider
+            tasks["log shutdown"] = logger_provider.shutdown
+        pending = run_bounded(tasks, timeout_ms / 1000) + undrained
+        if pending:
+            _logger.warning(
+                "nemo.lens: shutdown did not finish within %d ms (%s still running in the "
+                "background); telemetry not yet exported may be lost. Is the collector "
+                "reachable?",
+                timeout_ms,
+                ", ".join(pending),
+            )
+        queued = {"traces": batcher.pending} if batcher is not None else {}
+        summary = self.health.summary(queued)
+        if summary is not None:
+            _logger.warning("%s", summary)
+        changes = self.health.changes_summary()
+        if changes is not None:
+            _logger.warning("%s", changes)
+        return not pending and summary is None
+
+
+def _exportable_resource(resource: Resource) -> tuple[Resource, tuple[Changes, str] | None]:
+    """*resource* made exportable, and what changed with the warning that says so.
+
+    Every span, metric and log record carries the resource: one value in it
+    that no exporter can write (a ``SLURM_JOB_NAME`` or ``WANDB_PROJECT`` that
+    is not valid Unicode) would otherwise cost every batch of the job.
+    """
+    cleaned, changes = clean_resource(resource)
+    if not changes:
+        return resource, None
+    keys = sorted(
+        key for key, value in resource.attributes.items() if cleaned.attributes.get(key) != value
+    )
+    shown = ", ".join(repr(key) for key in keys) or "(keys that were not valid text)"
+    explanation = (
+        f"nemo.lens: resource attribute(s) {shown} held values no exporter can write as they "
+        f"are ({next(iter(changes))}); exported changed. They come from the job's "
+        "configuration or environment (SLURM_*, WANDB_*, OTEL_RESOURCE_ATTRIBUTES, ...)."
+    )
+    return cleaned, (changes, explanation)
+
+
+def build_pipeline(
+    config: NemoLensConfig,
+    *,
+    rank: int,
+    world_size: int,
+    exporting: bool,
+    trace_path: str | None,
+    resource_attributes: Mapping[str, AttributeValue] | None = None,
+    span_exporter: SpanExporter | None = None,
+    metric_reader: MetricReader | None = None,
+    log_exporter: LogRecordExporter | None = None,
+) -> Pipeline:
+    """Build (but do not publish) the providers for one process.
+
+    *config* must be validated and resolved. *exporting* is the export
+    strategy's answer for this rank: when ``False`` no exporter or reader is
+    attached, including the ones passed in. *span_exporter* / *metric_reader* /
+    *log_exporter* replace the configured exporter for their signal only. On failure,
+    everything already built is shut down before the exception propagates.
+    """
+    resource = build_resource(config, rank, world_size, resource_attributes)
+    resource, resource_changes = _exportable_resource(resource)
+    name = config.exporter.strip().lower()
+
+    # Exporters first: they are what can fail (a file that cannot be opened, a
+    # missing OTLP package) and they start no threads. Only the ones created
+    # here are released on failure; the caller's exporter and reader are left
+    # untouched so that a corrected call can reuse them.
+    created: list[Callable[[], object]] = []
+    span_exp: SpanExporter | None = None
+    metric_exp = None
+    log_exp: LogRecordExporter | None = None
+    try:
+        if exporting and config.traces_enabled:
+            span_exp = span_exporter
+            if span_exp is None:
+                span_exp = create_span_exporter(name, path=trace_path)
+                if span_exp is not None:
+                    created.append(span_exp.shutdown)
+        if exporting and config.metrics_enabled and metric_reader is None:
+            metric_exp = create_metric_exporter(name, path=trace_path)
+            if metric_exp is not None:
+                created.append(metric_exp.shutdown)
+        if exporting and config.logs_enabled:
+            log_exp = log_exporter
+            if log_exp is None:
+                log_exp = create_log_exporter(name, path=trace_path)
+                if log_exp is not None:
+                    created.append(log_exp.shutdown)
+    except BaseException:
+        run_bounded({f"discard exporter {i}": fn for i, fn in enumerate(created)}, 1.0)
+        raise
+
+    pipeline = Pipeline(resource=resource, span_exporter=span_exp, log_exporter=log_exp)
+    if resource_changes is not None:
+        pipeline.health.changed(*resource_changes)
+    try:
+        if exporting and config.metrics_enabled:
+            if metric_reader is not None:
+                pipeline.metric_reader = metric_reader
+            elif metric_exp is not None:
+                recreate, usable = exporter_after_fork(name, "metrics", create_metric_exporter)
+                reader = metric_reader_for(
+                    ReportingMetricExporter(
+                        metric_exp,
+                        pipeline.health,
+                        quiet_loggers=exporter_loggers(metric_exp),
+                        factory=or_fallback(recreate, metric_exp),
+                        usable_after_fork=usable,
+                    )
+                )
+                created.append(reader.shutdown)
+                pipeline.metric_reader = reader
+        # The meter provider first: it is the one step that fails in practice (the
+        # SDK refuses a reader already registered with another provider), and
+        # nothing holding the caller's span exporter exists yet to be released.
+        if config.metrics_enabled:
+            readers = [pipeline.metric_reader] if pipeline.metric_reader is not None else []
+            pipeline.meter_provider = MeterProvider(
+                metric_readers=readers, resource=resource, shutdown_on_exit=False
+            )
+        if config.traces_enabled:
+            sampler = RankAwareSampler(exporting, rank=rank) if config.sampler_enabled else None
+            tracer_provider = TracerProvider(
+                sampler=sampler,
+                resource=resource,
+                shutdown_on_exit=False,
+                id_generator=UrandomIdGenerator(),
+            )
+            pipeline.tracer_provider = tracer_provider
+            if span_exp is not None:
+                pipeline.tracker = OpenSpanTracker()
+                tracer_provider.add_span_processor(pipeline.tracker)
+                processor = span_processor(
+                    span_exp,
+                    name,
+                    pipeline.health,
+                    ours=span_exporter is None,
+                    after_fork=(
+                        exporter_after_fork(name, "traces", create_span_exporter)
+                        if span_exporter is None
+                        else (None, True)
+                    ),
+                )
+                if isinstance(processor, BatchingSpanProcessor):
+                    pipeline.span_batcher = processor
+                tracer_provider.add_span_processor(processor)
+        if config.logs_enabled:
+            logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+            pipeline.logger_provider = logger_provider
+            if log_exp is not None:
+                logger_provider.add_log_record_processor(
+                    log_processor(
+                        log_exp,
+                        pipeline.health,
+                        ours=log_exporter is None,
+                        after_fork=(
+                            exporter_after_fork(name, "logs", create_log_exporter)
+                            if log_exporter is None
+                            else (None, True)
+                        ),
+                    )
+                )
+    except BaseException:
+        # Release what exists: the providers built so far (which may include a
+        # caller's exporter already attached), then what this call created.
+        pipeline.shutdown(timeout_ms=1000)
+        run_bounded({f"discard {i}": fn for i, fn in enumerate(created)}, 1.0)
+        raise
+    return pipeline
+
+
+# -- the 0.1.0 entry points -------------------------------------------------------------
