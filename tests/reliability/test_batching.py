@@ -18,7 +18,8 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 from nemo.lens._sdk.batching import BatchingSpanProcessor, WhenFull
-from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination, quiet, scrub
+from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination, scrub
+from nemo.lens._sdk.exporters.quiet import quiet
 from nemo.lens._sdk.exporters.redaction import redact_span
 
 

@@ -61,7 +61,6 @@ that no fork happens in the middle of one.
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import threading
 import time
@@ -70,17 +69,11 @@ from typing import Final, Literal
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from nemo.lens._core import fork as _fork
-from nemo.lens._core.sanitize import safe_str
-from nemo.lens._sdk.exporters.health import (
-    ExportHealth,
-    announce_not_after_fork,
-    describe_destination,
-    last_cause,
-    quiet,
-)
+from nemo.lens._sdk.exporters.forwarding import ReportingSpanExporter
+from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
 
 __all__ = [
     "DEFAULT_STALL_TIMEOUT_MILLIS",
@@ -120,7 +113,7 @@ class BatchingSpanProcessor(SpanProcessor):
             batch before the exporter counts as stalled.
         health: Where failures and drops are reported (a private one if omitted).
         quiet_loggers: Loggers whose records the exporter's calls suppress
-            (see :func:`nemo.lens._sdk.exporters.health.quiet`); only for exporters
+            (see :func:`nemo.lens._sdk.exporters.quiet.quiet`); only for exporters
             nemo.lens created.
         exporter_factory: Makes an exporter like *exporter*; a forked child
             uses a new one instead of its copy of the parent's.
@@ -162,17 +155,23 @@ class BatchingSpanProcessor(SpanProcessor):
             )
         if when_full not in ("block", "drop"):
             raise ValueError(f"when_full must be 'block' or 'drop', got {when_full!r}")
-        self.exporter = exporter
         self.max_queue_size = int(max_queue_size)
         self.max_export_batch_size = int(max_export_batch_size)
         self.schedule_delay_millis = schedule_delay_millis
         self.when_full: WhenFull = when_full
         self.stall_timeout_millis = stall_timeout_millis
         self.health = health if health is not None else ExportHealth()
-        self._quiet = tuple(quiet_loggers)
+        # Every export goes through the one forwarding wrapper: quiet, counted, and
+        # the right exporter after a fork (a child's own, or none at all).
+        self._out = ReportingSpanExporter(
+            exporter,
+            self.health,
+            quiet_loggers=quiet_loggers,
+            factory=exporter_factory,
+            usable_after_fork=usable_after_fork,
+            in_export_thread=not synchronous,
+        )
         self._destination = describe_destination(exporter)
-        self._exporter_factory = exporter_factory
-        self._exporter_inherited = False
         self._usable_after_fork = usable_after_fork
         self._synchronous = synchronous
         self._synchronous_after_fork = synchronous_after_fork
@@ -212,26 +211,20 @@ class BatchingSpanProcessor(SpanProcessor):
         )
         self._worker.start()
 
-    def _before_fork_in_parent(self) -> None:
-        if not self._usable_after_fork and not self._shutdown:
-            announce_not_after_fork(self._destination)
-
     def _after_fork_in_child(self) -> None:
-        """Forget the parent's queue; start this process's own worker."""
+        """Forget the parent's queue; start this process's own worker.
+
+        (Which exporter the child uses is the forwarding wrapper's business.)
+        """
         self._reset_runtime_state()
         if not self._usable_after_fork:
-            # No thread, no export, no shutdown of the parent's exporter: the
-            # child leaves it alone entirely.
+            # No thread, no export: the child leaves the parent's exporter alone.
             self._disabled = True
-            self._exporter_inherited = True
             return
         # A span that started before the fork is the parent's: if the child ends
         # its copy (unwinding a `with` block on the way out), exporting it would
         # duplicate a span the parent exports itself, under the same ids.
         self._forked_at_ns = time.time_ns()
-        # Replaced on the worker thread, not here: making a network client in
-        # the middle of fork() is asking for trouble.
-        self._exporter_inherited = self._exporter_factory is not None
         # A forked worker can be killed at any moment after its task returns
         # (multiprocessing.Pool's terminate() at the end of a with block): a
         # local exporter then writes each span before end() returns.
@@ -378,26 +371,8 @@ class BatchingSpanProcessor(SpanProcessor):
             self._progress_at = time.monotonic()
             self._stalled = False
 
-    def _warn(self, cause: str) -> None:
-        self.health.attempt_failed("traces", self._destination, cause)
-
     def _export(self, batch: list[ReadableSpan]) -> None:
-        cause: str | None = None
-        gate = contextlib.nullcontext() if self._usable_after_fork else _fork.fork_unsafe()
-        with gate, quiet(self._quiet, on_warning=self._warn):
-            try:
-                if self._exporter_inherited and self._exporter_factory is not None:
-                    self._exporter_inherited = False
-                    self.exporter = self._exporter_factory()
-                result = self.exporter.export(batch)
-            except BaseException as exc:  # SystemExit too: it would end the export thread
-                result = SpanExportResult.FAILURE
-                cause = f"{type(exc).__name__}: {safe_str(exc)}"
-            cause = cause or last_cause()
-        if result is SpanExportResult.SUCCESS:
-            self.health.export_succeeded("traces", self._destination)
-        else:
-            self.health.export_failed("traces", len(batch), self._destination, cause)
+        self._out.export(batch)
 
     def _complete_flush(self, target: int) -> None:
         with self._flush_done:
@@ -466,13 +441,14 @@ class BatchingSpanProcessor(SpanProcessor):
                 wait_s = None
         self._worker_done.wait(wait_s)
         drained = self._worker_done.is_set()
-        if self._exporter_inherited:
-            # A forked child that never exported still holds the parent's
-            # exporter; shutting that down could close what the parent uses.
-            return drained
-        with quiet(self._quiet):
-            try:
-                self.exporter.shutdown()
-            except Exception:
-                _logger.debug("nemo.lens: shutting the span exporter down failed", exc_info=True)
+        # (A forked child's copy of the parent's exporter is left alone by the wrapper.)
+        try:
+            self._out.shutdown()
+        except Exception:
+            _logger.debug("nemo.lens: shutting the span exporter down failed", exc_info=True)
         return drained
+
+    @property
+    def exporter(self) -> SpanExporter:
+        """The exporter spans go to (a forked child's own, once it made one)."""
+        return self._out.inner

@@ -98,11 +98,9 @@ from nemo.lens._sdk.exporters.factory import (
     create_metric_exporter,
     create_span_exporter,
 )
-from nemo.lens._sdk.exporters.health import (
-    ExportHealth,
-    ReportingMetricExporter,
-    exporter_loggers,
-)
+from nemo.lens._sdk.exporters.forwarding import ReportingMetricExporter
+from nemo.lens._sdk.exporters.health import ExportHealth
+from nemo.lens._sdk.exporters.quiet import exporter_loggers
 from nemo.lens._sdk.exporters.redaction import Changes, clean_resource
 from nemo.lens._sdk.processors import (
     TRUNCATED_ATTRIBUTE,

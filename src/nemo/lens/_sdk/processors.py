@@ -41,13 +41,10 @@ from nemo.lens._core.ids import random_span_id, random_trace_id
 from nemo.lens._core.sanitize import safe_str
 from nemo.lens._core.secrets import scrub
 from nemo.lens._sdk.batching import BatchingSpanProcessor
-from nemo.lens._sdk.exporters.health import (
-    ExportHealth,
-    ReportingLogExporter,
-    ReportingSpanExporter,
-    exporter_loggers,
-)
+from nemo.lens._sdk.exporters.forwarding import ReportingLogExporter, ReportingSpanExporter
+from nemo.lens._sdk.exporters.health import ExportHealth
 from nemo.lens._sdk.exporters.jsonl import JsonLinesLogExporter, JsonLinesSpanExporter, StdoutSink
+from nemo.lens._sdk.exporters.quiet import exporter_loggers
 from nemo.lens._sdk.exporters.redaction import RedactingSpanExporter
 
 if TYPE_CHECKING:

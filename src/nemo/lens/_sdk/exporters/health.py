@@ -1,63 +1,41 @@
 """One warning per outage, not one per batch: export failures counted and reported once.
 
-When the collector is down, the SDK's OTLP exporters log every failed attempt
-and every retry (a warning every second or two for as long as the outage
-lasts), and the JSON-lines exporters log every batch a full disk refuses. In a
-training job that buries the job's own output. nemo.lens reports instead:
+nemo.lens reports, for every signal of a pipeline:
 
 * the **first** failure, as one warning naming the signal, the destination and
-  the cause (the SDK's own message, captured);
+  the cause (the exporter's own message, captured; see
+  :mod:`nemo.lens._sdk.exporters.quiet`);
 * the **first** time telemetry is dropped (a full queue), as one warning;
 * a **summary** at shutdown: how many spans, metric exports and log records were
   dropped or failed, so the loss is never silent;
-* every suppressed attempt at ``DEBUG`` on the ``nemo.lens._sdk.exporters.health``
+* every suppressed attempt at ``DEBUG`` on the ``nemo.lens.exporters.health``
   logger, for whoever needs them.
 
-The exporters' own log records are suppressed only while nemo.lens is calling
-an exporter it created itself (a thread-local flag set around the call; see
-:func:`quiet`), so an application's own OpenTelemetry exporters still log as
-usual; for an OTLP exporter that includes its encoders and its transport
-(urllib3 names request URLs, query and all). Credentials never reach these
-messages: destinations are shown without user, password or query
-(:func:`describe_destination`), and every quoted message goes through
-:func:`nemo.lens._core.secrets.scrub`.
+Credentials never reach these messages: destinations are shown without user,
+password or query (:func:`describe_destination`), and every quoted message goes
+through :func:`nemo.lens._core.secrets.scrub`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any, Final, Generic, TypeVar
+from collections.abc import Mapping
+from typing import Final
 from urllib.parse import urlsplit, urlunsplit
-
-from opentelemetry.sdk._logs import ReadableLogRecord
-from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
-from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from nemo.lens._core import fork as _fork
 from nemo.lens._core.redaction import dropped_attribute_values
-from nemo.lens._core.sanitize import DROPPED_AT_THE_DOOR, REASONS, safe_str
+from nemo.lens._core.sanitize import DROPPED_AT_THE_DOOR, REASONS
 from nemo.lens._core.secrets import add_secret, scrub, scrub_url
-from nemo.lens._sdk.exporters.redaction import clean_log_record, clean_metrics_data
 
 __all__ = [
     "ExportHealth",
-    "ReportingLogExporter",
-    "ReportingMetricExporter",
-    "ReportingSpanExporter",
     "Tally",
     "add_secret",
     "announce_not_after_fork",
     "describe_destination",
-    "exporter_loggers",
-    "last_cause",
-    "quiet",
     "scrub",
 ]
 
@@ -88,151 +66,6 @@ class Tally:
     def value(self) -> int:
         """The total so far."""
         return sum(list(self._slots.values()))
-
-
-# -- suppressing the exporters' own records -------------------------------------------
-
-_local = threading.local()
-
-
-def _quieted() -> frozenset[str]:
-    """The loggers this thread's innermost :func:`quiet` block silences."""
-    names: frozenset[str] = getattr(_local, "quieted", frozenset())
-    return names
-
-
-class _QuietFilter(logging.Filter):
-    """Drops records logged while nemo.lens calls one of its own exporters.
-
-    The first warning dropped in a call is kept (per thread) as the cause to
-    quote in the first-failure warning, and every dropped record is re-logged
-    at DEBUG.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.name not in _quieted():
-            return True
-        try:
-            message = record.getMessage()
-        except Exception:  # a malformed record must not break the exporter thread
-            message = str(record.msg)
-        if record.exc_info and record.exc_info[1] is not None:
-            error = record.exc_info[1]
-            message = f"{message} ({type(error).__name__}: {error})"
-        message = scrub(message)
-        # The first warning of a call names the cause ("Connection refused");
-        # later ones tend to be about giving up ("Shutdown in progress").
-        if getattr(_local, "cause", None) is None or (
-            record.levelno >= logging.WARNING
-            and getattr(_local, "cause_level", 0) < logging.WARNING
-        ):
-            _local.cause = message
-            _local.cause_level = record.levelno
-        _logger.debug("suppressed %s %s: %s", record.name, record.levelname, message)
-        # A retrying exporter warns long before it gives up: report the outage now.
-        on_warning = getattr(_local, "on_warning", None)
-        if on_warning is not None and record.levelno >= logging.WARNING:
-            on_warning(message)
-        return False
-
-
-_FILTER: Final = _QuietFilter()
-# Modules whose loggers report export failures: OpenTelemetry's exporters and
-# nemo.lens's JSON-lines writers (never this module: its own warnings must pass).
-_EXPORTER_MODULES: Final = ("opentelemetry.exporter.", "nemo.lens._sdk.exporters.jsonl")
-# nemo.lens's exporters log under the names they had before moving into _sdk.
-_OWN_PREFIX: Final = "nemo.lens._sdk.exporters."
-_OWN_LOGGERS: Final = "nemo.lens.exporters."
-# Loggers an OTLP exporter's work logs to besides its own module: the shared
-# encoders (a traceback per value they cannot encode) and, per transport, the
-# HTTP client (which names the request URL, query and all) or gRPC.
-_OTLP_SUPPORT_LOGGERS: Final = (
-    "opentelemetry.exporter.otlp.proto.common._internal",
-    "opentelemetry.exporter.otlp.proto.common._internal.metrics_encoder",
-    "opentelemetry.exporter.otlp.proto.common._internal.trace_encoder",
-    "opentelemetry.exporter.otlp.common._aggregation",
-)
-_TRANSPORT_LOGGERS: Final[Mapping[str, tuple[str, ...]]] = {
-    "opentelemetry.exporter.otlp.proto.http": (
-        "opentelemetry.exporter.otlp.proto.http._common",
-        "opentelemetry.exporter.otlp.common.http",
-        "opentelemetry.exporter.http.transport._requests",
-        "opentelemetry.exporter.http.transport._urllib3",
-        "urllib3.connectionpool",
-        "urllib3.connection",
-        "urllib3.util.retry",
-        "urllib3.response",
-    ),
-    "opentelemetry.exporter.otlp.proto.grpc": (
-        "opentelemetry.exporter.otlp.proto.grpc.exporter",
-        "grpc._channel",
-        "grpc._common",
-        "grpc._plugin_wrapping",
-    ),
-}
-_installed: set[str] = set()
-_install_lock = threading.Lock()
-
-
-def exporter_loggers(exporter: object) -> tuple[str, ...]:
-    """The loggers an exporter of this class logs its failures to.
-
-    Loggers are named after modules, so these are the modules of the classes in
-    the exporter's hierarchy that belong to OpenTelemetry's exporters or to
-    nemo.lens's JSON-lines exporters (the gRPC exporters log from their shared
-    base module). Wrappers
-    that keep the real exporter in ``inner`` are looked through.
-    """
-    names: set[str] = set()
-    current: object | None = exporter
-    while current is not None:
-        names.update(
-            cls.__module__.replace(_OWN_PREFIX, _OWN_LOGGERS, 1)
-            for cls in type(current).__mro__
-            if cls.__module__.startswith(_EXPORTER_MODULES)
-        )
-        inner = getattr(current, "inner", None)
-        current = inner if inner is not current else None
-    for prefix, loggers in _TRANSPORT_LOGGERS.items():
-        if any(name.startswith(prefix) for name in names):
-            names.update(_OTLP_SUPPORT_LOGGERS, loggers)
-    return tuple(sorted(names))
-
-
-@contextmanager
-def quiet(
-    loggers: Iterable[str], on_warning: Callable[[str], None] | None = None
-) -> Iterator[None]:
-    """Suppress records of *loggers* logged by this thread inside the block.
-
-    The filter is installed on each logger once and passes everything through
-    outside such blocks. Forgets the captured cause on entry (see
-    :func:`last_cause`). *on_warning* is called with the text of each suppressed
-    record of level WARNING or above, as it happens.
-    """
-    loggers = tuple(loggers)
-    for name in loggers:
-        if name not in _installed:
-            with _install_lock:
-                if name not in _installed:
-                    logging.getLogger(name).addFilter(_FILTER)
-                    _installed.add(name)
-    _local.cause = None
-    _local.cause_level = 0
-    names = frozenset(loggers)
-    outer_hook, outer_names = getattr(_local, "on_warning", None), _quieted()
-    _local.on_warning, _local.quieted = on_warning, names
-    try:
-        yield
-    finally:
-        _local.on_warning, _local.quieted = outer_hook, outer_names
-
-
-def last_cause() -> str | None:
-    """The first warning (else the first record) suppressed by this thread's last
-    :func:`quiet` block, if any."""
-    message: str | None = getattr(_local, "cause", None)
-    return message
 
 
 # -- destinations -----------------------------------------------------------------------
@@ -483,217 +316,3 @@ def announce_not_after_fork(destination: str) -> None:
             "or NEMO_LENS_EXPORTER=file.",
             destination,
         )
-
-
-# -- wrappers for the SDK-driven signals ------------------------------------------------------
-
-
-_E = TypeVar("_E")
-_R = TypeVar("_R")
-
-
-class _Forwarder(Generic[_E]):
-    """What the metric and log wrappers share: quiet forwarding, failure reports, and
-    which exporter a forked child may use.
-
-    With a *factory*, a forked child exports through a new exporter of its own
-    instead of its copy of the parent's (whose connection the parent uses).
-    """
-
-    _signal: str
-    inner: _E
-
-    def _setup(
-        self,
-        inner: _E,
-        health: ExportHealth,
-        quiet_loggers: Sequence[str],
-        factory: Callable[[], _E] | None,
-        usable_after_fork: bool,
-    ) -> None:
-        self.inner = inner
-        self._health = health
-        self._quiet = tuple(quiet_loggers)
-        self._destination = describe_destination(inner)
-        self._factory = factory
-        self._usable_after_fork = usable_after_fork
-        self._inherited = False
-        self._disabled = False
-        if factory is not None or not usable_after_fork:
-            _fork.register(self)
-
-    def _before_fork_in_parent(self) -> None:
-        if not self._usable_after_fork:
-            announce_not_after_fork(self._destination)
-
-    def _after_fork_in_child(self) -> None:
-        self._inherited = True
-        self._disabled = not self._usable_after_fork
-
-    def _warn(self, cause: str) -> None:
-        self._health.attempt_failed(self._signal, self._destination, cause)
-
-    def _own_inner(self) -> _E:
-        if self._inherited and self._factory is not None:
-            self._inherited = False
-            self.inner = self._factory()
-        return self.inner
-
-    def _forward(self, items: int, send: Callable[[_E], _R], success: _R, failure: _R) -> _R:
-        """Send through *inner*; a failure or exception is counted, not raised."""
-        if self._disabled:  # a forked child that must not touch the exporter
-            return failure
-        cause: str | None = None
-        gate = contextlib.nullcontext() if self._usable_after_fork else _fork.fork_unsafe()
-        with gate, quiet(self._quiet, on_warning=self._warn):
-            try:
-                result = send(self._own_inner())
-            except Exception as exc:
-                result = failure
-                cause = f"{type(exc).__name__}: {safe_str(exc)}"
-            cause = cause or last_cause()
-        if result is success:
-            self._health.export_succeeded(self._signal, self._destination)
-        else:
-            self._health.export_failed(self._signal, items, self._destination, cause)
-        return result
-
-
-class ReportingMetricExporter(_Forwarder[MetricExporter], MetricExporter):
-    """Forwards to *inner*, quietly, and reports failures to an :class:`ExportHealth`."""
-
-    _signal = "metrics"
-
-    def __init__(
-        self,
-        inner: MetricExporter,
-        health: ExportHealth,
-        *,
-        quiet_loggers: Sequence[str] = (),
-        factory: Callable[[], MetricExporter] | None = None,
-        usable_after_fork: bool = True,
-    ) -> None:
-        MetricExporter.__init__(
-            self,
-            preferred_temporality=inner._preferred_temporality,
-            preferred_aggregation=inner._preferred_aggregation,
-        )
-        self._setup(inner, health, quiet_loggers, factory, usable_after_fork)
-
-    def export(
-        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
-    ) -> MetricExportResult:
-        """Export through *inner*, attributes redacted and made exportable
-        (:func:`~nemo.lens._sdk.exporters.redaction.clean_metrics_data`); a failure or
-        exception is counted, not raised."""
-        changes: dict[str, int] = {}
-        cleaned = clean_metrics_data(metrics_data, changes)
-        self._health.changed(changes)
-        return self._forward(
-            1,
-            lambda inner: inner.export(cleaned, timeout_millis=timeout_millis, **kwargs),
-            MetricExportResult.SUCCESS,
-            MetricExportResult.FAILURE,
-        )
-
-    def force_flush(self, timeout_millis: float = 10_000) -> bool:
-        """Flush *inner* (not a copy inherited from the parent process)."""
-        if self._inherited:
-            return True
-        with quiet(self._quiet):
-            return self.inner.force_flush(timeout_millis=timeout_millis)
-
-    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-        """Shut *inner* down (not a copy inherited from the parent process)."""
-        if self._inherited:
-            return
-        with quiet(self._quiet):
-            self.inner.shutdown(timeout_millis=timeout_millis, **kwargs)
-
-
-class ReportingLogExporter(_Forwarder[LogRecordExporter], LogRecordExporter):
-    """Forwards to *inner*, quietly, and reports failures to an :class:`ExportHealth`."""
-
-    _signal = "logs"
-
-    def __init__(
-        self,
-        inner: LogRecordExporter,
-        health: ExportHealth,
-        *,
-        quiet_loggers: Sequence[str] = (),
-        factory: Callable[[], LogRecordExporter] | None = None,
-        usable_after_fork: bool = True,
-    ) -> None:
-        self._setup(inner, health, quiet_loggers, factory, usable_after_fork)
-
-    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        """Export through *inner*, attributes redacted and made exportable
-        (:func:`~nemo.lens._sdk.exporters.redaction.clean_log_record`); a failure or
-        exception is counted, not raised."""
-        changes: dict[str, int] = {}
-        cleaned = [clean_log_record(record, changes) for record in batch]
-        self._health.changed(changes)
-        return self._forward(
-            len(cleaned),
-            lambda inner: inner.export(cleaned),
-            LogRecordExportResult.SUCCESS,
-            LogRecordExportResult.FAILURE,
-        )
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush *inner* (not a copy inherited from the parent process)."""
-        if self._inherited:
-            return True
-        with quiet(self._quiet):
-            return self.inner.force_flush(timeout_millis)
-
-    def shutdown(self) -> None:
-        """Shut *inner* down (not a copy inherited from the parent process)."""
-        if self._inherited:
-            return
-        # The SDK declares LogRecordExporter.shutdown without annotations.
-        shutdown: Callable[[], object] = self.inner.shutdown
-        with quiet(self._quiet):
-            shutdown()
-
-
-class ReportingSpanExporter(_Forwarder[SpanExporter], SpanExporter):
-    """Forwards to *inner*, quietly, and reports failures to an :class:`ExportHealth`.
-
-    For span exporters nemo.lens calls synchronously, from the thread that ends
-    each span (``console``, the SDK's in-memory exporter): a console whose
-    reader went away fails every span, and the report is one warning and a
-    count, not a traceback per span. (Batched span exporters report through
-    :class:`~nemo.lens._sdk.batching.BatchingSpanProcessor` instead.)
-    """
-
-    _signal = "traces"
-
-    def __init__(
-        self,
-        inner: SpanExporter,
-        health: ExportHealth,
-        *,
-        quiet_loggers: Sequence[str] = (),
-    ) -> None:
-        self._setup(inner, health, quiet_loggers, None, True)
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Export through *inner*; a failure or exception is counted, not raised."""
-        return self._forward(
-            len(spans),
-            lambda inner: inner.export(spans),
-            SpanExportResult.SUCCESS,
-            SpanExportResult.FAILURE,
-        )
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush *inner*."""
-        with quiet(self._quiet):
-            return self.inner.force_flush(timeout_millis)
-
-    def shutdown(self) -> None:
-        """Shut *inner* down."""
-        with quiet(self._quiet):
-            self.inner.shutdown()
