@@ -243,7 +243,7 @@ def test_no_command_is_a_usage_error(run: Run) -> None:
 
     assert result.status == 2
     assert result.err_lines[-1].startswith(
-        "nemo-lens: error: name a command: groups, summarize, goodput, report or convert"
+        "nemo-lens: error: name a command: groups, summarize or convert"
     )
 
 

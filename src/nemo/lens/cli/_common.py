@@ -1,0 +1,172 @@
+"""What every ``nemo-lens`` command shares: exit codes, messages, reading inputs and writing
+outputs."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Final, TextIO
+
+from nemo.lens.cli._trace_io import Problem, Trace, TraceInputError, read_traces
+
+__all__ = [
+    "BASE_CLASS",
+    "EXIT_BAD_INPUT",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "PERFETTO_URL",
+    "PROG",
+    "NotWritable",
+    "fail",
+    "plural",
+    "print_lines",
+    "read",
+    "report_problems",
+    "same_file",
+    "write_atomically",
+    "write_output",
+]
+
+EXIT_OK: Final = 0
+"""The command did what it was asked."""
+EXIT_BAD_INPUT: Final = 1
+"""An input could not be used, or the output could not be written."""
+EXIT_USAGE: Final = 2
+"""The command line itself was wrong (argparse's own status for usage errors)."""
+
+PROG: Final = "nemo-lens"
+PERFETTO_URL: Final = "https://ui.perfetto.dev"
+
+BASE_CLASS: Final = "base"
+MAX_PROBLEMS_SHOWN: Final = 5
+
+
+def print_lines(lines: Sequence[str], stream: TextIO | None = None) -> None:
+    out = sys.stdout if stream is None else stream
+    out.write("".join(line + "\n" for line in lines))
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def fail(message: str, hint: str = "") -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    if hint:
+        print(f"  hint: {hint}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def report_problems(problems: Sequence[Problem]) -> None:
+    # One line per problem, each naming its file and line, so the warnings can be
+    # grepped; a long list is cut short, as one bad file could have millions.
+    for problem in problems[:MAX_PROBLEMS_SHOWN]:
+        print(f"{PROG}: warning: skipped {problem}", file=sys.stderr)
+    if len(problems) > MAX_PROBLEMS_SHOWN:
+        more = len(problems) - MAX_PROBLEMS_SHOWN
+        print(f"{PROG}: warning: skipped {more} more", file=sys.stderr)
+
+
+def read(paths: Sequence[str], skip_invalid: bool) -> Trace | int:
+    """Read the inputs, or report why not and return the exit status."""
+    try:
+        trace = read_traces(paths, skip_invalid=skip_invalid)
+    except TraceInputError as error:
+        return fail(str(error), error.hint)
+    report_problems(trace.problems)
+    return trace
+
+
+# --- writing outputs ---------------------------------------------------------------------
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether paths *a* and *b* name one file (through symlinks and hard links too)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+class NotWritable(Exception):
+    """The output path names something a trace cannot be written to."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+# Where paths are views of open files and devices (/dev/stdout, /proc/self/fd/1):
+# never renamed onto, always written through.
+SPECIAL_ROOTS: Final = ("/dev/", "/proc/")
+
+
+def write_output(path: str, write: Callable[[TextIO], None]) -> None:
+    """Write the converted trace to what *path* names, never replacing a non-file.
+
+    * A regular file, or a path that does not exist yet, gets a new file
+      atomically (:func:`write_atomically`), keeping an existing file's
+      permissions; a symlink is followed, so the file it points to is the one
+      replaced and the link stays.
+    * A pipe or a character device (``/dev/stdout``, ``/dev/null``, a
+      terminal), and anything under ``/dev`` or ``/proc``, is written to
+      directly: renaming onto it would replace the device node or the link
+      with a regular file.
+    * A directory, a block device or a socket is refused.
+    """
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        found = None
+    special = os.path.abspath(path).startswith(SPECIAL_ROOTS) or os.path.realpath(path).startswith(
+        SPECIAL_ROOTS
+    )
+    if found is not None and stat.S_ISDIR(found.st_mode):
+        raise NotWritable("is a directory", "name a file to write, e.g. -o trace.chrome.json")
+    if found is not None and not (
+        stat.S_ISREG(found.st_mode) or stat.S_ISFIFO(found.st_mode) or stat.S_ISCHR(found.st_mode)
+    ):
+        kind = "a block device" if stat.S_ISBLK(found.st_mode) else "a socket"
+        raise NotWritable(
+            f"is {kind}, not a file",
+            "write to a regular file, a pipe or a character device such as /dev/stdout",
+        )
+    if special or (found is not None and not stat.S_ISREG(found.st_mode)):
+        with open(path, "w", encoding="utf-8", newline="\n") as stream:
+            write(stream)
+        return
+    write_atomically(os.path.realpath(path), write, found)
+
+
+def write_atomically(
+    path: str, write: Callable[[TextIO], None], existing: os.stat_result | None = None
+) -> None:
+    """Write through a temporary file beside ``path``, then rename it into place.
+
+    A failed or interrupted conversion never leaves a half-written trace that a
+    viewer would reject with a confusing parse error. The new file gets the
+    permissions *existing* had, or those a plain ``open()`` would give it.
+    """
+    directory = os.path.dirname(path) or "."
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+    )
+    try:
+        if existing is not None:
+            mode = stat.S_IMODE(existing.st_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(temporary, mode)
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            write(stream)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

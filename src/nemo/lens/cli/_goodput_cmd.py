@@ -1,0 +1,143 @@
+"""``nemo-lens goodput`` and ``report``: where a run's time went, as figures and as a page."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from nemo.lens import __version__
+from nemo.lens.cli._common import (
+    EXIT_OK,
+    PROG,
+    fail,
+    plural,
+    print_lines,
+    report_problems,
+    same_file,
+    write_output,
+)
+from nemo.lens.cli._trace_io import STDIN, TraceInputError, TraceStream
+
+if TYPE_CHECKING:
+    from nemo.lens.cli._classify import Classifier
+
+__all__ = ["cmd_goodput", "cmd_report", "iteration_attribute"]
+
+
+def iteration_attribute(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the attribute name is empty; the default is 'iteration'")
+    return text.strip()
+
+
+def _goodput_notes(classifier: Classifier) -> None:
+    """Say on stderr what makes the figures less than they could be, and the fix."""
+    if not classifier.steps:
+        print(
+            f"{PROG}: note: no step span in the trace, so nothing counts as productive; "
+            "record the step group (NEMO_LENS_SPAN_GROUPS=per_step)",
+            file=sys.stderr,
+        )
+    elif classifier.steps_without_iteration:
+        print(
+            f"{PROG}: note: {classifier.steps_without_iteration} of {classifier.steps} step "
+            f"spans carry no whole-number {classifier.iteration_attribute!r} attribute; "
+            "their time counts as productive, since a re-executed iteration cannot be told "
+            "(name the attribute with --iteration-attribute)",
+            file=sys.stderr,
+        )
+
+
+def cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens.cli._classify import Classifier
+    from nemo.lens.cli._goodput import Accountant
+    from nemo.lens.cli._goodput_format import format_goodput, run_json
+
+    classifier = Classifier.shipped(args.iteration_attribute)
+    accountant = Accountant()
+    stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
+    try:
+        for span in stream:
+            accountant.add(classifier.classify(span))
+    except TraceInputError as error:
+        return fail(str(error), error.hint)
+    report_problems(stream.problems)
+    _goodput_notes(classifier)
+    runs = accountant.runs()
+    if args.json:
+        print_lines([json.dumps(run_json(run), allow_nan=False) for run in runs])
+    else:
+        print_lines(format_goodput(runs))
+    return EXIT_OK
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def _default_report(path: str) -> str:
+    stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
+    return f"{stem}.html"
+
+
+def cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens.cli._classify import Classifier
+    from nemo.lens.cli._goodput_format import goodput_line
+    from nemo.lens.cli._report import ReportBuilder
+    from nemo.lens.cli._report_html import render_report
+
+    output: str | None = args.output
+    if output is None:
+        if args.traces[0] == STDIN:
+            parser.error("reading standard input: name the report file with -o OUT")
+        output = _default_report(args.traces[0])
+    if output == STDIN:
+        parser.error("-o -: the report is a file to open in a browser; name a file")
+    if any(path != STDIN and same_file(path, output) for path in args.traces):
+        parser.error(f"-o {output} would overwrite an input; choose another output file")
+
+    directory = os.path.dirname(output) or "."
+    if not os.path.isdir(directory):
+        # Said before a long read, not after it.
+        return fail(
+            f"{output}: cannot be written: no directory {directory}",
+            f"create it (mkdir -p {shlex.quote(directory)}) or name another output with -o",
+        )
+    classifier = Classifier.shipped(args.iteration_attribute)
+    builder = ReportBuilder(classifier)
+    stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
+    try:
+        for span in stream:
+            builder.add(span)
+    except TraceInputError as error:
+        return fail(str(error), error.hint)
+    report_problems(stream.problems)
+    _goodput_notes(classifier)
+    title = args.title or f"nemo.lens report: {os.path.basename(args.traces[0])}" + (
+        f" and {plural(len(args.traces) - 1, 'more input')}" if len(args.traces) > 1 else ""
+    )
+    data = builder.data(title=title, sources=args.traces, generator=f"{PROG} {__version__}")
+    page = render_report(data)
+
+    def write(stream: TextIO) -> None:
+        stream.write(page)
+
+    try:
+        write_output(output, write)
+    except OSError as exc:
+        return fail(f"{output}: cannot be written: {exc.strerror or exc}")
+    drawn = data["drawn_count"]
+    shown = (
+        f"{data['span_count']} spans"
+        if drawn == data["span_count"]
+        else f"{data['span_count']} spans, the {drawn} longest drawn as bars"
+    )
+    several = len(builder.runs) > 1
+    print_lines(
+        [(f"run {run.run_id}: " if several else "") + goodput_line(run) for run in builder.runs]
+        + [f"wrote {output}: {shown}; open it in a browser (it needs no network)"]
+    )
+    return EXIT_OK

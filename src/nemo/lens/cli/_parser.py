@@ -1,0 +1,196 @@
+"""The ``nemo-lens`` argument parser: one sub-command per command module."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from nemo.lens import __version__
+from nemo.lens.cli._common import PERFETTO_URL, PROG
+from nemo.lens.cli._goodput_cmd import cmd_goodput, cmd_report, iteration_attribute
+from nemo.lens.cli._groups_cmd import cmd_groups
+from nemo.lens.cli._traces_cmd import cmd_convert, cmd_emit_spans, cmd_summarize
+
+__all__ = ["build_parser"]
+
+
+def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Inspect nemo.lens span groups and the traces its exporters write.",
+        epilog=(
+            "Exit status: 0 success, 1 an input cannot be used or the output cannot be "
+            "written, 2 bad usage."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    groups = commands.add_parser(
+        "groups",
+        help="list span groups and presets, or explain what a spec enables",
+        description=(
+            "List the span groups of a class with their descriptions and how often they fire, "
+            "and its presets. With --spec, show which groups that spec enables and which "
+            "entry of it turned each one on or off."
+        ),
+    )
+    groups.add_argument(
+        "--class",
+        dest="class_name",
+        choices=classes,
+        action="append",
+        help="the span-group class: the base vocabulary or a consumer's (default: base); "
+        "repeat it for a process that hosts several consumers (an RL job with a Megatron "
+        "backend: --class rl --class megatron), whose spec names groups of all of them",
+    )
+    groups.add_argument(
+        "--spec",
+        help="a span-group spec as in NEMO_LENS_SPAN_GROUPS, e.g. 'per_step,-optimizer'",
+    )
+    groups.set_defaults(run=cmd_groups, command_parser=groups)
+
+    traces_help = (
+        "a trace from the file exporter, or captured output of the console exporter; "
+        "'-' reads standard input; several inputs (one per rank) are read together"
+    )
+    skip_help = (
+        "skip lines that are not span records (a program's own output, a line cut short) "
+        "and empty inputs, with a warning, instead of stopping at the first"
+    )
+    summarize = commands.add_parser(
+        "summarize",
+        help="per-rank, per-group span counts and durations of a trace",
+        description=(
+            "Print, for every rank and span group, the number of spans and their total, "
+            "mean, median (p50) and 99th-percentile (p99) durations."
+        ),
+    )
+    summarize.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
+    summarize.add_argument("--skip-invalid", action="store_true", help=skip_help)
+    summarize.set_defaults(run=cmd_summarize, command_parser=summarize)
+
+    iteration_help = (
+        "the step spans' attribute that holds the iteration number (default: iteration); "
+        "an iteration executed again after a restart makes its earlier execution wasted "
+        "progress"
+    )
+    goodput = commands.add_parser(
+        "goodput",
+        help="how much of a run trained the model, and where the rest went",
+        description=(
+            "Account every second of each run, from its first span's start to its last "
+            "span's end, to one bucket: productive (steps whose iteration was not executed "
+            "again later), initialization, checkpoint_save, evaluation, wasted_progress, "
+            "restart (between one process lifetime and the next) or unaccounted. Where "
+            "spans overlap the innermost wins. Per rank, and for the run: the slowest rank "
+            "bounds it. Several files of one run (ranks, lifetimes after a crash and "
+            "resume) are read together."
+        ),
+    )
+    goodput.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
+    goodput.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per run (wall_s, productive_s, goodput, badput, and "
+        "per-rank detail under ranks) instead of tables",
+    )
+    goodput.add_argument(
+        "--iteration-attribute",
+        metavar="NAME",
+        type=iteration_attribute,
+        default="iteration",
+        help=iteration_help,
+    )
+    goodput.add_argument("--skip-invalid", action="store_true", help=skip_help)
+    goodput.set_defaults(run=cmd_goodput, command_parser=goodput)
+
+    report = commands.add_parser(
+        "report",
+        help="one self-contained HTML page: goodput, a timeline and step durations",
+        description=(
+            "Write one HTML file, everything inline (it opens from the file system with no "
+            "network): the goodput breakdown as a chart with its figures, a timeline of "
+            "every rank and span group with hover details, and step duration over "
+            "iterations per rank, so a slow-down or a straggler stands out."
+        ),
+    )
+    report.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
+    report.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="the HTML file to write (default: the first input with .jsonl replaced by .html)",
+    )
+    report.add_argument("--title", help="the page's title (default: from the input's name)")
+    report.add_argument(
+        "--iteration-attribute",
+        metavar="NAME",
+        type=iteration_attribute,
+        default="iteration",
+        help=iteration_help,
+    )
+    report.add_argument("--skip-invalid", action="store_true", help=skip_help)
+    report.set_defaults(run=cmd_report, command_parser=report)
+
+    convert = commands.add_parser(
+        "convert",
+        help="convert a trace to Chrome trace-event JSON for Perfetto UI or chrome://tracing",
+        description=(
+            "Write the spans as Chrome trace-event JSON: one process per rank, one row per "
+            "span group, nesting preserved. Open the result at " + PERFETTO_URL + "."
+        ),
+    )
+    convert.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
+    convert.add_argument(
+        "--to",
+        choices=("chrome",),
+        default="chrome",
+        help="the output format (default: chrome)",
+    )
+    convert.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="where to write ('-' for standard output; default: the first input with "
+        ".jsonl replaced by .chrome.json)",
+    )
+    convert.add_argument("--skip-invalid", action="store_true", help=skip_help)
+    convert.set_defaults(run=cmd_convert, command_parser=convert)
+
+    emit = commands.add_parser(
+        "emit-spans",
+        help="emit a tree of finished spans (e.g. from scheduler records) through the "
+        "configured exporter",
+        description=(
+            "Emit finished spans over the given intervals through the exporter the usual "
+            "configuration names (NEMO_LENS_EXPORTER, NEMO_LENS_TRACE_FILE, OTEL_*), as one "
+            "process of service NAME. Parents may be listed in any order. Everything is "
+            "checked first: invalid spans emit nothing."
+        ),
+        epilog=(
+            "Exit status: 0 emitted, 1 invalid input (a malformed field, a duplicate name, "
+            "a missing parent, a cycle, a time that is not finite), 2 set-up or export "
+            "failure. Example: --span job,1767225600,1767232800 "
+            "--span queue,1767225600,1767225900,job"
+        ),
+    )
+    emit.add_argument("--service", metavar="NAME", help="the spans' service.name")
+    emit.add_argument(
+        "--span",
+        dest="spans",
+        action="append",
+        metavar="NAME,START,END[,PARENT]",
+        help="one span: its name, start and end in Unix-epoch seconds (decimal, kept to the "
+        "nanosecond) and optionally the name of its parent span; repeat for each span",
+    )
+    emit.set_defaults(run=cmd_emit_spans, command_parser=emit)
+
+    # Listed for --help only: main() hands `generate` to the generator's own parser.
+    commands.add_parser(
+        "generate",
+        help="render a span-group schema into classes and docs, or --check them "
+        "(needs the [codegen] extra; see nemo-lens generate --help)",
+        add_help=False,
+    )
+    return parser

@@ -1,0 +1,94 @@
+"""``nemo-lens summarize``, ``convert`` and ``emit-spans``: what a trace holds, in another
+form, and spans written after the fact."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from nemo.lens.cli._common import (
+    EXIT_OK,
+    PERFETTO_URL,
+    NotWritable,
+    fail,
+    plural,
+    print_lines,
+    read,
+    report_problems,
+    same_file,
+    write_output,
+)
+from nemo.lens.cli._trace_io import STDIN, TraceInputError, TraceStream
+
+__all__ = ["cmd_convert", "cmd_emit_spans", "cmd_summarize"]
+
+
+def cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens.cli._summary import format_summary, summarize
+
+    stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
+    try:
+        summaries = summarize(stream)
+    except TraceInputError as error:
+        return fail(str(error), error.hint)
+    report_problems(stream.problems)
+    print_lines(format_summary(summaries))
+    return EXIT_OK
+
+
+# --- convert --------------------------------------------------------------------------------
+
+
+def _default_output(path: str) -> str:
+    stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
+    return f"{stem}.chrome.json"
+
+
+def cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens.cli._chrome import build_chrome_trace, write_chrome_trace
+
+    output: str | None = args.output
+    if output is None:
+        if args.traces[0] == STDIN:
+            parser.error("reading standard input: name the output file with -o OUT (or -o -)")
+        output = _default_output(args.traces[0])
+    if output != STDIN and any(path != STDIN and same_file(path, output) for path in args.traces):
+        parser.error(f"-o {output} would overwrite an input; choose another output file")
+
+    trace = read(args.traces, args.skip_invalid)
+    if isinstance(trace, int):
+        return trace
+    chrome = build_chrome_trace(trace.spans, sources=args.traces)
+
+    if output == STDIN:
+        write_chrome_trace(chrome, sys.stdout)
+        sys.stdout.flush()
+        report = sys.stderr
+    else:
+        try:
+            write_output(output, lambda stream: write_chrome_trace(chrome, stream))
+        except NotWritable as exc:
+            return fail(f"{output}: {exc}", exc.hint)
+        except OSError as exc:
+            return fail(f"{output}: cannot be written: {exc.strerror or exc}")
+        report = sys.stdout
+    ranks = plural(chrome.processes, "rank")
+    rows = plural(chrome.rows, "row")
+    where = "standard output" if output == STDIN else output
+    print_lines(
+        [
+            f"wrote {where}: {chrome.spans} spans, {ranks}, {rows}",
+            f"open it in Perfetto ({PERFETTO_URL}, 'Open trace file') or chrome://tracing",
+        ],
+        report,
+    )
+    return EXIT_OK
+
+
+# --- emit-spans -----------------------------------------------------------------------------
+
+
+def cmd_emit_spans(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens.cli._emit_spans import emit_spans
+
+    return emit_spans(args.service, args.spans or [])
