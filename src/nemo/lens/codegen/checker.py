@@ -1,0 +1,195 @@
+"""Reporting schema problems: where (file, line, key path), what, and what to write instead.
+
+:class:`Checker` collects every :class:`Problem` of one file; the rules
+(:mod:`~nemo.lens.codegen.rules`) report through it, and
+:func:`~nemo.lens.codegen.validate.load_schema` raises them together as one
+:class:`SchemaError`. It also holds the checks every rule shares: types, known
+keys, names, and text that must stay inert.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import keyword
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nemo.lens.codegen.locate import KeyPath, Locator
+from nemo.lens.codegen.model import (
+    IMPLICIT_PRESETS,
+)
+
+__all__ = ["Checker", "Problem", "SchemaError", "canonical_digest", "did_you_mean", "format_path"]
+
+
+NAME_RE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+"""Group, preset and consumer names (matched whole: ``$`` would allow a trailing newline)."""
+MAX_NAME = 32
+# `all` and the other implicit presets are reserved; the upper-cased names would
+# collide with the generated class attributes that hold the vocabulary.
+RESERVED_NAMES = frozenset(
+    {*IMPLICIT_PRESETS, "all_groups", "goodput_groups", "presets", "renamed", "group_info"}
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation failure, located in its file."""
+
+    file: str
+    line: int | None
+    path: KeyPath
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {format_path(self.path)}: {self.message}"
+
+
+class SchemaError(Exception):
+    """The schema is invalid; :attr:`problems` lists every reason."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        count = len(problems)
+        lines = "\n".join(str(p) for p in problems)
+        super().__init__(f"{count} problem{'s' if count != 1 else ''} in the schema:\n{lines}")
+
+
+def format_path(path: KeyPath) -> str:
+    """Render a key path as `a.b[2].c`."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """`; did you mean 'x'?` for the closest candidate, or an empty string."""
+    found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.6)
+    return f"; did you mean {found[0]!r}?" if found else ""
+
+
+def canonical_digest(data: Mapping[str, Any]) -> str:
+    """sha256 of the parsed content with sorted keys: formatting-independent."""
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+# Control, surrogate, line/paragraph separator and format characters (bidi overrides,
+# zero-width marks): none belongs in a description, and each could change what the
+# generated source means or how it reads.
+_NOT_TEXT = frozenset({"Cc", "Cs", "Zl", "Zp", "Cf"})
+
+# Names whose constant (I, O) or whose own spelling (l) reads like a digit (ruff's E741).
+_AMBIGUOUS = frozenset({"i", "l", "o"})
+
+_TYPE_NAMES = {
+    str: "a string",
+    list: "an array",
+    dict: "a table",
+    int: "an integer",
+    bool: "a boolean",
+    float: "a float",
+}
+
+
+def _type_name(value: object) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+@dataclass
+class Checker:
+    file: str
+    locator: Locator
+    problems: list[Problem] = field(default_factory=list)
+    broken: set[str] = field(default_factory=set)
+    """Groups that are defined but invalid: reported once, not again where used."""
+
+    def error(self, path: KeyPath, message: str) -> None:
+        self.problems.append(Problem(self.file, self.locator.line(path), path, message))
+
+    def expect(self, value: object, kind: type, path: KeyPath) -> bool:
+        # bool is an int subclass in Python; TOML keeps them apart, and so do we.
+        if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+            return True
+        self.error(path, f"expected {_TYPE_NAMES[kind]}, got {_type_name(value)}")
+        return False
+
+    def known_keys(self, table: Mapping[str, Any], allowed: tuple[str, ...], path: KeyPath) -> None:
+        for key in table:
+            if key not in allowed:
+                self.error(
+                    (*path, key),
+                    f"unknown key {key!r}{did_you_mean(key, allowed)}"
+                    f" (allowed: {', '.join(allowed)})",
+                )
+
+    def text(self, table: Mapping[str, Any], key: str, path: KeyPath, required: bool) -> str:
+        if key not in table:
+            if required:
+                self.error(path, f"missing required key {key!r}")
+            return ""
+        value = table[key]
+        if not self.expect(value, str, (*path, key)):
+            return ""
+        if required and not value.strip():
+            self.error((*path, key), f"{key!r} must not be empty")
+        if not self.inert(value, (*path, key), key):
+            return ""
+        return str(value).strip()
+
+    def inert(self, value: str, path: KeyPath, what: str) -> bool:
+        """Schema text becomes docstrings and docs: it must be plain, printable text."""
+        for index, char in enumerate(value):
+            if char == "\n" and what == "description":
+                continue  # reported as "must be a single line"
+            if unicodedata.category(char) in _NOT_TEXT:
+                self.error(
+                    path,
+                    f"{what!r} holds the control or format character U+{ord(char):04X} at "
+                    f"position {index}; write plain printable text (it is copied into "
+                    "generated code and docs)",
+                )
+                return False
+        return True
+
+    def name(self, name: str, path: KeyPath, what: str, longest: int = MAX_NAME) -> bool:
+        if not NAME_RE.fullmatch(name):
+            suggestion = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+            hint = f"; try {suggestion!r}" if suggestion and NAME_RE.fullmatch(suggestion) else ""
+            self.error(
+                path,
+                f"{what} name {name!r} is not lowercase snake_case "
+                f"(letters, digits and single underscores, starting with a letter){hint}",
+            )
+            return False
+        if len(name) > longest:
+            self.error(path, f"{what} name {name!r} is longer than {longest} characters")
+            return False
+        if name in _AMBIGUOUS:
+            self.error(
+                path,
+                f"{what} name {name!r} becomes the constant {name.upper()!r}, which reads like "
+                "a digit; pick a longer name",
+            )
+            return False
+        if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+            self.error(path, f"{what} name {name!r} is a Python keyword; pick another word")
+            return False
+        if name in RESERVED_NAMES:
+            self.error(
+                path,
+                f"{what} name {name!r} is reserved "
+                f"({', '.join(sorted(RESERVED_NAMES))} have a meaning already)",
+            )
+            return False
+        return True
