@@ -1,0 +1,170 @@
+"""Python literals, docstrings and Markdown cells made from schema text.
+
+Every function here turns text a schema author wrote into text that a
+generated file holds as data and never as code: quoted as ruff format quotes
+it, wrapped to the line length, escaped so it cannot end a string or a table
+cell. Output depends on the text alone.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Callable
+
+from nemo.lens.codegen.model import Schema
+
+LINE = 100
+
+
+_ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def pystr(text: str) -> str:
+    """A Python string literal of *text*, quoted as ruff format quotes it.
+
+    Double quotes, unless the text holds more double quotes than single ones (then
+    single quotes need fewer escapes, and ruff would switch). Non-ASCII stays
+    readable; backslashes, the quote and anything unprintable are escaped.
+    """
+    quote = "'" if text.count('"') > text.count("'") else '"'
+    out = []
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif char == quote:
+            out.append("\\" + char)
+        elif not char.isprintable():
+            code = ord(char)
+            out.append(
+                f"\\x{code:02x}"
+                if code < 0x100
+                else f"\\u{code:04x}"
+                if code < 0x10000
+                else f"\\U{code:08x}"
+            )
+        else:
+            out.append(char)
+    return quote + "".join(out) + quote
+
+
+def _fit(
+    text: str,
+    width: int,
+    limit: int,
+    render: Callable[[str], str],
+    *,
+    drop_whitespace: bool = True,
+    break_on_hyphens: bool = True,
+) -> list[str]:
+    """Wrap *text* at *width* so that every rendered line is at most *limit* characters.
+
+    Escapes make a rendered line longer than its text; wrap narrower until it fits.
+    """
+    while True:
+        chunks = textwrap.wrap(
+            text,
+            width=width,
+            drop_whitespace=drop_whitespace,
+            break_on_hyphens=break_on_hyphens,
+        )
+        lines = [render(chunk) for chunk in chunks]
+        longest = max((len(line) for line in lines), default=0)
+        if width <= 20 or longest <= limit:
+            return lines
+        width -= longest - limit
+
+
+def pystr_block(text: str, indent: int, prefix: int) -> str:
+    """A string literal that fits the line after *prefix* characters of code.
+
+    Too long, it becomes parenthesized parts, which ruff format keeps as they are.
+    """
+    literal = pystr(text)
+    if indent + prefix + len(literal) + 1 <= LINE:
+        return literal
+    pad = " " * (indent + 4)
+    chunks = _fit(
+        text,
+        LINE - indent - 8,
+        LINE - indent - 6,
+        pystr,
+        drop_whitespace=False,
+        break_on_hyphens=False,
+    )
+    body = "\n".join(pad + chunk for chunk in chunks)
+    return "(\n" + body + "\n" + " " * indent + ")"
+
+
+def _inert(line: str) -> str:
+    """*line* as the body of a docstring that reads back as exactly *line*.
+
+    Backslashes and double quotes are escaped, so no schema text can end the string,
+    start an escape sequence (``\\x``, ``\\N``, a backslash before the closing quotes)
+    or become code. Applied after wrapping, so a line break never splits an escape.
+    """
+    return line.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def docstring(text: str, indent: int) -> str:
+    """A triple-quoted docstring wrapped to the line length; its text is always inert."""
+    pad = " " * indent
+    lines = _fit(text, LINE - indent - 6, LINE - indent - 6, _inert) or [""]
+    if len(lines) == 1:
+        return f'{pad}"""{lines[0]}"""'
+    body = "\n".join(pad + line for line in lines[1:])
+    return f'{pad}"""{lines[0]}\n{body}\n{pad}"""'
+
+
+def decorator(name: str, text: str, indent: int) -> str:
+    """`@name("text")` at *indent*, the text split into implicitly joined literals if too long."""
+    pad = " " * indent
+    one_line = f"{pad}@{name}({pystr(text)})"
+    if len(one_line) <= LINE:
+        return one_line
+    lines = string_lines(text, indent + 4)
+    return f"{pad}@{name}(\n" + "\n".join(lines) + f"\n{pad})"
+
+
+def string_lines(text: str, indent: int) -> tuple[str, ...]:
+    """*text* as string literals, one per line at *indent*, that together fit the line length."""
+    pad = " " * indent
+    if indent + len(pystr(text)) + 1 <= LINE:
+        return (pad + pystr(text),)
+    chunks = _fit(text, LINE - indent - 4, LINE - indent - 2, pystr, drop_whitespace=False)
+    return tuple(pad + chunk for chunk in chunks)
+
+
+def one_line(text: str) -> str:
+    """*text* safe inside a one-line comment: no line breaks, no control characters."""
+    return json.dumps(text, ensure_ascii=False)[1:-1].replace("-->", "--\\>")
+
+
+def header(schema: Schema, command: str, comment: str = "#") -> str:
+    lines = [
+        f"DO NOT EDIT: generated from {one_line(schema.source)} by nemo-lens generate.",
+        f"Edit the schema, then run `{one_line(command)}`.",
+        f"schema-sha256: {schema.digest}",
+    ]
+    if comment == "#":
+        return "\n".join(f"# {line}" for line in lines)
+    return "<!--\n" + "\n".join(lines) + "\n-->"
+
+
+def ruff_sorted(names: set[str]) -> tuple[str, ...]:
+    """*names* in the order ruff keeps an ``__all__``: CONSTANTS, then Classes, then the rest."""
+
+    def order(name: str) -> tuple[int, str]:
+        kind = 0 if name.isupper() else 1 if name[0].isupper() else 2
+        return (kind, name)
+
+    return tuple(sorted(names, key=order))
+
+
+def markdown_text(text: str) -> str:
+    """Schema text as inert Markdown table text: no cell breaks, no HTML."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def with_trailing_comma(lines: tuple[str, ...]) -> tuple[str, ...]:
+    return (*lines[:-1], lines[-1] + ",")
