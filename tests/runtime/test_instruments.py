@@ -23,10 +23,10 @@ from opentelemetry.sdk.metrics.export import (
     NumberDataPoint,
 )
 
-from nemo.lens import instruments
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import TelemetryHandle, setup_telemetry
 from nemo.lens.instruments import (
+    _recording,
     record_gym_rollout_metrics,
     record_inference_metrics,
     record_rl_step_metrics,
@@ -41,7 +41,7 @@ def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         if key.startswith(_ENV_PREFIXES):
             monkeypatch.delenv(key)
     # Each test sees the first problem with a metric as the first one.
-    monkeypatch.setattr(instruments, "_reported", set())
+    monkeypatch.setattr(_recording, "_reported", set())
     yield
 
 
@@ -598,13 +598,12 @@ def test_every_instrument_is_created_as_the_schema_catalogue_says() -> None:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-    from nemo.lens import instruments
     from nemo.lens.semconv.metrics import INSTRUMENTS
 
     reader = InMemoryMetricReader()
     meter = MeterProvider(metric_readers=[reader]).get_meter("catalogue")
     for name in INSTRUMENTS:
-        instruments._create(meter, name)(1.0, {})
+        _recording.create(meter, name)(1.0, {})
     data = reader.get_metrics_data()
     assert data is not None
     exported = {

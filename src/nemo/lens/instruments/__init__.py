@@ -54,22 +54,13 @@ Behaviour shared by the helpers:
 
 from __future__ import annotations
 
-import logging
-import math
-import numbers
-import reprlib
-import threading
-import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Final
 
 from opentelemetry import metrics
-from opentelemetry.util.types import AttributeValue
 
 from nemo.lens import semconv as sc
-from nemo.lens._core import state as _state
-from nemo.lens.semconv.metrics import INSTRUMENTS
-from nemo.lens.spec import MetricInfo
+from nemo.lens.instruments import _recording
 
 __all__ = [
     "gym",
@@ -80,217 +71,11 @@ __all__ = [
     "rl",
 ]
 
-_logger = logging.getLogger(__name__)
-
-# -- what each metric is --------------------------------------------------------------
-
-# Kind, unit, description and bucket boundaries of every metric: the schema's catalogue
-# (nemo.lens.semconv.metrics, generated), so code, constants and docs never disagree.
-_SPECS: Final[Mapping[str, MetricInfo]] = INSTRUMENTS
-
-# -- reporting problems once ----------------------------------------------------------
-
-_reported: set[tuple[str, str]] = set()
-
-
-def _report(key: str, problem: str, message: str, *args: object, error: bool = False) -> None:
-    """Log *message* as a warning the first time (*key*, *problem*) occurs, then at debug."""
-    if (key, problem) in _reported:
-        _logger.debug(message, *args, exc_info=error)
-        return
-    _reported.add((key, problem))
-    _logger.warning(
-        message + "; later occurrences are logged at debug level", *args, exc_info=error
-    )
-
-
-# -- instruments, cached per meter ----------------------------------------------------
-
-_Record = Callable[[float, Mapping[str, AttributeValue]], None]
-
-
-def _discard(value: float, attributes: Mapping[str, AttributeValue]) -> None:
-    """Stands in for an instrument that could not be created, so creation is tried once."""
-
-
-_instruments: weakref.WeakKeyDictionary[metrics.Meter, dict[str, _Record]] = (
-    weakref.WeakKeyDictionary()
-)
-_instruments_lock = threading.Lock()
-
-
-def _create(meter: metrics.Meter, name: str) -> _Record:
-    spec = _SPECS[name]
-    try:
-        if spec.kind == "counter":
-            return meter.create_counter(name, spec.unit, spec.description).add
-        if spec.kind == "up_down_counter":
-            return meter.create_up_down_counter(name, spec.unit, spec.description).add
-        if spec.kind == "gauge":
-            return meter.create_gauge(name, spec.unit, spec.description).set
-        return meter.create_histogram(
-            name,
-            spec.unit,
-            spec.description,
-            explicit_bucket_boundaries_advisory=spec.boundaries,
-        ).record
-    except Exception:
-        _report(name, "create", "nemo.lens: could not create metric %s", name, error=True)
-        return _discard
-
-
-def _instrument(meter: metrics.Meter, name: str) -> _Record:
-    try:
-        return _instruments[meter][name]
-    except KeyError:
-        pass
-    except TypeError:  # a meter that cannot be weakly referenced: work uncached
-        _report(
-            type(meter).__name__,
-            "cache",
-            "nemo.lens: cannot cache instruments for meter %r (not weakly referenceable); "
-            "each record creates its instruments again",
-            meter,
-        )
-        return _create(meter, name)
-    # Created under a lock: two threads creating the same instrument would make
-    # the SDK log a duplicate-registration warning and keep only one of them.
-    with _instruments_lock:
-        per_meter = _instruments.get(meter)
-        if per_meter is None:
-            per_meter = {}
-            _instruments[meter] = per_meter
-        found = per_meter.get(name)
-        if found is None:
-            found = _create(meter, name)
-            per_meter[name] = found
-        return found
-
-
-# -- the default meter ----------------------------------------------------------------
-
-# (source, meter): the source is a marker while nemo.lens is set up (its hub
-# meter is one object for the life of the process), else the global meter
-# provider the meter came from. handle.get_meter() itself is not called per
-# record: it reads the package version from its installed metadata.
-_SET_UP: Final = object()
-_default: tuple[object, metrics.Meter] | None = None
-
-
-def _default_meter() -> metrics.Meter:
-    global _default
-    handle = _state.current_handle()
-    source: object = _SET_UP if handle is not None else metrics.get_meter_provider()
-    cached = _default
-    if cached is not None and cached[0] is source:
-        return cached[1]
-    from nemo.lens.handle import get_meter
-
-    meter = get_meter()
-    _default = (source, meter)
-    return meter
-
-
-def _resolve_meter(meter: metrics.Meter | None) -> metrics.Meter | None:
-    if meter is not None:
-        return meter
-    try:
-        return _default_meter()
-    except Exception:
-        _report("meter", "default", "nemo.lens: could not get the default meter", error=True)
-        return None
-
-
-# -- values and attributes ------------------------------------------------------------
-
-
-def _number(value: object) -> int | float | None:
-    """Return *value* as a finite ``int`` or ``float``, or ``None`` when it is not one."""
-    # Plain ints and floats first: the abstract numbers.Real check costs more than
-    # the rest of this function for the values nearly every caller passes.
-    if type(value) is int:
-        return value
-    if type(value) is float:
-        return value if math.isfinite(value) else None
-    if isinstance(value, bool):
-        return None
-    if not isinstance(value, numbers.Real):
-        item = getattr(value, "item", None)  # NumPy scalars, one-element tensors
-        if not callable(item):
-            return None
-        try:
-            value = item()
-        except Exception:
-            return None
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            return None
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _attributes(
-    extra: Mapping[str, object] | None, known: Mapping[str, object]
-) -> dict[str, AttributeValue]:
-    """Merge the caller's *extra* attributes and the helper's *known* ones (which win)."""
-    merged: dict[str, AttributeValue] = {}
-    for source in (extra or {}, known):
-        for key, value in source.items():
-            if value is None:
-                continue
-            if isinstance(value, (str, bool, int, float)):
-                merged[key] = value
-            else:
-                _report(
-                    str(key),
-                    "attribute",
-                    "nemo.lens: dropping metric attribute %r: %s is not a str, bool, int or float",
-                    key,
-                    type(value).__name__,
-                )
-    return merged
-
-
-def _record(
-    meter: metrics.Meter, name: str, value: object, attributes: Mapping[str, AttributeValue]
-) -> None:
-    if value is None:
-        return
-    number = _number(value)
-    spec = _SPECS[name]
-    if number is None or (spec.non_negative and number < 0):
-        requirement = "a finite, non-negative number" if spec.non_negative else "a finite number"
-        _report(
-            name,
-            "value",
-            "nemo.lens: skipping %s for metric %s (needs %s)",
-            reprlib.repr(value),
-            name,
-            requirement,
-        )
-        return
-    try:
-        _instrument(meter, name)(number, attributes)
-    except Exception:
-        _report(name, "record", "nemo.lens: recording metric %s failed", name, error=True)
-
-
-# -- the helpers ----------------------------------------------------------------------
+# -- the recorders -------------------------------------------------------------------
 
 # What 0.1.0 recorded when a call named neither (see record_inference_metrics).
 _DEFAULT_OPERATION: Final = "text_completion"
 _DEFAULT_PROVIDER: Final = "nemo"
-_NO_ATTRIBUTES: Final[Mapping[str, AttributeValue]] = {}
-
-
-def _record_each(meter: metrics.Meter | None, values: Sequence[tuple[str, object]]) -> None:
-    """Record each ``(metric, value)`` pair with no attributes (the 0.1.0 helpers)."""
-    target = _resolve_meter(meter)
-    if target is None:
-        return
-    for name, value in values:
-        _record(target, name, value, _NO_ATTRIBUTES)
 
 
 def record_inference_metrics(
@@ -362,7 +147,7 @@ def record_inference_metrics(
             duration metrics, not to token usage.
         attributes: Further attributes for every point recorded.
     """
-    target = _resolve_meter(meter)
+    target = _recording.resolve_meter(meter)
     if target is None:
         return
     if operation is None:  # the 0.1.0 call
@@ -371,7 +156,7 @@ def record_inference_metrics(
             provider = provider_name if provider_name is not None else _DEFAULT_PROVIDER
     elif provider is None:
         provider = provider_name
-    base = _attributes(
+    base = _recording.merge_attributes(
         attributes,
         {
             sc.GEN_AI_OPERATION_NAME: operation,
@@ -382,15 +167,21 @@ def record_inference_metrics(
     )
     if input_tokens is not None:
         input_attributes = {**base, sc.GEN_AI_TOKEN_TYPE: sc.GEN_AI_TOKEN_TYPE_INPUT}
-        _record(target, sc.GEN_AI_CLIENT_TOKEN_USAGE, input_tokens, input_attributes)
+        _recording.record(target, sc.GEN_AI_CLIENT_TOKEN_USAGE, input_tokens, input_attributes)
     if output_tokens is not None:
         output_attributes = {**base, sc.GEN_AI_TOKEN_TYPE: sc.GEN_AI_TOKEN_TYPE_OUTPUT}
-        _record(target, sc.GEN_AI_CLIENT_TOKEN_USAGE, output_tokens, output_attributes)
-    timed = base if error_type is None else _attributes(base, {sc.ERROR_TYPE: error_type})
-    _record(target, sc.GEN_AI_CLIENT_OPERATION_DURATION, operation_duration_s, timed)
-    _record(target, sc.GEN_AI_SERVER_REQUEST_DURATION, request_duration_s, timed)
-    _record(target, sc.GEN_AI_SERVER_TIME_TO_FIRST_TOKEN, time_to_first_token_s, timed)
-    _record(target, sc.GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN, time_per_output_token_s, timed)
+        _recording.record(target, sc.GEN_AI_CLIENT_TOKEN_USAGE, output_tokens, output_attributes)
+    timed = (
+        base
+        if error_type is None
+        else _recording.merge_attributes(base, {sc.ERROR_TYPE: error_type})
+    )
+    _recording.record(target, sc.GEN_AI_CLIENT_OPERATION_DURATION, operation_duration_s, timed)
+    _recording.record(target, sc.GEN_AI_SERVER_REQUEST_DURATION, request_duration_s, timed)
+    _recording.record(target, sc.GEN_AI_SERVER_TIME_TO_FIRST_TOKEN, time_to_first_token_s, timed)
+    _recording.record(
+        target, sc.GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN, time_per_output_token_s, timed
+    )
 
 
 def record_rl_step_metrics(
@@ -445,13 +236,13 @@ def record_rl_step_metrics(
         attributes: Further attributes for every point recorded.
         meter: Where to record; ``None`` is nemo.lens's meter.
     """
-    target = _resolve_meter(meter)
+    target = _recording.resolve_meter(meter)
     if target is None:
         return
-    common = _attributes(attributes, {})
+    common = _recording.merge_attributes(attributes, {})
     if tokens_per_second is None and generated_tokens is not None:
-        tokens = _number(generated_tokens)
-        seconds = _number(generation_duration_s)
+        tokens = _recording.as_number(generated_tokens)
+        seconds = _recording.as_number(generation_duration_s)
         if tokens is not None and seconds is not None and seconds > 0:
             tokens_per_second = tokens / seconds
     for name, value in (
@@ -467,7 +258,7 @@ def record_rl_step_metrics(
         (sc.RL_GENERATION_TOKENS, generated_tokens),
         (sc.RL_GENERATION_THROUGHPUT, tokens_per_second),
     ):
-        _record(target, name, value, common)
+        _recording.record(target, name, value, common)
 
 
 def record_gym_rollout_metrics(
@@ -511,10 +302,10 @@ def record_gym_rollout_metrics(
         attributes: Further attributes for every point recorded.
         meter: Where to record; ``None`` is nemo.lens's meter.
     """
-    target = _resolve_meter(meter)
+    target = _recording.resolve_meter(meter)
     if target is None:
         return
-    common = _attributes(
+    common = _recording.merge_attributes(
         attributes,
         {
             sc.GYM_ENVIRONMENT: environment,
@@ -523,11 +314,11 @@ def record_gym_rollout_metrics(
             sc.ERROR_TYPE: error_type,
         },
     )
-    _record(target, sc.GYM_ROLLOUTS, 1, common)
-    _record(target, sc.GYM_ROLLOUT_DURATION, duration_s, common)
-    _record(target, sc.GYM_VERIFY_DURATION, verify_duration_s, common)
-    _record(target, sc.GYM_ROLLOUT_TOOL_CALLS, tool_calls, common)
-    _record(target, sc.GYM_ROLLOUT_SANDBOX_CALLS, sandbox_calls, common)
+    _recording.record(target, sc.GYM_ROLLOUTS, 1, common)
+    _recording.record(target, sc.GYM_ROLLOUT_DURATION, duration_s, common)
+    _recording.record(target, sc.GYM_VERIFY_DURATION, verify_duration_s, common)
+    _recording.record(target, sc.GYM_ROLLOUT_TOOL_CALLS, tool_calls, common)
+    _recording.record(target, sc.GYM_ROLLOUT_SANDBOX_CALLS, sandbox_calls, common)
 
 
 # The 0.1.0 modules, importable as attributes of the package as well.

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from opentelemetry import metrics
 
-from nemo.lens import instruments as _instruments
 from nemo.lens import semconv as sc
+from nemo.lens.instruments import _recording
 
 __all__ = ["record_gym_metrics"]
 
@@ -40,7 +40,7 @@ def record_gym_metrics(
     meter. Never raises: a value that is not a finite, non-negative number is
     skipped and logged once.
     """
-    _instruments._record_each(
+    _recording.record_each(
         meter,
         (
             (sc.LEGACY_GYM_SERVER_REQUEST_DURATION_MS, server_request_duration_ms),

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from opentelemetry import metrics
 
-from nemo.lens import instruments as _instruments
 from nemo.lens import semconv as sc
+from nemo.lens.instruments import _recording
 
 __all__ = ["record_rl_metrics"]
 
@@ -47,7 +47,7 @@ def record_rl_metrics(
     meter. Never raises: a value that is not a finite number (or a negative
     duration or length) is skipped and logged once.
     """
-    _instruments._record_each(
+    _recording.record_each(
         meter,
         (
             (sc.LEGACY_RL_REWARD_MEAN, reward_mean),
