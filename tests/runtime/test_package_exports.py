@@ -48,3 +48,17 @@ def test_every_exported_name_resolves() -> None:
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         nemo.lens.no_such_name  # noqa: B018  (the access is the test)
+
+
+def test_the_facade_serves_the_very_objects_of_their_home_modules() -> None:
+    # What the façade added in 0.2: one import for the trace continuation and the
+    # metric recorders, the same objects the submodules define (not wrappers).
+    from nemo.lens import instruments, propagation
+
+    assert nemo.lens.continue_trace is propagation.continue_trace
+    for recorder in (
+        "record_inference_metrics",
+        "record_rl_step_metrics",
+        "record_gym_rollout_metrics",
+    ):
+        assert getattr(nemo.lens, recorder) is getattr(instruments, recorder), recorder

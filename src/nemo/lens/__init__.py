@@ -35,11 +35,15 @@ _EXPORTS: dict[str, str] = {
     "inject_context": "nemo.lens.propagation",
     "extract_context": "nemo.lens.propagation",
     "create_linked_span": "nemo.lens.propagation",
+    "continue_trace": "nemo.lens.propagation",
     "broadcast_trace_context": "nemo.lens.distributed",
     "ExportStrategy": "nemo.lens.strategies",
     "register_export_strategy": "nemo.lens.strategies",
     "unregister_export_strategy": "nemo.lens.strategies",
     "registered_strategies": "nemo.lens.strategies",
+    "record_inference_metrics": "nemo.lens.instruments",
+    "record_rl_step_metrics": "nemo.lens.instruments",
+    "record_gym_rollout_metrics": "nemo.lens.instruments",
 }
 
 # Spelled out (not derived from _EXPORTS) so linters and IDEs can read it.
@@ -51,6 +55,7 @@ __all__ = [
     "TelemetryHandle",
     "__version__",
     "broadcast_trace_context",
+    "continue_trace",
     "create_linked_span",
     "emit_span",
     "extract_context",
@@ -59,6 +64,9 @@ __all__ = [
     "inject_context",
     "is_span_group_enabled",
     "managed_span",
+    "record_gym_rollout_metrics",
+    "record_inference_metrics",
+    "record_rl_step_metrics",
     "redact_value",
     "register_export_strategy",
     "registered_strategies",
@@ -97,7 +105,17 @@ if TYPE_CHECKING:
         span_cm,
         trace_fn,
     )
-    from nemo.lens.propagation import create_linked_span, extract_context, inject_context
+    from nemo.lens.instruments import (
+        record_gym_rollout_metrics,
+        record_inference_metrics,
+        record_rl_step_metrics,
+    )
+    from nemo.lens.propagation import (
+        continue_trace,
+        create_linked_span,
+        extract_context,
+        inject_context,
+    )
     from nemo.lens.span_utilities import emit_span
     from nemo.lens.state import is_span_group_enabled, set_enabled_span_groups
     from nemo.lens.strategies import (

@@ -39,7 +39,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any, Final
 
-from nemo.lens.propagation import _clean_carrier, continue_trace, create_linked_span, inject_context
+from nemo.lens._core.carrier import clean_carrier
+from nemo.lens.propagation import continue_trace, create_linked_span, inject_context
 
 __all__ = [
     "CONTEXT_BYTES",
@@ -123,7 +124,7 @@ def carrier_to_bytes(carrier: Mapping[str, str], size: int | None = None) -> byt
                 f"({MIN_CONTEXT_BYTES}), e.g. CONTEXT_BYTES ({CONTEXT_BYTES})"
             )
     room = _MAX_PAYLOAD if size is None else min(_MAX_PAYLOAD, size - _HEADER.size)
-    payload = _fit(_clean_carrier(carrier), room)
+    payload = _fit(clean_carrier(carrier), room)
     encoded = _HEADER.pack(MAGIC, _VERSION, len(payload)) + payload
     return encoded if size is None else encoded.ljust(size, b"\0")
 
@@ -164,7 +165,7 @@ def carrier_from_bytes(data: object) -> dict[str, str]:
         decoded = json.loads(payload.decode("utf-8"))
     except Exception:  # decoding must never take a training step down
         return {}
-    return _clean_carrier(decoded)
+    return clean_carrier(decoded)
 
 
 # -- the collective -------------------------------------------------------------------------

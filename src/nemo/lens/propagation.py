@@ -34,6 +34,8 @@ from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from nemo.lens._core.carrier import clean_carrier
+
 __all__ = [
     "RemoteContext",
     "continue_trace",
@@ -65,25 +67,6 @@ def inject_context(
     return out
 
 
-def _clean_carrier(carrier: object) -> dict[str, str]:
-    """Keep the ``str`` -> ``str`` entries of *carrier*, keys lower-cased.
-
-    HTTP stacks hand over headers as ``Traceparent`` or as a multi-dict, RPC
-    layers as anything; the W3C propagators look up exact lower-case keys and
-    assume string values, and would raise on anything else.
-    """
-    if not isinstance(carrier, Mapping):
-        return {}
-    clean: dict[str, str] = {}
-    try:
-        for key, value in carrier.items():
-            if isinstance(key, str) and isinstance(value, str):
-                clean[key.lower()] = value
-    except Exception:  # a mapping whose iteration fails is garbage too
-        return {}
-    return clean
-
-
 def extract_context(carrier: object, context: Context | None = None) -> Context:
     """Return *context* (default: an empty one) with the remote span and baggage of *carrier*.
 
@@ -93,7 +76,7 @@ def extract_context(carrier: object, context: Context | None = None) -> Context:
     unchanged (so, by default, a context without a remote span), never an
     exception.
     """
-    clean = _clean_carrier(carrier)
+    clean = clean_carrier(carrier)
     base = Context() if context is None else context
     if not clean:
         return base

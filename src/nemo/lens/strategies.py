@@ -451,10 +451,3 @@ def get_export_strategy(name: str) -> Any:
         if found is None:
             raise ValueError(_unknown_message(key))
         return found
-
-
-def _reset_registry_for_testing() -> None:
-    """Forget every custom strategy (tests only)."""
-    with _LOCK:
-        _REGISTRY.clear()
-        _REGISTRY.update(BUILTIN_STRATEGIES)

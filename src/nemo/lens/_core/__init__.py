@@ -11,6 +11,7 @@ Only ``opentelemetry-api`` is imported here, never the SDK:
 - :mod:`~nemo.lens._core.hub` and :mod:`~nemo.lens._core.delegates` -- the global
   providers that forward to whatever set-up installed last;
 - :mod:`~nemo.lens._core.fork` -- the one fork hook of the package;
+- :mod:`~nemo.lens._core.carrier` -- trace-context carriers cleaned before use;
 - :mod:`~nemo.lens._core.ids` and :mod:`~nemo.lens._core.destinations` -- run ids,
   and the exporter names the configuration checks.
 

@@ -454,10 +454,21 @@ def reset_for_testing() -> None:
     with _handle.LOCK:
         _state.set_current_handle(None)
     from nemo.lens._core import hub
-    from nemo.lens.strategies import _reset_registry_for_testing
 
     hub.restore_otel_globals_for_testing()
-    _reset_registry_for_testing()
+    _forget_custom_strategies()
     state.set_enabled_span_groups(())
     _state.reset_span_group_classes()
     _state.use_tracer_provider(None)
+
+
+def _forget_custom_strategies() -> None:
+    """Unregister every custom export strategy and restore replaced built-ins."""
+    from nemo.lens import strategies
+
+    for name, strategy in strategies.registered_strategies().items():
+        builtin = strategies.BUILTIN_STRATEGIES.get(name)
+        if builtin is None:
+            strategies.unregister_export_strategy(name)
+        elif strategy is not builtin:
+            strategies.register_export_strategy(name, builtin, allow_override=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from opentelemetry import metrics
 
-from nemo.lens import instruments as _instruments
+from nemo.lens.instruments import _recorders
 
 __all__ = ["record_inference_metrics"]
 
@@ -32,7 +32,7 @@ def record_inference_metrics(
     meter. Never raises: a value that cannot be recorded is skipped and logged
     once on the ``nemo.lens.instruments`` logger.
     """
-    _instruments.record_inference_metrics(
+    _recorders.record_inference_metrics(
         meter,
         request_duration_s,
         model,

@@ -1,0 +1,256 @@
+"""The layout's rules (docs/architecture.md), checked on the source so they stay true.
+
+Each rule is read from the package's own files with :mod:`ast`: no module reaches
+into another's private names, imports never go round in a circle, generated code
+imports only public modules, there is one fork hook and one version, and no
+hand-written module grows into several concepts.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache, cached_property
+from pathlib import Path
+
+import nemo.lens
+
+PACKAGE = Path(nemo.lens.__file__).resolve().parent
+SRC = PACKAGE.parents[1]
+GENERATED_MARK = "# DO NOT EDIT"
+MAX_LINES = 480
+"""A module past this holds more than one concept: split it where the concepts part."""
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    text: str
+    is_package: bool = False
+
+    @cached_property
+    def tree(self) -> ast.Module:
+        return ast.parse(self.text)
+
+    @property
+    def generated(self) -> bool:
+        return self.text.startswith(GENERATED_MARK)
+
+    def absolute(self, node: ast.ImportFrom) -> str:
+        """The module an `from ... import` names, relative imports resolved."""
+        if node.level == 0:
+            return node.module or ""
+        parts = self.name.split(".")
+        if not self.is_package:
+            parts = parts[:-1]
+        parts = parts[: len(parts) - (node.level - 1)]
+        return ".".join([*parts, *([node.module] if node.module else [])])
+
+
+@cache
+def modules() -> dict[str, Module]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        name = ".".join(parts)
+        text = path.read_text(encoding="utf-8")
+        found[name] = Module(name, text, is_package=path.name == "__init__.py")
+    return found
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _imported_from(module: Module) -> Iterator[tuple[str, str, ast.ImportFrom]]:
+    """(module, imported name, node) for every `from nemo.lens... import name` anywhere."""
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.ImportFrom):
+            source = module.absolute(node)
+            if source == "nemo.lens" or source.startswith("nemo.lens."):
+                for alias in node.names:
+                    yield source, alias.name, node
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_time_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Imports that run when the module is imported: not in functions, not type-only."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If):
+            if not _is_type_checking(node.test):
+                yield from _import_time_imports(node.body)
+            yield from _import_time_imports(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, node.orelse, node.finalbody):
+                yield from _import_time_imports(block)
+            for handler in node.handlers:
+                yield from _import_time_imports(handler.body)
+
+
+def _dependencies(module: Module) -> set[str]:
+    """The package's modules that importing *module* imports first (most specific name)."""
+    known = modules()
+    found: set[str] = set()
+    for node in _import_time_imports(module.tree.body):
+        if isinstance(node, ast.ImportFrom):
+            source = module.absolute(node)
+            for alias in node.names:
+                target = f"{source}.{alias.name}"
+                found.add(target if target in known else source)
+        else:
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name in known and name != module.name}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            child = next(edges, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return groups
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def _private_reaches(known: dict[str, Module]) -> list[str]:
+    reaches = []
+    for module in known.values():
+        aliases = {}
+        for source, name, statement in _imported_from(module):
+            target = f"{source}.{name}"
+            if target in known:
+                alias = next(a.asname or a.name for a in statement.names if a.name == name)
+                aliases[alias] = target
+            elif _is_private(name) and source != module.name:
+                reaches.append(f"{module.name}: from {source} import {name}")
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Import):
+                aliases.update({a.asname: a.name for a in node.names if a.asname})
+        for node in ast.walk(module.tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and _is_private(node.attr)
+                and f"{aliases[node.value.id]}.{node.attr}" not in known
+                and aliases[node.value.id] != module.name
+            ):
+                reaches.append(f"{module.name}: {node.value.id}.{node.attr}")
+    return sorted(set(reaches))
+
+
+def test_the_private_name_check_sees_both_ways_of_reaching() -> None:
+    known = {
+        "nemo.lens.a": Module("nemo.lens.a", "_hidden = 1\nshown = 2\n"),
+        "nemo.lens.b": Module("nemo.lens.b", "from nemo.lens.a import _hidden, shown\n"),
+        "nemo.lens.c": Module("nemo.lens.c", "from nemo.lens import a\nx = a._hidden\n"),
+        "nemo.lens.d": Module("nemo.lens.d", "from nemo.lens import a\nx = a.shown\n"),
+    }
+    assert _private_reaches(known) == [
+        "nemo.lens.b: from nemo.lens.a import _hidden",
+        "nemo.lens.c: a._hidden",
+    ]
+
+
+def test_no_module_reaches_into_another_modules_private_names() -> None:
+    reaches = _private_reaches(modules())
+    assert not reaches, (
+        "modules use other modules' private names; give the name a public home (a "
+        "function of the owning module, or a module of its own under _core/ or _sdk/):\n"
+        + "\n".join(reaches)
+    )
+
+
+def test_imports_never_go_round_in_a_circle() -> None:
+    graph = {name: _dependencies(module) for name, module in modules().items()}
+    assert not _cycles(graph), "import cycles (break them by moving the shared part down)"
+
+
+def test_generated_modules_import_only_public_modules() -> None:
+    generated = [m for m in modules().values() if m.generated]
+    assert generated, "no generated module found: is the generated-file header still recognised?"
+    for module in generated:
+        for source, name, _ in _imported_from(module):
+            assert not any(_is_private(part) for part in [*source.split("."), name]), (
+                f"{module.name} imports {name} from {source}: generated code must import only "
+                "public modules, so that a consumer's generated module works in its own repository"
+            )
+
+
+def test_the_package_has_one_fork_hook_and_one_version() -> None:
+    hooks, versions = [], []
+    for module in modules().values():
+        for node in ast.walk(module.tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "register_at_fork"
+            ):
+                hooks.append(module.name)
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Name) and t.id == "__version__" for t in targets):
+                    versions.append(module.name)
+    assert hooks == ["nemo.lens._core.fork"], hooks
+    assert versions == ["nemo.lens"], versions
+
+
+def test_hand_written_modules_hold_one_concept() -> None:
+    too_long = {
+        module.name: length
+        for module in modules().values()
+        if not module.generated and (length := len(module.text.splitlines())) > MAX_LINES
+    }
+    assert not too_long, (
+        f"modules longer than {MAX_LINES} lines (split where their concepts part, and say "
+        f"so in docs/architecture.md): {too_long}"
+    )
