@@ -134,8 +134,8 @@ def _import_inertly(name: str, source: str) -> dict[str, Any]:
     exported = set(namespace["__all__"])
     public = {n for n in namespace if not n.startswith("_")}
     imported = {"annotations", "Mapping", "MappingProxyType", "TYPE_CHECKING", "Any", "ClassVar"}
-    imported |= {"Final", "Literal", "TypeAlias", "TypeVar", "overload", "SpanGroup"}
-    imported |= {"DynamicSpanGroup", "GroupInfo", "RenamedGroup", "primitive"}
+    imported |= {"Final", "Literal", "TypeAlias", "TypeVar", "cast", "overload", "SpanGroup"}
+    imported |= {"DynamicSpanGroup", "GroupInfo", "RenamedGroup", "primitives_getattr"}
     assert public - exported - imported == set()
     return namespace
 

@@ -110,6 +110,10 @@ def test_presets_resolve_to_exactly_what_the_schema_says(cls: type[SpanGroup]) -
         assert cls.resolve(preset) == members, preset
         assert cls.PRESETS[preset] == members
         assert cls._PRESETS[preset] == members
+        # the module's typed constant is the very set the class holds
+        constant = getattr(sys.modules[cls.__module__], f"{preset.upper()}_PRESET")
+        assert constant == members, preset
+        assert constant is cls.PRESETS[preset], preset
 
 
 @pytest.mark.parametrize("cls", CLASSES.values(), ids=lambda c: c.__name__)

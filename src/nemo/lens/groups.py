@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import ClassVar, Final, Literal, TypeAlias
+from typing import ClassVar, Final, Literal, TypeAlias, cast
 
 from nemo.lens.spec import (
     DynamicSpanGroup,
@@ -185,16 +185,7 @@ class SpanGroup:
                     STEP,
                 }
             ),
-            "goodput": frozenset(
-                {
-                    JOB,
-                    LOAD_CHECKPOINT,
-                    MODEL_INIT,
-                    CHECKPOINT,
-                    EVALUATE,
-                    STEP,
-                }
-            ),
+            "goodput": GOODPUT_GROUPS,
             "profiling": ALL_GROUPS,
             "all": ALL_GROUPS,
         }
@@ -294,56 +285,31 @@ class SpanGroup:
 
 
 # Each preset of the class as a typed, immutable constant.
-DEFAULT_PRESET: Final[frozenset[SpanGroupName]] = frozenset(
-    {
-        "job",
-        "checkpoint",
-        "evaluate",
-    }
+DEFAULT_PRESET: Final[frozenset[SpanGroupName]] = cast(
+    "frozenset[SpanGroupName]",
+    SpanGroup.PRESETS["default"],
 )
 """The 'default' preset of SpanGroup. Production: structural, job-level spans only."""
 
-PER_STEP_PRESET: Final[frozenset[SpanGroupName]] = frozenset(
-    {
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "checkpoint",
-        "evaluate",
-        "forward_backward",
-        "optimizer",
-        "step",
-    }
+PER_STEP_PRESET: Final[frozenset[SpanGroupName]] = cast(
+    "frozenset[SpanGroupName]",
+    SpanGroup.PRESETS["per_step"],
 )
 """The 'per_step' preset of SpanGroup. Every iteration: start-up phases, steps, forward/backward
 and optimizer.
 """
 
-GOODPUT_PRESET: Final[frozenset[SpanGroupName]] = frozenset(
-    {
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "checkpoint",
-        "evaluate",
-        "step",
-    }
+GOODPUT_PRESET: Final[frozenset[SpanGroupName]] = cast(
+    "frozenset[SpanGroupName]",
+    SpanGroup.PRESETS["goodput"],
 )
 """The 'goodput' preset of SpanGroup. The goodput groups: semantic boundaries of useful or
 resiliency time.
 """
 
-PROFILING_PRESET: Final[frozenset[SpanGroupName]] = frozenset(
-    {
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "checkpoint",
-        "evaluate",
-        "forward_backward",
-        "optimizer",
-        "step",
-    }
+PROFILING_PRESET: Final[frozenset[SpanGroupName]] = cast(
+    "frozenset[SpanGroupName]",
+    SpanGroup.PRESETS["profiling"],
 )
 """The 'profiling' preset of SpanGroup. Every group: the fine-grained detail too, for profiling."""
 

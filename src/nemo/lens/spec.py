@@ -30,9 +30,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, Literal, NamedTuple, NewType, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, NewType, TypeAlias
 
 if TYPE_CHECKING:
     from nemo.lens.groups import SpanGroup
@@ -56,6 +56,7 @@ __all__ = [
     "new_names",
     "presets_of",
     "primitive",
+    "primitives_getattr",
     "resolve_for",
     "resolve_spec",
     "with_old_names",
@@ -409,3 +410,19 @@ def primitive(module: str, name: str) -> object:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     value: object = getattr(importlib.import_module(source), name)
     return value
+
+
+def primitives_getattr(module: str, namespace: dict[str, Any]) -> Callable[[str], object]:
+    """The module ``__getattr__`` of a generated span-group module.
+
+    It serves the group-checked primitives (see :func:`primitive`) on first use
+    and stores each in *namespace* (the module's ``globals()``), so later
+    lookups never reach it again.
+    """
+
+    def __getattr__(name: str) -> object:
+        value = primitive(module, name)
+        namespace[name] = value
+        return value
+
+    return __getattr__

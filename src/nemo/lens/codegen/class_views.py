@@ -109,8 +109,8 @@ class PresetView:
     """Every group: `all`, and `profiling`, which is every group too."""
     constant: str
     """The module-level `Final` frozenset of the preset (`PER_STEP_PRESET`)."""
-    names: tuple[str, ...]
-    """The member names as literals, for that frozenset."""
+    is_goodput: bool = False
+    """The ``goodput`` preset: the class's goodput groups."""
     same_as: str = ""
     """Another preset constant with the very same members (`all` is `profiling`)."""
 
@@ -246,7 +246,7 @@ def class_view(
                 members=() if every else tuple(_expr(cls, m) for m in members),
                 is_all=every,
                 constant=f"{name.upper()}_PRESET",
-                names=tuple(pystr(m) for m in members),
+                is_goodput=name == GOODPUT,
                 same_as=f"{PROFILING.upper()}_PRESET" if name == ALL_PRESET else "",
             )
         )

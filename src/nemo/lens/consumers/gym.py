@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, cast
 
 from nemo.lens.groups import SpanGroup
-from nemo.lens.spec import DynamicSpanGroup, GroupInfo, primitive
+from nemo.lens.spec import DynamicSpanGroup, GroupInfo, primitives_getattr
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -163,17 +163,7 @@ class GymSpanGroup(SpanGroup):
                     SpanGroup.STEP,
                 }
             ),
-            "goodput": frozenset(
-                {
-                    SpanGroup.JOB,
-                    SpanGroup.LOAD_CHECKPOINT,
-                    SpanGroup.MODEL_INIT,
-                    SpanGroup.CHECKPOINT,
-                    SpanGroup.EVALUATE,
-                    SpanGroup.STEP,
-                    ROLLOUT,
-                }
-            ),
+            "goodput": GOODPUT_GROUPS,
             "profiling": ALL_GROUPS,
             "all": ALL_GROUPS,
         }
@@ -238,83 +228,41 @@ class GymSpanGroup(SpanGroup):
 
 
 # Each preset of the class as a typed, immutable constant.
-DEFAULT_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
-    {
-        "job",
-        "checkpoint",
-        "evaluate",
-        "http_client",
-        "rollout",
-        "server",
-    }
+DEFAULT_PRESET: Final[frozenset[GymSpanGroupName]] = cast(
+    "frozenset[GymSpanGroupName]",
+    GymSpanGroup.PRESETS["default"],
 )
 """The 'default' preset of GymSpanGroup. Production: the request and rollout boundaries a gym
 operator watches.
 """
 
-PER_ROLLOUT_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
-    {
-        "agent",
-        "http_client",
-        "model_call",
-        "rollout",
-        "server",
-        "verify",
-    }
+PER_ROLLOUT_PRESET: Final[frozenset[GymSpanGroupName]] = cast(
+    "frozenset[GymSpanGroupName]",
+    GymSpanGroup.PRESETS["per_rollout"],
 )
 """The 'per_rollout' preset of GymSpanGroup. Everything inside a rollout: server, client,
 rollout, verify, agent and model calls.
 """
 
-PER_STEP_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
-    {
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "checkpoint",
-        "evaluate",
-        "forward_backward",
-        "optimizer",
-        "step",
-    }
+PER_STEP_PRESET: Final[frozenset[GymSpanGroupName]] = cast(
+    "frozenset[GymSpanGroupName]",
+    GymSpanGroup.PRESETS["per_step"],
 )
 """The 'per_step' preset of GymSpanGroup. Every iteration: start-up phases, steps,
 forward/backward and optimizer.
 """
 
-GOODPUT_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
-    {
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "checkpoint",
-        "evaluate",
-        "step",
-        "rollout",
-    }
+GOODPUT_PRESET: Final[frozenset[GymSpanGroupName]] = cast(
+    "frozenset[GymSpanGroupName]",
+    GymSpanGroup.PRESETS["goodput"],
 )
 """The 'goodput' preset of GymSpanGroup. The goodput groups: semantic boundaries of useful or
 resiliency time.
 """
 
-PROFILING_PRESET: Final[frozenset[GymSpanGroupName]] = frozenset(
-    {
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "checkpoint",
-        "evaluate",
-        "forward_backward",
-        "optimizer",
-        "step",
-        "agent",
-        "http_client",
-        "model_call",
-        "rollout",
-        "sandbox",
-        "server",
-        "verify",
-    }
+PROFILING_PRESET: Final[frozenset[GymSpanGroupName]] = cast(
+    "frozenset[GymSpanGroupName]",
+    GymSpanGroup.PRESETS["profiling"],
 )
 """The 'profiling' preset of GymSpanGroup. Every group: the fine-grained detail too, for
 profiling.
@@ -357,9 +305,5 @@ if TYPE_CHECKING:
         """
         ...
 else:
-
-    def __getattr__(name: str) -> object:
-        # Imported on first use, so importing this module stays free of OpenTelemetry.
-        value = primitive(__name__, name)
-        globals()[name] = value
-        return value
+    # Imported on first use, so importing this module stays free of OpenTelemetry.
+    __getattr__ = primitives_getattr(__name__, globals())

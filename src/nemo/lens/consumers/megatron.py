@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, cast
 
 from nemo.lens.groups import SpanGroup
-from nemo.lens.spec import DynamicSpanGroup, GroupInfo, primitive
+from nemo.lens.spec import DynamicSpanGroup, GroupInfo, primitives_getattr
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -163,17 +163,7 @@ class MegatronSpanGroup(SpanGroup):
                     INFERENCE,
                 }
             ),
-            "goodput": frozenset(
-                {
-                    FIRST_ITERATION,
-                    SpanGroup.JOB,
-                    SpanGroup.LOAD_CHECKPOINT,
-                    SpanGroup.MODEL_INIT,
-                    SpanGroup.CHECKPOINT,
-                    DATA_LOADING,
-                    SpanGroup.STEP,
-                }
-            ),
+            "goodput": GOODPUT_GROUPS,
             "profiling": ALL_GROUPS,
             "all": ALL_GROUPS,
         }
@@ -252,73 +242,33 @@ class MegatronSpanGroup(SpanGroup):
 
 
 # Each preset of the class as a typed, immutable constant.
-DEFAULT_PRESET: Final[frozenset[MegatronSpanGroupName]] = frozenset(
-    {
-        "first_iteration",
-        "job",
-        "checkpoint",
-        "evaluate",
-        "inference",
-    }
+DEFAULT_PRESET: Final[frozenset[MegatronSpanGroupName]] = cast(
+    "frozenset[MegatronSpanGroupName]",
+    MegatronSpanGroup.PRESETS["default"],
 )
 """The 'default' preset of MegatronSpanGroup. Production: job-level spans, the first-iteration
 warm-up and inference requests.
 """
 
-PER_STEP_PRESET: Final[frozenset[MegatronSpanGroupName]] = frozenset(
-    {
-        "first_iteration",
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "checkpoint",
-        "evaluate",
-        "data_loading",
-        "forward_backward",
-        "optimizer",
-        "step",
-        "communication",
-        "inference",
-    }
+PER_STEP_PRESET: Final[frozenset[MegatronSpanGroupName]] = cast(
+    "frozenset[MegatronSpanGroupName]",
+    MegatronSpanGroup.PRESETS["per_step"],
 )
 """The 'per_step' preset of MegatronSpanGroup. Every iteration, with communication and data
 loading.
 """
 
-GOODPUT_PRESET: Final[frozenset[MegatronSpanGroupName]] = frozenset(
-    {
-        "first_iteration",
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "checkpoint",
-        "data_loading",
-        "step",
-    }
+GOODPUT_PRESET: Final[frozenset[MegatronSpanGroupName]] = cast(
+    "frozenset[MegatronSpanGroupName]",
+    MegatronSpanGroup.PRESETS["goodput"],
 )
 """The 'goodput' preset of MegatronSpanGroup. The goodput groups: semantic boundaries of useful
 or resiliency time.
 """
 
-PROFILING_PRESET: Final[frozenset[MegatronSpanGroupName]] = frozenset(
-    {
-        "first_iteration",
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "checkpoint",
-        "evaluate",
-        "data_loading",
-        "forward_backward",
-        "optimizer",
-        "step",
-        "communication",
-        "microbatch",
-        "trace_region",
-        "activation_offload",
-        "layer",
-        "inference",
-    }
+PROFILING_PRESET: Final[frozenset[MegatronSpanGroupName]] = cast(
+    "frozenset[MegatronSpanGroupName]",
+    MegatronSpanGroup.PRESETS["profiling"],
 )
 """The 'profiling' preset of MegatronSpanGroup. Every group: the fine-grained detail too, for
 profiling.
@@ -363,9 +313,5 @@ if TYPE_CHECKING:
         """
         ...
 else:
-
-    def __getattr__(name: str) -> object:
-        # Imported on first use, so importing this module stays free of OpenTelemetry.
-        value = primitive(__name__, name)
-        globals()[name] = value
-        return value
+    # Imported on first use, so importing this module stays free of OpenTelemetry.
+    __getattr__ = primitives_getattr(__name__, globals())

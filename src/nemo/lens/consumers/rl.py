@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, cast
 
 from nemo.lens.groups import SpanGroup
-from nemo.lens.spec import DynamicSpanGroup, GroupInfo, primitive
+from nemo.lens.spec import DynamicSpanGroup, GroupInfo, primitives_getattr
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -183,18 +183,7 @@ class RLSpanGroup(SpanGroup):
                     DATA_PLANE,
                 }
             ),
-            "goodput": frozenset(
-                {
-                    SpanGroup.JOB,
-                    SpanGroup.LOAD_CHECKPOINT,
-                    SpanGroup.MODEL_INIT,
-                    SETUP,
-                    SpanGroup.CHECKPOINT,
-                    SpanGroup.EVALUATE,
-                    EFFICIENCY,
-                    SpanGroup.STEP,
-                }
-            ),
+            "goodput": GOODPUT_GROUPS,
             "profiling": ALL_GROUPS,
             "all": ALL_GROUPS,
         }
@@ -285,81 +274,31 @@ class RLSpanGroup(SpanGroup):
 
 
 # Each preset of the class as a typed, immutable constant.
-DEFAULT_PRESET: Final[frozenset[RLSpanGroupName]] = frozenset(
-    {
-        "job",
-        "model_init",
-        "setup",
-        "checkpoint",
-        "evaluate",
-    }
+DEFAULT_PRESET: Final[frozenset[RLSpanGroupName]] = cast(
+    "frozenset[RLSpanGroupName]",
+    RLSpanGroup.PRESETS["default"],
 )
 """The 'default' preset of RLSpanGroup. Production: job-level spans, model construction and
 driver set-up.
 """
 
-PER_STEP_PRESET: Final[frozenset[RLSpanGroupName]] = frozenset(
-    {
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "setup",
-        "checkpoint",
-        "evaluate",
-        "advantage",
-        "data_processing",
-        "efficiency",
-        "forward_backward",
-        "generation",
-        "logprob",
-        "optimizer",
-        "policy_update",
-        "reward",
-        "rollout",
-        "step",
-        "data_plane",
-    }
+PER_STEP_PRESET: Final[frozenset[RLSpanGroupName]] = cast(
+    "frozenset[RLSpanGroupName]",
+    RLSpanGroup.PRESETS["per_step"],
 )
 """The 'per_step' preset of RLSpanGroup. Every RL step phase, without the per-prompt spans."""
 
-GOODPUT_PRESET: Final[frozenset[RLSpanGroupName]] = frozenset(
-    {
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "setup",
-        "checkpoint",
-        "evaluate",
-        "efficiency",
-        "step",
-    }
+GOODPUT_PRESET: Final[frozenset[RLSpanGroupName]] = cast(
+    "frozenset[RLSpanGroupName]",
+    RLSpanGroup.PRESETS["goodput"],
 )
 """The 'goodput' preset of RLSpanGroup. The goodput groups: semantic boundaries of useful or
 resiliency time.
 """
 
-PROFILING_PRESET: Final[frozenset[RLSpanGroupName]] = frozenset(
-    {
-        "job",
-        "load_checkpoint",
-        "model_init",
-        "setup",
-        "checkpoint",
-        "evaluate",
-        "advantage",
-        "data_processing",
-        "efficiency",
-        "forward_backward",
-        "generation",
-        "logprob",
-        "optimizer",
-        "policy_update",
-        "reward",
-        "rollout",
-        "step",
-        "data_plane",
-        "per_prompt",
-    }
+PROFILING_PRESET: Final[frozenset[RLSpanGroupName]] = cast(
+    "frozenset[RLSpanGroupName]",
+    RLSpanGroup.PRESETS["profiling"],
 )
 """The 'profiling' preset of RLSpanGroup. Every group: the fine-grained detail too, for
 profiling.
@@ -402,9 +341,5 @@ if TYPE_CHECKING:
         """
         ...
 else:
-
-    def __getattr__(name: str) -> object:
-        # Imported on first use, so importing this module stays free of OpenTelemetry.
-        value = primitive(__name__, name)
-        globals()[name] = value
-        return value
+    # Imported on first use, so importing this module stays free of OpenTelemetry.
+    __getattr__ = primitives_getattr(__name__, globals())
