@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from collections.abc import Set as AbstractSet
     from contextlib import AbstractContextManager
     from decimal import Decimal
-    from types import TracebackType
 
     from opentelemetry.context import Context
     from opentelemetry.trace import Link, Span, SpanKind, Tracer
@@ -81,12 +80,7 @@ class _NoSpan:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         return None
 
 

@@ -25,6 +25,10 @@ from typing import Any, Final, TypeVar, cast
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
+# The keys live in the stand-alone fallbacks (standard library only), so the real
+# primitives and their no-op stand-ins redact exactly the same keys.
+from nemo.lens.fallbacks import DEFAULT_REDACT_KEYS
+
 __all__ = [
     "DEFAULT_REDACT_KEYS",
     "clean_attributes",
@@ -38,24 +42,6 @@ _T = TypeVar("_T")
 
 _logger = logging.getLogger("nemo.lens.helpers")
 
-DEFAULT_REDACT_KEYS: Final[frozenset[str]] = frozenset(
-    {
-        "prompt",
-        "input_text",
-        "output_text",
-        "text",
-        "password",
-        "token",
-        "secret",
-        "key",
-        "api_key",
-        "access_token",
-        "authorization",
-        "hf_token",
-        "aws_secret_access_key",
-    }
-)
-"""Attribute keys whose ``str`` values are replaced with ``"[REDACTED]"`` by default."""
 
 _REDACTED: Final = "[REDACTED]"
 # --- redaction and attribute cleaning ---------------------------------------------------------

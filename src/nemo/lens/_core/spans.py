@@ -254,12 +254,7 @@ class _DisabledScope:
         def __enter__(self) -> None:
             return None
 
-        def __exit__(
-            self,
-            exc_type: type[BaseException] | None,
-            exc: BaseException | None,
-            tb: TracebackType | None,
-        ) -> None:
+        def __exit__(self, *exc_info: object) -> None:
             return None
 
     else:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from types import TracebackType
 from typing import Any, TextIO
 
 __all__ = ["DELAY_SECONDS", "Progress", "progress"]
@@ -63,12 +62,7 @@ class Progress:
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 

@@ -112,6 +112,20 @@ class Forwarder(Generic[_E]):
             self._health.export_failed(self._signal, items, self._destination, cause)
         return result
 
+    def _flush_inner(self, flush: Callable[[], bool]) -> bool:
+        """Run *inner*'s flush quietly; a copy inherited from the parent is not flushed."""
+        if self._inherited:
+            return True
+        with quiet(self._quiet):
+            return flush()
+
+    def _shut_inner_down(self, shutdown: Callable[[], object]) -> None:
+        """Run *inner*'s shutdown quietly; a copy inherited from the parent is left alone."""
+        if self._inherited:
+            return
+        with quiet(self._quiet):
+            shutdown()
+
 
 class ReportingMetricExporter(Forwarder[MetricExporter], MetricExporter):
     """Forwards to *inner*, quietly, and reports failures to an :class:`ExportHealth`."""
@@ -152,17 +166,11 @@ class ReportingMetricExporter(Forwarder[MetricExporter], MetricExporter):
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         """Flush *inner* (not a copy inherited from the parent process)."""
-        if self._inherited:
-            return True
-        with quiet(self._quiet):
-            return self.inner.force_flush(timeout_millis=timeout_millis)
+        return self._flush_inner(lambda: self.inner.force_flush(timeout_millis=timeout_millis))
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
         """Shut *inner* down (not a copy inherited from the parent process)."""
-        if self._inherited:
-            return
-        with quiet(self._quiet):
-            self.inner.shutdown(timeout_millis=timeout_millis, **kwargs)
+        self._shut_inner_down(lambda: self.inner.shutdown(timeout_millis=timeout_millis, **kwargs))
 
 
 class ReportingLogExporter(Forwarder[LogRecordExporter], LogRecordExporter):
@@ -197,19 +205,11 @@ class ReportingLogExporter(Forwarder[LogRecordExporter], LogRecordExporter):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Flush *inner* (not a copy inherited from the parent process)."""
-        if self._inherited:
-            return True
-        with quiet(self._quiet):
-            return self.inner.force_flush(timeout_millis)
+        return self._flush_inner(lambda: self.inner.force_flush(timeout_millis))
 
     def shutdown(self) -> None:
         """Shut *inner* down (not a copy inherited from the parent process)."""
-        if self._inherited:
-            return
-        # The SDK declares LogRecordExporter.shutdown without annotations.
-        shutdown: Callable[[], object] = self.inner.shutdown
-        with quiet(self._quiet):
-            shutdown()
+        self._shut_inner_down(self.inner.shutdown)
 
 
 class ReportingSpanExporter(Forwarder[SpanExporter], SpanExporter):
@@ -252,14 +252,8 @@ class ReportingSpanExporter(Forwarder[SpanExporter], SpanExporter):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Flush *inner* (not a copy inherited from the parent process)."""
-        if self._inherited:
-            return True
-        with quiet(self._quiet):
-            return self.inner.force_flush(timeout_millis)
+        return self._flush_inner(lambda: self.inner.force_flush(timeout_millis))
 
     def shutdown(self) -> None:
         """Shut *inner* down (not a copy inherited from the parent process)."""
-        if self._inherited:
-            return
-        with quiet(self._quiet):
-            self.inner.shutdown()
+        self._shut_inner_down(self.inner.shutdown)
