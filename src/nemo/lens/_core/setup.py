@@ -6,8 +6,9 @@ configured:
 1. **Validate** everything: the config's fields, the span-group spec, the
    exporter name and OTLP protocol variables, the export strategy and its
    answer for this rank, rank and world size, the ``trace_file`` template and
-   the caller's resource attributes. Nothing global has changed yet; a failed
-   call can simply be corrected and repeated.
+   the caller's resource attributes (:mod:`nemo.lens._core.setup_checks`).
+   Nothing global has changed yet; a failed call can simply be corrected and
+   repeated.
 2. **Build** the resource, exporters and providers
    (:func:`nemo.lens._sdk.pipeline.build_pipeline`). Still nothing global; a
    failure here releases what was built.
@@ -36,7 +37,7 @@ import logging
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 from opentelemetry import metrics, trace
@@ -54,13 +55,16 @@ from nemo.lens._core.handle import (
     shutdown_at_exit,
 )
 from nemo.lens._core.otlp_env import check_otlp_environment, register_otlp_secrets
-from nemo.lens.config import NemoLensConfig
-from nemo.lens.strategies import (
-    ExportStrategyFunction,
-    ExportStrategyObject,
-    export_decision,
-    get_export_strategy,
+from nemo.lens._core.setup_checks import (
+    StrategyArgument,
+    check_components,
+    check_guard,
+    check_rank,
+    check_resource_attributes,
+    resolve_strategy,
 )
+from nemo.lens.config import NemoLensConfig
+from nemo.lens.strategies import export_decision
 
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs.export import LogRecordExporter
@@ -74,13 +78,6 @@ _logger = logging.getLogger("nemo.lens.handle")
 
 _SCOPE_NAME: Final = semconv.SCOPE_NAME
 
-# One flat union, so a lambda type-checks in either argument order (see strategies).
-StrategyArgument = (
-    ExportStrategyFunction | ExportStrategyObject | str | Callable[[int, int, NemoLensConfig], bool]
-)
-"""What ``setup_telemetry(export_strategy=...)`` accepts: a registered name, a callable
-``strategy(config, rank, world_size)`` (0.1.0), an object with ``should_export``, or a
-function whose first parameter is ``rank`` (see :func:`nemo.lens.strategies.export_decision`)."""
 _TESTING_SHUTDOWN_TIMEOUT_MS: Final = 1000
 _atexit_registered = False
 
@@ -112,104 +109,6 @@ def _arm_multiprocessing_exit(handle: TelemetryHandle) -> None:
 # Only the forking thread exists in a child: a lock another thread held at that
 # instant would stay held forever.
 fork.on_fork(before=_before_fork, after_in_child=renew_locks_after_fork)
-
-
-# -- validation ---------------------------------------------------------------------
-
-
-def _check_rank(rank: object, world_size: object) -> tuple[int, int]:
-    for name, value in (("rank", rank), ("world_size", world_size)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"setup_telemetry({name}=...) must be an int, got {value!r}")
-    assert isinstance(rank, int) and isinstance(world_size, int)
-    if world_size < 1:
-        raise ValueError(f"world_size must be at least 1, got {world_size}")
-    if not 0 <= rank < world_size:
-        raise ValueError(
-            f"rank {rank} is out of range for world_size {world_size} "
-            f"(valid ranks: 0..{world_size - 1})"
-        )
-    return rank, world_size
-
-
-def _check_resource_attributes(
-    attributes: Mapping[str, AttributeValue] | None,
-) -> dict[str, AttributeValue]:
-    if attributes is None:
-        return {}
-    if not isinstance(attributes, Mapping):
-        raise TypeError(
-            f"resource_attributes must be a mapping of str to attribute values, got "
-            f"{type(attributes).__name__}"
-        )
-    checked: dict[str, AttributeValue] = {}
-    scalar = (str, bool, int, float)
-    for key, value in attributes.items():
-        if not isinstance(key, str) or not key:
-            raise TypeError(f"resource attribute keys must be non-empty str, got {key!r}")
-        ok = isinstance(value, scalar) or (
-            isinstance(value, Sequence)
-            and not isinstance(value, str)
-            and all(isinstance(item, scalar) for item in value)
-        )
-        if not ok:
-            raise TypeError(
-                f"resource attribute {key!r} has value {value!r} of type "
-                f"{type(value).__name__}; use a str, bool, int, float or a sequence of them"
-            )
-        checked[key] = value
-    return checked
-
-
-def _check_components(span_exporter: object, metric_reader: object, log_exporter: object) -> None:
-    """Refuse what set-up would otherwise hand to the SDK to fail on, deep inside it."""
-    for argument, value, methods, example in (
-        ("span_exporter", span_exporter, ("export", "shutdown"), "InMemorySpanExporter()"),
-        ("log_exporter", log_exporter, ("export", "shutdown"), "InMemoryLogRecordExporter()"),
-    ):
-        if value is not None and not all(callable(getattr(value, m, None)) for m in methods):
-            raise TypeError(
-                f"setup_telemetry({argument}=...) takes an OpenTelemetry exporter (an object "
-                f"with export() and shutdown(), such as the SDK's {example}), got "
-                f"{type(value).__name__} {value!r}"
-            )
-    if metric_reader is not None:
-        try:
-            from opentelemetry.sdk.metrics.export import MetricReader
-        except ImportError:  # without the SDK nothing can be a reader
-            MetricReader = None  # type: ignore[assignment,misc]
-        if MetricReader is None or not isinstance(metric_reader, MetricReader):
-            raise TypeError(
-                "setup_telemetry(metric_reader=...) takes an OpenTelemetry MetricReader (such "
-                "as the SDK's InMemoryMetricReader() or PeriodicExportingMetricReader(exporter)), "
-                f"got {type(metric_reader).__name__} {metric_reader!r}"
-            )
-
-
-def _resolve_strategy(
-    config: NemoLensConfig, export_strategy: StrategyArgument | None
-) -> ExportStrategyFunction | ExportStrategyObject | Callable[[int, int, NemoLensConfig], bool]:
-    if export_strategy is None or isinstance(export_strategy, str):
-        name = config.export_strategy if export_strategy is None else export_strategy
-        registered: ExportStrategyFunction | ExportStrategyObject = get_export_strategy(name)
-        return registered
-    if callable(getattr(export_strategy, "should_export", None)) or callable(export_strategy):
-        return export_strategy
-    raise TypeError(
-        "export_strategy must be a registered strategy name, a function "
-        "strategy(config, rank, world_size) -> bool, or an object with "
-        f"should_export(rank, world_size, config), got {export_strategy!r}"
-    )
-
-
-def _check_guard(allow_reinit: bool) -> None:
-    if _state.current_handle() is not None and not allow_reinit:
-        raise RuntimeError(
-            "setup_telemetry() was already called in this process and its handle is still "
-            "active (telemetry has already been initialised); call handle.shutdown() first, "
-            "or pass _allow_reinit=True to shut the previous set-up down and replace it "
-            "(notebooks, tests)"
-        )
 
 
 # -- set-up -------------------------------------------------------------------------
@@ -270,17 +169,17 @@ def setup_telemetry(
         )
     if not isinstance(_allow_reinit, bool):
         raise TypeError(f"_allow_reinit must be a bool, got {_allow_reinit!r}")
-    rank, world_size = _check_rank(rank, world_size)
+    rank, world_size = check_rank(rank, world_size)
     if export_strategy is None:
         config.validate()
     else:
         config._check_fields()
-    extra_attributes = _check_resource_attributes(resource_attributes)
-    _check_components(span_exporter, metric_reader, log_exporter)
+    extra_attributes = check_resource_attributes(resource_attributes)
+    check_components(span_exporter, metric_reader, log_exporter)
 
     if not config.enabled:
         with _handle.LOCK:
-            _check_guard(_allow_reinit)
+            check_guard(_allow_reinit)
             previous = _state.current_handle()
         if previous is not None:
             previous.shutdown()
@@ -307,7 +206,7 @@ def setup_telemetry(
         )
     groups = config.resolved_span_groups if config.traces_enabled else frozenset()
     resolved = config.resolved()
-    strategy = _resolve_strategy(resolved, export_strategy)
+    strategy = resolve_strategy(resolved, export_strategy)
     exporting = export_decision(strategy, resolved, rank, world_size)
     exporter_name = resolved.exporter.strip().lower()
     trace_path = resolved.format_trace_file(rank) if exporter_name == "file" else None
@@ -325,7 +224,7 @@ def setup_telemetry(
             # malformed header (and the token in it) to stderr.
             check_otlp_environment(signal)
     with _handle.LOCK:
-        _check_guard(_allow_reinit)
+        check_guard(_allow_reinit)
 
     # Phase 2: build, still without touching global state.
     try:
@@ -361,7 +260,7 @@ def setup_telemetry(
     with _handle.LOCK:
         try:
             # Another thread may have set up while this one was building.
-            _check_guard(_allow_reinit)
+            check_guard(_allow_reinit)
         except RuntimeError:
             pipeline.shutdown(_TESTING_SHUTDOWN_TIMEOUT_MS)
             raise
