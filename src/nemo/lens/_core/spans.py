@@ -33,8 +33,6 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, cast
 
-from opentelemetry import context as _context
-from opentelemetry import trace as _trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span, SpanKind, Tracer
 from opentelemetry.trace.status import Status, StatusCode
@@ -43,6 +41,7 @@ from opentelemetry.util.types import AttributeValue
 from nemo.lens import _signatures
 from nemo.lens import semconv as _semconv
 from nemo.lens._core import state as _state
+from nemo.lens._core.current import attach_span, detach
 from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, clean_attributes
 from nemo.lens._names import signature_of
 
@@ -309,7 +308,7 @@ class SpanScope:
         span = start_span(
             self._tracer, self._name, self._kind, self._links, self._attributes, self._group
         )
-        self._token = _context.attach(_trace.set_span_in_context(span))
+        self._token = attach_span(span)
         self._span = span
         return span
 
@@ -320,7 +319,7 @@ class SpanScope:
         tb: TracebackType | None,
     ) -> None:
         try:
-            _context.detach(self._token)
+            detach(self._token)
         finally:
             end_span(self._span, exc, self._record)
 

@@ -1,0 +1,95 @@
+"""The current OpenTelemetry context, read and changed the short way.
+
+Every span a primitive makes is made current (so that other instrumentation
+parents under it) and detached again: through the API that is
+``attach(set_span_in_context(span))`` and ``detach(token)``, seven Python calls
+and two copies of the context's dict per span. OpenTelemetry keeps the current
+context in one ``ContextVar`` (unless ``OTEL_PYTHON_CONTEXT`` names another
+runtime context), and the functions here read and set that variable directly:
+the context they attach is the one ``set_span_in_context`` would build, under
+the same key, and the token is the one ``attach`` would return, so code using
+the API alongside sees no difference. Where the runtime context is another
+implementation (or a later API release stores it differently) they go through
+the API instead.
+
+Only the OpenTelemetry API is used here.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextvars import ContextVar, Token
+from typing import Final
+
+from opentelemetry import context as _context_api
+from opentelemetry import trace as _trace
+from opentelemetry.context import Context
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
+from opentelemetry.trace import Span
+
+__all__ = ["SPAN_KEY", "attach_span", "current_context", "detach"]
+
+# The API logs a failed detach on this logger; so does detach() here.
+_api_logger = logging.getLogger("opentelemetry.context")
+
+
+def _span_key() -> str:
+    # The key set_span_in_context files a span under, learnt through the public API
+    # (its name is private to the API).
+    keys = list(_trace.set_span_in_context(_trace.INVALID_SPAN, Context()))
+    if len(keys) != 1:  # pragma: no cover - an API that stores more than the span
+        raise RuntimeError(f"unexpected context layout from set_span_in_context: {keys!r}")
+    return keys[0]
+
+
+SPAN_KEY: Final = _span_key()
+"""The key of the current span in an OpenTelemetry :class:`Context`."""
+
+
+def _runtime() -> object:
+    return getattr(_context_api, "_RUNTIME_CONTEXT", None)
+
+
+def _context_variable() -> ContextVar[Context] | None:
+    runtime = _runtime()
+    if type(runtime) is not ContextVarsRuntimeContext:
+        return None
+    variable = getattr(runtime, "_current_context", None)
+    return variable if isinstance(variable, ContextVar) else None
+
+
+# The runtime context and its variable, when the short way applies; checked again
+# on every call (one attribute load), so a runtime context replaced later is used
+# through the API rather than bypassed.
+_RUNTIME: Final = _runtime()
+_VARIABLE: Final = _context_variable()
+
+
+def current_context() -> Context:
+    """The current context (``opentelemetry.context.get_current()``)."""
+    if _VARIABLE is not None and _context_api._RUNTIME_CONTEXT is _RUNTIME:
+        return _VARIABLE.get()
+    return _context_api.get_current()
+
+
+def attach_span(span: Span) -> Token[Context]:
+    """Make *span* current: ``attach(set_span_in_context(span))``; returns the token."""
+    variable = _VARIABLE
+    if variable is not None and _context_api._RUNTIME_CONTEXT is _RUNTIME:
+        context = Context(variable.get())
+        # Context refuses item assignment; this is the copy set_value builds.
+        dict.__setitem__(context, SPAN_KEY, span)
+        return variable.set(context)
+    return _context_api.attach(_trace.set_span_in_context(span))
+
+
+def detach(token: Token[Context]) -> None:
+    """``opentelemetry.context.detach(token)``: a failure is logged, never raised."""
+    variable = _VARIABLE
+    if variable is not None and _context_api._RUNTIME_CONTEXT is _RUNTIME:
+        try:
+            variable.reset(token)
+        except Exception:
+            _api_logger.exception("Failed to detach context")
+        return
+    _context_api.detach(token)
