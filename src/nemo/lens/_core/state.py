@@ -250,7 +250,16 @@ def use_tracer_provider(provider: TracerProvider | None) -> None:
     after it removes it; ``nemo.lens.testing.capture_spans`` uses it too.
     """
     global _installed_provider, _installed_tracer, _global_tracer
-    tracer = None if provider is None else provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
+    tracer = None
+    if provider is not None:
+        # nemo.lens's own provider has a tracer for the primitives that records
+        # spans the light way (nemo.lens._sdk.recording); any other gives its own.
+        primitives_tracer = getattr(provider, "primitives_tracer", None)
+        tracer = (
+            primitives_tracer()
+            if callable(primitives_tracer)
+            else provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
+        )
     _installed_provider = provider
     _installed_tracer = tracer
     _global_tracer = None

@@ -7,6 +7,8 @@ the primitives and a disabled set-up never load it:
   installs (resource, sampler, processors, exporters) and their shutdown;
 - :mod:`~nemo.lens._sdk.processors` -- the span, metric and log processors, and
   the open-span tracker that marks spans still open at shutdown;
+- :mod:`~nemo.lens._sdk.recording` -- nemo.lens's tracer provider, and the light
+  spans its primitives record while the pipeline is nemo.lens's own;
 - :mod:`~nemo.lens._sdk.batching` -- nemo.lens's batching span processor;
 - :mod:`~nemo.lens._sdk.exporters` -- the exporters and the wrappers every exporter
   goes through.

@@ -65,7 +65,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
@@ -74,6 +74,9 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from nemo.lens._core import fork as _fork
 from nemo.lens._sdk.exporters.forwarding import ReportingSpanExporter
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
+
+if TYPE_CHECKING:
+    from nemo.lens._sdk.recording import RecordingSpan
 
 __all__ = [
     "DEFAULT_STALL_TIMEOUT_MILLIS",
@@ -185,7 +188,7 @@ class BatchingSpanProcessor(SpanProcessor):
     # -- state that a forked child rebuilds -----------------------------------------
 
     def _reset_runtime_state(self) -> None:
-        self._queue: collections.deque[ReadableSpan] = collections.deque()
+        self._queue: collections.deque[ReadableSpan | RecordingSpan] = collections.deque()
         self._in_flight = 0
         self._wake = threading.Event()
         self._flush_lock = threading.Lock()
@@ -244,7 +247,17 @@ class BatchingSpanProcessor(SpanProcessor):
         exported; one that ends after that is counted as lost.
         """
         context = span.context
-        if context is None or not context.trace_flags.sampled or self._disabled:
+        if context is None or not context.trace_flags.sampled:
+            return
+        self.queue_span(span)
+
+    def queue_span(self, span: ReadableSpan | RecordingSpan) -> None:
+        """Queue a sampled span that has ended, as :meth:`on_end` does.
+
+        nemo.lens's recording tracer hands its spans here directly (they are
+        sampled, and their context is not made just to be checked).
+        """
+        if self._disabled:
             return
         if self._forked_at_ns and (span.start_time or 0) < self._forked_at_ns:
             return
@@ -359,7 +372,7 @@ class BatchingSpanProcessor(SpanProcessor):
                 if budget <= 0:
                     return
                 budget -= batch_size
-            batch: list[ReadableSpan] = []
+            batch: list[ReadableSpan | RecordingSpan] = []
             try:
                 for _ in range(batch_size):
                     batch.append(queue.popleft())
@@ -371,8 +384,10 @@ class BatchingSpanProcessor(SpanProcessor):
             self._progress_at = time.monotonic()
             self._stalled = False
 
-    def _export(self, batch: list[ReadableSpan]) -> None:
-        self._out.export(batch)
+    def _export(self, batch: list[ReadableSpan | RecordingSpan]) -> None:
+        # A RecordingSpan reads as a finished ReadableSpan: the exporters' wrapper
+        # (RedactingSpanExporter) builds the SDK's span from it, or encodes it directly.
+        self._out.export(batch)  # type: ignore[arg-type]
 
     def _complete_flush(self, target: int) -> None:
         with self._flush_done:

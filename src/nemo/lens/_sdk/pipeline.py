@@ -8,9 +8,17 @@ discards it with :meth:`Pipeline.shutdown` when something failed first. Only
 
 Choices made here, and why:
 
-* **Ids** come from :class:`UrandomIdGenerator` (``os.urandom``), not the SDK's
-  ``random``-based generator, so ranks that all call ``random.seed(0)`` still
-  produce distinct span and trace ids (cost: see :mod:`nemo.lens._core.ids`).
+* **Ids** come from :class:`LensIdGenerator` (:mod:`nemo.lens._core.ids`: a
+  generator of nemo.lens's own, seeded from ``os.urandom`` and again in every
+  forked child), not the SDK's, which draws from the global ``random``: ranks
+  that all call ``random.seed(0)`` still produce distinct span and trace ids.
+* **The primitives record their spans** the light way
+  (:mod:`nemo.lens._sdk.recording`): the provider is a
+  :class:`~nemo.lens._sdk.recording.LensTracerProvider`, which hands
+  ``managed_span``, ``trace_fn`` and ``span_cm`` a tracer whose spans cost the
+  emitting thread a fraction of the SDK's and reach the same processor, and
+  the SDK's tracers to everybody else. A span processor the application adds
+  to the provider later switches the primitives back to the SDK's spans.
 * **Batching.** The SDK's defaults (queue 2048, batch 512, every 5 s) drop spans
   once a burst outruns the export thread, and a per-step job with microbatch
   and communication spans easily makes such bursts. OTLP (and any exporter
@@ -77,7 +85,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import cast
 
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import (
@@ -104,8 +112,8 @@ from nemo.lens._sdk.exporters.quiet import exporter_loggers
 from nemo.lens._sdk.exporters.redaction import Changes, clean_resource
 from nemo.lens._sdk.processors import (
     TRUNCATED_ATTRIBUTE,
+    LensIdGenerator,
     OpenSpanTracker,
-    UrandomIdGenerator,
     bounded_timeout_ms,
     exporter_after_fork,
     log_processor,
@@ -114,12 +122,10 @@ from nemo.lens._sdk.processors import (
     run_bounded,
     span_processor,
 )
+from nemo.lens._sdk.recording import LensTracerProvider, RecordingSpan
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.resources import build_resource
 from nemo.lens.sampling import RankAwareSampler
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Pipeline", "build_pipeline"]
 
@@ -363,13 +369,11 @@ def build_pipeline(
             )
         if config.traces_enabled:
             sampler = RankAwareSampler(exporting, rank=rank) if config.sampler_enabled else None
-            tracer_provider = TracerProvider(
-                sampler=sampler,
-                resource=resource,
-                shutdown_on_exit=False,
-                id_generator=UrandomIdGenerator(),
+            tracer_provider = LensTracerProvider(
+                sampler=sampler, resource=resource, id_generator=LensIdGenerator()
             )
             pipeline.tracer_provider = tracer_provider
+            sink: Callable[[RecordingSpan], None] | None = None
             if span_exp is not None:
                 pipeline.tracker = OpenSpanTracker()
                 tracer_provider.add_span_processor(pipeline.tracker)
@@ -386,7 +390,13 @@ def build_pipeline(
                 )
                 if isinstance(processor, BatchingSpanProcessor):
                     pipeline.span_batcher = processor
+                    sink = processor.queue_span
+                else:
+                    # A recorded span reads as the finished span on_end expects.
+                    sink = cast("Callable[[RecordingSpan], None]", processor.on_end)
                 tracer_provider.add_span_processor(processor)
+            # The primitives record their spans and hand them to the same processor.
+            tracer_provider.record_to(pipeline.tracker, sink)
         if config.logs_enabled:
             logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
             pipeline.logger_provider = logger_provider

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from opentelemetry.context import Context
 from opentelemetry.sdk._logs import LogRecordProcessor
@@ -60,8 +60,8 @@ __all__ = [
     "OTLP_MAX_QUEUE_SIZE",
     "OTLP_SCHEDULE_DELAY_MILLIS",
     "TRUNCATED_ATTRIBUTE",
+    "LensIdGenerator",
     "OpenSpanTracker",
-    "UrandomIdGenerator",
     "batch_span_processor",
     "bounded_timeout_ms",
     "exporter_after_fork",
@@ -107,8 +107,9 @@ FILE_SCHEDULE_DELAY_MILLIS: Final = 1000
 """Longest wait between file writes when the queue is not filling."""
 
 
-class UrandomIdGenerator(IdGenerator):
-    """Span and trace ids from ``os.urandom``: unaffected by ``random.seed``, fork-safe."""
+class LensIdGenerator(IdGenerator):
+    """Span and trace ids from :mod:`nemo.lens._core.ids`: unaffected by ``random.seed``,
+    reseeded in every forked child."""
 
     def generate_span_id(self) -> int:
         """Return a random non-zero 64-bit span id."""
@@ -128,8 +129,11 @@ class OpenSpanTracker(SpanProcessor):
 
     Spans are held strongly: a span that was started and never ended (a crash
     path, a generator never resumed) is exported, marked truncated, at shutdown
-    instead of vanishing. Keyed by (trace id, span id) because ``on_end``
-    receives a read-only copy, not the object ``on_start`` saw.
+    instead of vanishing. The SDK's spans are keyed by (trace id, span id)
+    because ``on_end`` receives a read-only copy, not the object ``on_start``
+    saw; the spans nemo.lens's recording tracer makes
+    (:class:`~nemo.lens._sdk.recording.RecordingSpan`) add and remove
+    themselves, keyed by the span object.
 
     No lock: single ``dict`` operations are atomic. A lock taken on every span
     start and end would sometimes be held by the main thread at the instant a
@@ -139,36 +143,38 @@ class OpenSpanTracker(SpanProcessor):
     """
 
     def __init__(self) -> None:
-        self._open: dict[tuple[int, int], Span] = {}
+        self.open: dict[object, Any] = {}
+        """The open spans, oldest first. A recorded span's ``end()`` takes itself
+        out of it, and only the thread that does exports the span."""
         _fork.register(self)
 
     def _after_fork_in_child(self) -> None:
         # The parent's open spans are the parent's to end; a child ending its
         # copies would export them twice, under the same ids.
-        self._open = {}
+        self.open = {}
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Remember *span*."""
         context = span.context
         if context is not None:
-            self._open[(context.trace_id, context.span_id)] = span
+            self.open[(context.trace_id, context.span_id)] = span
 
     def on_end(self, span: ReadableSpan) -> None:
         """Forget *span*."""
         context = span.context
         if context is not None:
-            self._open.pop((context.trace_id, context.span_id), None)
+            self.open.pop((context.trace_id, context.span_id), None)
 
     @property
     def open_count(self) -> int:
         """How many spans are open right now."""
-        return len(self._open)
+        return len(self.open)
 
     def end_open_spans(self) -> int:
         """End every open span with ``nemo.span.truncated = True``; return how many."""
-        # Swap in a fresh dict first: spans that start from now on go there.
-        open_spans, self._open = self._open, {}
-        spans = list(open_spans.values())
+        # A snapshot: each span's end() takes it out of the dict, and a span whose
+        # own thread ends it at this moment is exported once, by whoever took it.
+        spans = list(self.open.values())
         ended = 0
         # Children were started after their parents: end them first so that each
         # span's end time is not later than its parent's.

@@ -44,9 +44,19 @@ from nemo.lens import semconv
 from nemo.lens._core.sanitize import clean_text, is_clean_text, safe_str
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
-__all__ = ["encode_span", "span_to_dict"]
+__all__ = [
+    "attributes_json",
+    "encode_json",
+    "encode_span",
+    "encode_text",
+    "int_json",
+    "span_to_dict",
+    "tail_json",
+]
 
 
 def _json_value(value: Any) -> Any:
@@ -119,6 +129,11 @@ _encode = _ENCODER.encode
 # isinstance tests of encode() in front.
 _encode_str: Final = json.encoder.encode_basestring
 
+encode_json: Final = _encode
+"""Any JSON value, spelled as every line spells it (compact, UTF-8, no NaN)."""
+encode_text: Final = _encode_str
+"""A ``str`` as a JSON string, spelled as :data:`encode_json` spells it."""
+
 
 def _make_flat_encoder() -> Callable[[dict[str, Any]], str]:
     # JSONEncoder.encode() builds a new C encoder on every call; for the small
@@ -161,8 +176,11 @@ _TAILS_MAX: Final = 64
 
 
 def _tail(span: ReadableSpan) -> str:
-    resource = span.resource
-    scope = span.instrumentation_scope
+    return tail_json(span.resource, span.instrumentation_scope)
+
+
+def tail_json(resource: Resource, scope: InstrumentationScope | None) -> str:
+    """The end of every line for spans of *resource* and *scope*: both objects and the ``}``."""
     key = (id(resource), id(scope))
     entry = _TAILS.get(key)
     if entry is not None and entry[0] is resource and entry[1] is scope:
@@ -179,7 +197,8 @@ def _tail(span: ReadableSpan) -> str:
     return text
 
 
-def _attributes_json(attributes: Mapping[str, Any] | None) -> str:
+def attributes_json(attributes: Mapping[str, Any] | None) -> str:
+    """The JSON object of span, event or link *attributes*, as :func:`encode_span` writes it."""
     if not attributes:
         return "{}"
     # The SDK hands out a read-only proxy of its attribute mapping; copy() goes
@@ -201,7 +220,8 @@ def _attributes_json(attributes: Mapping[str, Any] | None) -> str:
         return _encode(_attributes(attributes))
 
 
-def _int_json(value: object) -> str:
+def int_json(value: object) -> str:
+    """A time or count as :func:`encode_span` writes it."""
     return str(value) if type(value) is int else _encode(value)
 
 
@@ -221,8 +241,8 @@ def _fast_line(span: ReadableSpan) -> str:
     events = span.events
     events_json = (
         ",".join(
-            f'{{"name":{_encode(event.name)},"time_unix_nano":{_int_json(event.timestamp)},'
-            f'"attributes":{_attributes_json(event.attributes)}}}'
+            f'{{"name":{_encode(event.name)},"time_unix_nano":{int_json(event.timestamp)},'
+            f'"attributes":{attributes_json(event.attributes)}}}'
             for event in events
         )
         if events
@@ -233,7 +253,7 @@ def _fast_line(span: ReadableSpan) -> str:
         ",".join(
             f'{{"trace_id":"{link.context.trace_id:032x}",'
             f'"span_id":"{link.context.span_id:016x}",'
-            f'"attributes":{_attributes_json(link.attributes)}}}'
+            f'"attributes":{attributes_json(link.attributes)}}}'
             for link in links
         )
         if links
@@ -243,11 +263,11 @@ def _fast_line(span: ReadableSpan) -> str:
         f'{{"name":{_encode_str(name) if type(name) is str else _encode(name)},{ids},'
         f'"parent_span_id":{parent_json},'
         f'"kind":"{span.kind.name}",'
-        f'"start_time_unix_nano":{_int_json(span.start_time)},'
-        f'"end_time_unix_nano":{_int_json(span.end_time)},'
+        f'"start_time_unix_nano":{int_json(span.start_time)},'
+        f'"end_time_unix_nano":{int_json(span.end_time)},'
         f'"status":{{"code":"{status.status_code.name}",'
         f'"description":{"null" if description is None else _encode(description)}}},'
-        f'"attributes":{_attributes_json(span.attributes)},'
+        f'"attributes":{attributes_json(span.attributes)},'
         f'"events":[{events_json}],"links":[{links_json}],{_tail(span)}'
     )
 

@@ -55,6 +55,7 @@ from nemo.lens._core.sanitize import (
     is_clean_text,
     needs_cleaning,
 )
+from nemo.lens._sdk.exporters.encoding import encode_span
 
 __all__ = [
     "Changes",
@@ -64,6 +65,7 @@ __all__ = [
     "clean_metrics_data",
     "clean_resource",
     "clean_span",
+    "encode_cleaned",
     "redact_span",
 ]
 
@@ -299,6 +301,32 @@ def clean_span(span: ReadableSpan, changes: Changes) -> ReadableSpan:
     return _CleanSpan(span, **replaced)
 
 
+def _readable(span: ReadableSpan) -> ReadableSpan:
+    # A span recorded by nemo.lens's primitives builds the SDK's span it stands for.
+    if type(span) is ReadableSpan:
+        return span
+    readable: Callable[[], ReadableSpan] | None = getattr(span, "readable", None)
+    return readable() if readable is not None else span
+
+
+def encode_cleaned(span: ReadableSpan, changes: Changes) -> str:
+    """*span* redacted, made exportable and encoded as one JSON line (see ``encode_span``).
+
+    A span nemo.lens's primitives recorded is written straight from its fields
+    when nothing in it needs changing (``RecordingSpan.json_line``), which is
+    the same line :func:`clean_span` and ``encode_span`` would write.
+    """
+    json_line: Callable[[], str | None] | None = getattr(span, "json_line", None)
+    if json_line is not None:
+        try:
+            line = json_line()
+        except Exception:  # whatever it could not write, the general path writes
+            line = None
+        if line is not None:
+            return line
+    return encode_span(clean_span(_readable(span), changes))
+
+
 def redact_span(span: ReadableSpan) -> ReadableSpan:
     """Return *span* with redact-key text hidden in its span, event and link attributes.
 
@@ -399,6 +427,13 @@ class RedactingSpanExporter(SpanExporter):
 
     *on_changes* is told, per batch, how many names and values had to be made
     exportable (by reason); nemo.lens reports the totals at shutdown.
+
+    Spans recorded by nemo.lens's primitives
+    (:class:`~nemo.lens._sdk.recording.RecordingSpan`) reach *inner* as the
+    SDK's ``ReadableSpan`` they describe. An exporter that writes JSON lines
+    (one with ``export_lines``, the ``file`` and ``console`` exporters) gets
+    every span encoded instead, a recorded one straight from its fields when
+    it needs no cleaning: the same line, without building the SDK's span.
     """
 
     def __init__(
@@ -406,11 +441,21 @@ class RedactingSpanExporter(SpanExporter):
     ) -> None:
         self.inner = inner
         self._on_changes = on_changes
+        export_lines: Callable[[Sequence[str]], SpanExportResult] | None = getattr(
+            inner, "export_lines", None
+        )
+        self._export_lines = export_lines
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Export the cleaned spans through *inner*."""
         changes: Changes = {}
-        cleaned = [clean_span(span, changes) for span in spans]
+        export_lines = self._export_lines
+        if export_lines is not None:
+            lines = [encode_cleaned(span, changes) for span in spans]
+            if changes and self._on_changes is not None:
+                self._on_changes(changes)
+            return export_lines(lines)
+        cleaned = [clean_span(_readable(span), changes) for span in spans]
         if changes and self._on_changes is not None:
             self._on_changes(changes)
         return self.inner.export(cleaned)
