@@ -23,6 +23,20 @@ Three phases, run in this order because each changes process-wide state:
     exporters against ``json.dumps`` of :func:`span_to_dict`'s dict (the
     straightforward encoding it replaces, byte-identical output).
 
+``recording``
+    ``setup_telemetry`` with the ``file`` exporter (writing to a temporary
+    directory) and every group on: nemo.lens builds the pipeline itself, so the
+    primitives record their spans the light way and the export thread builds,
+    encodes and writes them (:mod:`nemo.lens._sdk.recording`). The baseline is
+    what an application using the SDK directly pays: ``start_as_current_span``
+    with the same attributes on a tracer of its own ``TracerProvider`` with a
+    ``BatchSpanProcessor`` (its export thread discards the spans; its queue is
+    large enough never to drop, which would log a warning per span). Only the
+    emitting thread's CPU time counts, on both sides; between samples both
+    pipelines are flushed, outside the timing. :func:`_check_recorded_spans`
+    verifies, from the line written to the file, that each candidate makes the
+    span its baseline makes.
+
 Statements are written as an instrumented module writes them
 (``SpanGroup.STEP`` looked up at each call, keyword attributes).
 """
@@ -31,15 +45,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, cast
 
 from bench.harness import Comparison, compare, compile_runner
 
 __all__ = ["MicroCase", "MicroResult", "Timing", "run_micro"]
 
-Phase = Literal["disabled", "gating", "enabled"]
+Phase = Literal["disabled", "gating", "enabled", "recording"]
 
 
 @dataclass(frozen=True)
@@ -183,6 +199,33 @@ def _cases(enabled_attributes: Mapping[str, str]) -> list[MicroCase]:
             informational=True,
         ),
         MicroCase(
+            "recording_managed_span",
+            "enabled managed_span, file exporter, 1 attribute",
+            "with managed_span(SpanGroup.STEP, 'bench.span', iteration=1): pass",
+            "SDK start_as_current_span + BatchSpanProcessor",
+            f"with sdk_tracer.start_as_current_span('bench.span', "
+            f"attributes={{'iteration': 1{extra}}}): pass",
+            "recording",
+        ),
+        MicroCase(
+            "recording_trace_fn",
+            "enabled trace_fn call, file exporter",
+            "traced_work(1)",
+            "SDK start_as_current_span + BatchSpanProcessor + call",
+            f"with sdk_tracer.start_as_current_span('bench.work', attributes={extra_only}): "
+            "work(1)",
+            "recording",
+        ),
+        MicroCase(
+            "recording_span_cm",
+            "enabled span_cm, file exporter, 1 attribute",
+            "with span_cm('bench.span', iteration=1): pass",
+            "SDK start_as_current_span + BatchSpanProcessor",
+            "with sdk_tracer.start_as_current_span('bench.span', attributes={'iteration': 1}): "
+            "pass",
+            "recording",
+        ),
+        MicroCase(
             "enabled_managed_span_held_tracer",
             "enabled managed_span, held tracer, 1 attribute",
             "with managed_span(SpanGroup.STEP, 'bench.span', tracer, iteration=1): pass",
@@ -247,6 +290,97 @@ def _check_same_spans(
         if spans[0] != spans[1]:
             raise RuntimeError(f"{case.key}: baseline span {spans[1]} differs from {spans[0]}")
     exporter.clear()
+
+
+class _Discard:
+    """A span exporter that keeps nothing: the baseline's export thread costs next to nothing."""
+
+    def export(self, spans: Any) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        """Nothing to release."""
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing buffered."""
+        return True
+
+
+def _last_line(path: Path) -> dict[str, Any]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    line: dict[str, Any] = json.loads(lines[-1])
+    return line
+
+
+def _check_recorded_spans(
+    cases: list[MicroCase], namespace: Mapping[str, object], flush: Callable[[], None], path: Path
+) -> None:
+    """Fail unless each recording candidate writes the span its baseline starts."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    probe_provider = TracerProvider()
+    probe_provider.add_span_processor(SimpleSpanProcessor(memory))
+    probe = dict(namespace)
+    probe["sdk_tracer"] = probe_provider.get_tracer("bench")
+    for case in cases:
+        if case.phase != "recording":
+            continue
+        compile_runner(case.candidate, namespace, name=case.key, unroll=1)(1)
+        flush()
+        line = _last_line(path)
+        written = (line["name"], line["kind"], line["attributes"], line["parent_span_id"] is None)
+        memory.clear()
+        compile_runner(case.baseline, probe, name=case.key, unroll=1)(1)
+        (span,) = memory.get_finished_spans()
+        expected = (span.name, span.kind.name, dict(span.attributes or {}), span.parent is None)
+        if written != expected:
+            raise RuntimeError(f"{case.key}: baseline span {expected} differs from {written}")
+    probe_provider.shutdown()
+
+
+def _run_recording(
+    cases: list[MicroCase],
+    namespace: dict[str, object],
+    timing: Timing,
+    progress: Callable[[str], None],
+) -> list[MicroResult]:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from nemo.lens import NemoLensConfig, setup_telemetry, testing
+
+    with tempfile.TemporaryDirectory(prefix="nemo-lens-bench-") as directory:
+        path = Path(directory) / "spans.jsonl"
+        config = NemoLensConfig(
+            enabled=True,
+            exporter="file",
+            trace_file=str(path),
+            span_groups="all",
+            metrics_enabled=False,
+            run_id="bench",
+        )
+        handle = setup_telemetry(config)
+        provider = TracerProvider()
+        processor = BatchSpanProcessor(_Discard(), max_queue_size=1 << 20)  # type: ignore[arg-type]
+        provider.add_span_processor(processor)
+        try:
+            namespace["sdk_tracer"] = provider.get_tracer("bench")
+
+            def flush() -> None:
+                handle.force_flush(60_000)
+                processor.force_flush(60_000)
+
+            _check_recorded_spans(cases, namespace, flush, path)
+            return _run_phase(cases, "recording", namespace, timing, flush, progress)
+        finally:
+            handle.shutdown()
+            provider.shutdown()
+            testing.reset()
 
 
 def run_micro(
@@ -319,4 +453,5 @@ def run_micro(
     finally:
         handle.shutdown()
         testing.reset()
+    results += _run_recording(cases, namespace, enabled, progress)
     return results

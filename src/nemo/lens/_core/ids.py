@@ -25,7 +25,7 @@ from typing import Final
 
 from nemo.lens._core import fork as _fork
 
-__all__ = ["new_run_id", "random_span_id", "random_trace_id", "reseed"]
+__all__ = ["draw_bits", "new_run_id", "random_span_id", "random_trace_id", "reseed"]
 
 _SEED_BYTES: Final = 32
 
@@ -33,6 +33,10 @@ _SEED_BYTES: Final = 32
 # call, so threads can share it without a lock.
 _generator = random.Random(os.urandom(_SEED_BYTES))
 _bits = _generator.getrandbits
+
+draw_bits: Final = _bits
+"""``draw_bits(k)``: *k* random bits from the id generator (may be 0, the invalid id;
+the functions below draw again then). For a hot path that cannot afford a call more."""
 
 
 def reseed() -> None:

@@ -138,9 +138,16 @@ def clean_attributes(
 ) -> dict[str, AttributeValue]:
     cleaned: dict[str, AttributeValue] = {}
     for key, value in attributes.items():
-        if value is None:
+        kind = type(value)
+        # The common types first, by identity: an isinstance test of a tuple costs
+        # three times as much, on every attribute of every enabled span.
+        if kind is int or kind is float or kind is bool:
+            cleaned[key] = value  # type: ignore[assignment]  # (narrowed by the test above)
+        elif kind is str:
+            cleaned[key] = _REDACTED if is_redact_key(key, redact_keys) else value  # type: ignore[assignment]
+        elif value is None:
             continue
-        if isinstance(value, (bool, int, float)):
+        elif isinstance(value, (bool, int, float)):
             cleaned[key] = value
         elif isinstance(value, str):
             cleaned[key] = _REDACTED if is_redact_key(key, redact_keys) else value

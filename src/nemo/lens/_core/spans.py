@@ -281,6 +281,7 @@ class SpanScope:
         "_links",
         "_name",
         "_record",
+        "_recorder",
         "_span",
         "_token",
         "_tracer",
@@ -305,6 +306,17 @@ class SpanScope:
         self._group = group
 
     def __enter__(self) -> Span:
+        if self._tracer is None:
+            # nemo.lens built the pipeline: its recorder does the whole block.
+            recorder = self._recorder = _state.recorder
+            if recorder is not None:
+                span, self._token = recorder.enter_scope(
+                    self._name, self._kind, self._links, self._attributes, self._group
+                )
+                self._span = span
+                return span
+        else:
+            self._recorder = None
         span = start_span(
             self._tracer, self._name, self._kind, self._links, self._attributes, self._group
         )
@@ -318,6 +330,10 @@ class SpanScope:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.exit_scope(self._span, self._token, exc, self._record)
+            return
         try:
             detach(self._token)
         finally:

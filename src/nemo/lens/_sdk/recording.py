@@ -54,6 +54,7 @@ import logging
 import os
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import Token
 from time import time_ns
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Final
@@ -82,14 +83,18 @@ from opentelemetry.util import types
 
 from nemo.lens import semconv
 from nemo.lens._core import ids as _ids
-from nemo.lens._core.current import SPAN_KEY, current_context
+from nemo.lens._core import state as _state
+from nemo.lens._core.current import SPAN_KEY, attach_span, current_context, detach
+from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, is_redact_key
 from nemo.lens._core.sanitize import is_clean_text
+from nemo.lens._core.spans import end_span, span_attributes, start_span
 from nemo.lens._core.state import SCOPE_VERSION
 from nemo.lens._sdk.exporters.encoding import (
     attributes_json,
     encode_json,
     encode_text,
     int_json,
+    plain_attributes_json,
     tail_json,
 )
 from nemo.lens._sdk.exporters.redaction import clean_attributes, clean_resource
@@ -107,6 +112,8 @@ _span_logger = logging.getLogger("opentelemetry.sdk.trace")
 _attributes_logger = logging.getLogger("opentelemetry.attributes")
 
 _UNSET_STATUS: Final = Status(StatusCode.UNSET)
+_REDACTED: Final = "[REDACTED]"
+_UNSET_STATUS_JSON: Final = '{"code":"UNSET","description":null}'
 _INTERNAL: Final = SpanKind.INTERNAL
 # TraceFlags by (random trace id << 1 | sampled): shared, never built per span.
 _FLAGS: Final = tuple(TraceFlags(value) for value in range(4))
@@ -125,6 +132,8 @@ _CONSULT: Final = 3  # any other sampler: asked, as the SDK asks it
 
 _random_span_id = _ids.random_span_id
 _random_trace_id = _ids.random_trace_id
+# One C call per id on the hot path; 0 (the invalid id) is drawn again by the functions.
+_bits = _ids.draw_bits
 
 
 def internal_metrics_enabled() -> bool:
@@ -165,44 +174,43 @@ class RecordingSpan(trace_api.Span):
     the record the export thread reads.
     """
 
+    # What every span sets, in slots. What few spans set (events, links, a status,
+    # dropped attributes, a context made for a child or an exporter) lives in the
+    # instance dict the API's Span class gives every span, made only when set: the
+    # class attributes below are the defaults. Fewer stores per span, less memory.
     __slots__ = (
         "_attributes",
-        "_context",
-        "_dropped_attributes",
         "_end_time",
-        "_events",
         "_flags",
         "_kind",
-        "_links",
         "_name",
-        "_on_exit",
         "_parent",
         "_span_id",
         "_start_time",
-        "_status",
         "_trace_id",
         "_trace_state",
         "_tracer",
     )
 
     _attributes: dict[str, Any] | None
-    _context: SpanContext | None
-    _dropped_attributes: int
     _end_time: int | None
-    _events: BoundedList[Event] | None
     _flags: TraceFlags
     _kind: SpanKind
-    _links: BoundedList[Link] | None
     _name: str
-    _on_exit: int
     # A RecordingSpan parent, or the SpanContext of any other (None: a root span).
     _parent: RecordingSpan | SpanContext | None
     _span_id: int
     _start_time: int
-    _status: Status
     _trace_id: int
     _trace_state: TraceState | None
     _tracer: RecordingTracer
+
+    _context: SpanContext | None = None
+    _dropped_attributes: int = 0
+    _events: BoundedList[Event] | None = None
+    _links: BoundedList[Link] | None = None
+    _on_exit: int = _RECORD_EXCEPTION | _SET_STATUS
+    _status: Status = _UNSET_STATUS
 
     # -- the Span API ---------------------------------------------------------------
 
@@ -232,7 +240,8 @@ class RecordingSpan(trace_api.Span):
             # Through the SDK's container: its key check, value cleaning and warnings.
             bounded = BoundedAttributes(None, None, False, tracer._max_length)
             bounded[key] = value
-            self._dropped_attributes += bounded.dropped
+            if bounded.dropped:
+                self._dropped_attributes += bounded.dropped
             for key, value in bounded.copy().items():
                 self._store(key, value)
             return
@@ -267,7 +276,8 @@ class RecordingSpan(trace_api.Span):
         for key, value in attributes.items():
             if type(value) not in as_is or type(key) is not str or not key:
                 cleaned, dropped = _cleaned(attributes, None, tracer._max_length)
-                self._dropped_attributes += dropped
+                if dropped:
+                    self._dropped_attributes += dropped
                 break
         else:
             cleaned = dict(attributes)
@@ -491,71 +501,93 @@ class RecordingSpan(trace_api.Span):
         (:func:`~nemo.lens._sdk.exporters.redaction.clean_span` would change
         the span): the exporter then takes that general path.
         """
+        tracer = self._tracer
+        tail = tracer._json_tail
+        if tail is None:
+            tail = tracer.json_tail()
+        if not tail:
+            return None  # the resource or scope needs cleaning
         name = self._name
         if type(name) is not str or not (name.isascii() or is_clean_text(name)):
             return None
         attributes = self._attributes
-        if attributes and clean_attributes(attributes, {}) is not None:
-            return None
-        description = self._status.description
-        if description is not None and not is_clean_text(description):
-            return None
-        tail = self._tracer.json_tail()
-        if tail is None:
-            return None
-        events_json = ""
-        if self._events:
-            parts = []
-            for event in self._events:
-                event_name = event.name
-                event_attributes = event.attributes
-                if (
-                    type(event_name) is not str
-                    or not (event_name.isascii() or is_clean_text(event_name))
-                    or (event_attributes and clean_attributes(event_attributes, {}) is not None)
-                ):
+        if not attributes:
+            attributes_text = "{}"
+        else:
+            attributes_text = plain_attributes_json(attributes)  # type: ignore[assignment]
+            if attributes_text is None:
+                if clean_attributes(attributes, {}) is not None:
                     return None
-                parts.append(
-                    f'{{"name":{encode_json(event_name)},'
-                    f'"time_unix_nano":{int_json(event.timestamp)},'
-                    f'"attributes":{attributes_json(event_attributes)}}}'
-                )
-            events_json = ",".join(parts)
-        links_json = ""
-        if self._links:
-            parts = []
-            for link in self._links:
-                link_attributes = link.attributes
-                if link_attributes and clean_attributes(link_attributes, {}) is not None:
-                    return None
-                context = link.context
-                parts.append(
-                    f'{{"trace_id":"{context.trace_id:032x}",'
-                    f'"span_id":"{context.span_id:016x}",'
-                    f'"attributes":{attributes_json(link_attributes)}}}'
-                )
-            links_json = ",".join(parts)
+                attributes_text = attributes_json(attributes)
+        status = self._status
+        if status is _UNSET_STATUS:
+            status_text = _UNSET_STATUS_JSON
+        else:
+            description = status.description
+            if description is None:
+                description_text = "null"
+            elif is_clean_text(description):
+                description_text = encode_json(description)
+            else:
+                return None
+            status_text = f'{{"code":"{status.status_code.name}","description":{description_text}}}'
+        events_text = "" if not self._events else self._events_json()
+        if events_text is None:
+            return None
+        links_text = "" if not self._links else self._links_json()
+        if links_text is None:
+            return None
         parent = self._parent
         if parent is None:
-            parent_json = "null"
+            parent_text = "null"
         elif type(parent) is RecordingSpan:
-            parent_json = f'"{parent._span_id:016x}"'
+            parent_text = f'"{parent._span_id:016x}"'
         else:
-            parent_json = f'"{parent.span_id:016x}"'  # type: ignore[union-attr]
-        status = self._status
-        line = (
+            parent_text = f'"{parent.span_id:016x}"'  # type: ignore[union-attr]
+        kind = self._kind
+        start, end = self._start_time, self._end_time
+        return (
             f'{{"name":{encode_text(name)},'
             f'"trace_id":"{self._trace_id:032x}","span_id":"{self._span_id:016x}",'
-            f'"parent_span_id":{parent_json},'
-            f'"kind":"{self._kind.name}",'
-            f'"start_time_unix_nano":{int_json(self._start_time)},'
-            f'"end_time_unix_nano":{int_json(self._end_time)},'
-            f'"status":{{"code":"{status.status_code.name}",'
-            f'"description":{"null" if description is None else encode_json(description)}}},'
-            f'"attributes":{attributes_json(attributes)},'
-            f'"events":[{events_json}],"links":[{links_json}],{tail}'
+            f'"parent_span_id":{parent_text},'
+            f'"kind":"{"INTERNAL" if kind is _INTERNAL else kind.name}",'
+            f'"start_time_unix_nano":{start if type(start) is int else int_json(start)},'
+            f'"end_time_unix_nano":{end if type(end) is int else int_json(end)},'
+            f'"status":{status_text},"attributes":{attributes_text},'
+            f'"events":[{events_text}],"links":[{links_text}],{tail}'
         )
-        return line
+
+    def _events_json(self) -> str | None:
+        parts = []
+        for event in self._events or ():
+            name = event.name
+            attributes = event.attributes
+            if (
+                type(name) is not str
+                or not (name.isascii() or is_clean_text(name))
+                or (attributes and clean_attributes(attributes, {}) is not None)
+            ):
+                return None
+            parts.append(
+                f'{{"name":{encode_json(name)},'
+                f'"time_unix_nano":{int_json(event.timestamp)},'
+                f'"attributes":{attributes_json(attributes)}}}'
+            )
+        return ",".join(parts)
+
+    def _links_json(self) -> str | None:
+        parts = []
+        for link in self._links or ():
+            attributes = link.attributes
+            if attributes and clean_attributes(attributes, {}) is not None:
+                return None
+            context = link.context
+            parts.append(
+                f'{{"trace_id":"{context.trace_id:032x}",'
+                f'"span_id":"{context.span_id:016x}",'
+                f'"attributes":{attributes_json(attributes)}}}'
+            )
+        return ",".join(parts)
 
     def readable(self) -> ReadableSpan:
         """The finished span as the SDK would have handed it to its exporters."""
@@ -605,7 +637,7 @@ class RecordingTracer(trace_api.Tracer):
         tracker: OpenSpanTracker | None,
         sink: Callable[[RecordingSpan], None] | None,
     ) -> None:
-        self.active = True
+        self._active = True
         self._json_tail: str | None = None
         self._sdk = sdk_tracer
         self.resource = resource
@@ -641,6 +673,24 @@ class RecordingTracer(trace_api.Tracer):
         self._as_is: frozenset[type] = frozenset(as_is)
         # Attributes a span may start with and keep as given (more: the SDK's container).
         self._room = self._max_attributes if self._max_attributes is not None else 1 << 62
+        # A primitive's attributes plus its group's two tags still within the limit.
+        self._tag_room = self._room - 2
+        # Whether enter_scope may store the primitives' cleaned attributes as they are:
+        # recording, no sampler to show them to, and no limit that would change them.
+        self._owns_attributes = (
+            self._sampling != _CONSULT and str in as_is and self._max_attributes != 0
+        )
+
+    @property
+    def active(self) -> bool:
+        """Whether spans are recorded the light way (else the SDK tracer makes them)."""
+        return self._active
+
+    @active.setter
+    def active(self, value: bool) -> None:
+        self._active = value
+        if not value:
+            self._owns_attributes = False
 
     def json_tail(self) -> str | None:
         """The end of the JSON line of every span of this tracer (resource and scope),
@@ -668,7 +718,7 @@ class RecordingTracer(trace_api.Tracer):
         set_status_on_exception: bool = True,
     ) -> trace_api.Span:
         """Start a span as the SDK's tracer would, recording it the light way."""
-        if not self.active:
+        if not self._active:
             return self._sdk.start_span(
                 name,
                 context,
@@ -679,6 +729,31 @@ class RecordingTracer(trace_api.Tracer):
                 record_exception,
                 set_status_on_exception,
             )
+        return self._start(
+            name,
+            context,
+            kind,
+            attributes,
+            False,
+            links,
+            start_time,
+            (_RECORD_EXCEPTION if record_exception else 0)
+            | (_SET_STATUS if set_status_on_exception else 0),
+        )
+
+    def _start(
+        self,
+        name: str,
+        context: Context | None,
+        kind: SpanKind,
+        attributes: types.Attributes,
+        owned: bool,
+        links: Sequence[Link] | None,
+        start_time: int | None,
+        on_exit: int,
+    ) -> trace_api.Span:
+        # *owned*: *attributes* is a dict of this span's own that the SDK would
+        # store unchanged (so it is kept as it is, not checked and copied).
         parent: Any = (context if context is not None else current_context()).get(SPAN_KEY)
         if type(parent) is RecordingSpan:
             trace_id = parent._trace_id
@@ -686,21 +761,24 @@ class RecordingTracer(trace_api.Tracer):
             trace_state = parent._trace_state
         else:
             parent_context = (
-                parent.get_span_context() if isinstance(parent, trace_api.Span) else None
+                parent.get_span_context()
+                if parent is not None and isinstance(parent, trace_api.Span)
+                else None
             )
             if parent_context is not None and not isinstance(parent_context, SpanContext):
                 raise TypeError("parent_span_context must be a SpanContext or None.")
             if parent_context is None or not parent_context.is_valid:
                 parent = None
-                trace_id = _random_trace_id()
-                parent_flags = _FLAGS[_RANDOM_TRACE_ID]  # ids from _core.ids are random
+                # The ids of _core.ids are random: the W3C random-trace-id flag holds.
+                trace_id = _bits(128) or _random_trace_id()
+                parent_flags = _FLAGS[_RANDOM_TRACE_ID]
                 trace_state = None
             else:
                 parent = parent_context
                 trace_id = parent_context.trace_id
                 parent_flags = parent_context.trace_flags
                 trace_state = parent_context.trace_state
-        span_id = _random_span_id()
+        span_id = _bits(64) or _random_span_id()
 
         sampling_mode = self._sampling
         if sampling_mode == _PARENT_BASED_ON:
@@ -718,6 +796,7 @@ class RecordingTracer(trace_api.Tracer):
             sampled = decision is Decision.RECORD_AND_SAMPLE
             recording = sampled or decision is Decision.RECORD_ONLY
             attributes = result.attributes
+            owned = False
             trace_state = result.trace_state
         flags = _FLAGS[(parent_flags & _RANDOM_TRACE_ID) | (_SAMPLED if sampled else 0)]
         if not recording:
@@ -731,27 +810,28 @@ class RecordingTracer(trace_api.Tracer):
         span._trace_state = trace_state
         span._parent = parent
         span._kind = kind
-        span._context = None
         span._end_time = None
-        span._status = _UNSET_STATUS
-        span._events = None
-        span._links = self._start_links(links) if links else None
-        span._on_exit = (_RECORD_EXCEPTION if record_exception else 0) | (
-            _SET_STATUS if set_status_on_exception else 0
-        )
         span._tracer = self
-        span._dropped_attributes = 0
-        span._attributes = None
-        if attributes:
+        if links:
+            span._links = self._start_links(links)
+        if on_exit != _RECORD_EXCEPTION | _SET_STATUS:
+            span._on_exit = on_exit
+        if owned or not attributes:
+            span._attributes = attributes or None  # type: ignore[assignment]
+        else:
+            span._attributes = None
             as_is = self._as_is
             if len(attributes) <= self._room:
                 for key, value in attributes.items():
                     if type(value) not in as_is or type(key) is not str or not key:
                         break
                 else:
+                    # dict.copy is the fast copy, of a dict subclass (a group's tags) too.
                     span._attributes = (
-                        attributes.copy()
-                        if type(attributes) is dict or type(attributes) is MappingProxyType
+                        dict.copy(attributes)
+                        if isinstance(attributes, dict)
+                        else attributes.copy()
+                        if type(attributes) is MappingProxyType
                         else dict(attributes)
                     )
             if span._attributes is None:
@@ -763,6 +843,87 @@ class RecordingTracer(trace_api.Tracer):
         if tracker is not None:
             tracker.open[span] = span
         return span
+
+    def enter_scope(
+        self,
+        name: str,
+        kind: SpanKind | None,
+        links: Sequence[Link] | None,
+        attributes: Mapping[str, object] | None,
+        group: str | None,
+    ) -> tuple[trace_api.Span, Token[Context]]:
+        """Start the span a primitive makes and make it current (see ``state.Recorder``).
+
+        The span is the one ``start_span`` of :mod:`nemo.lens._core.spans` would
+        start through this tracer -- attributes cleaned and redacted, then the
+        group's tags -- made without the steps between.
+        """
+        if not self._owns_attributes:
+            # Not recording, a sampler to consult, or limits to apply: step by step.
+            span = start_span(self, name, kind, links, attributes, group)
+            return span, attach_span(span)
+        tags = None
+        if group is not None:
+            tags = _state.tags.get(group)
+            if tags is None:
+                tags = _state.group_tags(group)
+        owned: dict[str, Any] | None
+        if attributes:
+            owned = {}
+            for key, value in attributes.items():
+                kind_of = type(value)
+                if kind_of is int or kind_of is float or kind_of is bool:
+                    owned[key] = value
+                elif kind_of is str:
+                    owned[key] = _REDACTED if is_redact_key(key, DEFAULT_REDACT_KEYS) else value
+                else:
+                    # None, a sequence, something to drop: the primitives' own rules.
+                    owned = None
+                    break
+            if owned is None or "" in attributes or len(attributes) > self._tag_room:
+                # What the SDK would clean (a list becomes a tuple) or refuse.
+                span = self._start(
+                    name,
+                    None,
+                    _INTERNAL if kind is None else kind,
+                    span_attributes(attributes, group),
+                    False,
+                    links,
+                    None,
+                    _RECORD_EXCEPTION | _SET_STATUS,
+                )
+                return span, attach_span(span)
+            if tags is not None:
+                owned.update(tags)
+        else:
+            owned = dict(tags) if tags is not None else None
+        span = self._start(
+            name,
+            None,
+            _INTERNAL if kind is None else kind,
+            owned,
+            True,
+            links,
+            None,
+            _RECORD_EXCEPTION | _SET_STATUS,
+        )
+        return span, attach_span(span)
+
+    def exit_scope(
+        self,
+        span: trace_api.Span,
+        token: Token[Context],
+        error: BaseException | None,
+        record_exception: bool,
+    ) -> None:
+        """Detach *token* and end *span*, as a span scope does (see ``state.Recorder``)."""
+        try:
+            detach(token)
+        finally:
+            if error is None:
+                span.end()
+            else:
+                end_span(span, error, record_exception)
 
     def _start_links(self, links: Sequence[Link]) -> BoundedList[Link]:
         # As the SDK keeps a span's links: the valid ones, attributes bounded.
@@ -791,7 +952,7 @@ class RecordingTracer(trace_api.Tracer):
         end_on_exit: bool = True,
     ) -> _AgnosticContextManager[trace_api.Span]:
         """Start a span and make it current for the ``with`` block."""
-        if not self.active:
+        if not self._active:
             return self._sdk.start_as_current_span(
                 name,
                 context,
