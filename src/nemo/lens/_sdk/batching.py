@@ -76,7 +76,7 @@ from nemo.lens._sdk.exporters.forwarding import ReportingSpanExporter
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
 
 if TYPE_CHECKING:
-    from nemo.lens._sdk.recording import RecordingSpan
+    from nemo.lens._sdk.recorded_span import RecordingSpan
 
 __all__ = [
     "DEFAULT_STALL_TIMEOUT_MILLIS",

@@ -14,7 +14,7 @@ Choices made here, and why:
   that all call ``random.seed(0)`` still produce distinct span and trace ids.
 * **The primitives record their spans** the light way
   (:mod:`nemo.lens._sdk.recording`): the provider is a
-  :class:`~nemo.lens._sdk.recording.LensTracerProvider`, which hands
+  :class:`~nemo.lens._sdk.provider.LensTracerProvider`, which hands
   ``managed_span``, ``trace_fn`` and ``span_cm`` a tracer whose spans cost the
   emitting thread a fraction of the SDK's and reach the same processor, and
   the SDK's tracers to everybody else. A span processor the application adds
@@ -122,7 +122,8 @@ from nemo.lens._sdk.processors import (
     run_bounded,
     span_processor,
 )
-from nemo.lens._sdk.recording import LensTracerProvider, RecordingSpan
+from nemo.lens._sdk.provider import LensTracerProvider
+from nemo.lens._sdk.recorded_span import RecordingSpan
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.resources import build_resource
 from nemo.lens.sampling import RankAwareSampler

@@ -132,7 +132,7 @@ class OpenSpanTracker(SpanProcessor):
     instead of vanishing. The SDK's spans are keyed by (trace id, span id)
     because ``on_end`` receives a read-only copy, not the object ``on_start``
     saw; the spans nemo.lens's recording tracer makes
-    (:class:`~nemo.lens._sdk.recording.RecordingSpan`) add and remove
+    (:class:`~nemo.lens._sdk.recorded_span.RecordingSpan`) add and remove
     themselves, keyed by the span object.
 
     No lock: single ``dict`` operations are atomic. A lock taken on every span

@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Any, Final
 from opentelemetry.trace import format_span_id, format_trace_id
 
 from nemo.lens import semconv
-from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, is_redact_key
+from nemo.lens._core.redaction import is_redact_key
 from nemo.lens._core.sanitize import clean_text, is_clean_text, safe_str
+from nemo.lens.fallbacks import DEFAULT_REDACT_KEYS
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource

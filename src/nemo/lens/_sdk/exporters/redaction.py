@@ -429,7 +429,7 @@ class RedactingSpanExporter(SpanExporter):
     exportable (by reason); nemo.lens reports the totals at shutdown.
 
     Spans recorded by nemo.lens's primitives
-    (:class:`~nemo.lens._sdk.recording.RecordingSpan`) reach *inner* as the
+    (:class:`~nemo.lens._sdk.recorded_span.RecordingSpan`) reach *inner* as the
     SDK's ``ReadableSpan`` they describe. An exporter that writes JSON lines
     (one with ``export_lines``, the ``file`` and ``console`` exporters) gets
     every span encoded instead, a recorded one straight from its fields when

@@ -1,0 +1,130 @@
+"""The ``file`` and ``console`` exporters' JSON line of a recorded span, from its fields.
+
+:func:`recorded_line` writes the line :func:`~nemo.lens._sdk.exporters.encoding.encode_span`
+would write for the span's ``ReadableSpan`` form, on the export thread, without
+building that form: the text is the same, byte for byte. It reads the span's
+slots (:class:`~nemo.lens._sdk.recorded_span.RecordingSpan`) directly -- this
+module is that span's encoder, kept apart for size.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from opentelemetry.trace import SpanContext, SpanKind
+from opentelemetry.trace.status import StatusCode
+
+from nemo.lens._core.sanitize import is_clean_text
+from nemo.lens._sdk.exporters.encoding import (
+    attributes_json,
+    encode_json,
+    encode_text,
+    int_json,
+    plain_attributes_json,
+)
+from nemo.lens._sdk.exporters.redaction import clean_attributes
+
+if TYPE_CHECKING:
+    from nemo.lens._sdk.recorded_span import RecordingSpan
+
+__all__ = ["recorded_line"]
+
+_UNSET_STATUS_JSON: Final = '{"code":"UNSET","description":null}'
+_INTERNAL: Final = SpanKind.INTERNAL
+
+
+def recorded_line(span: RecordingSpan) -> str | None:
+    """The finished span as the line ``encode_span`` writes for its :meth:`readable` form.
+
+    Written straight from the recorded fields. ``None`` when a name, key or
+    value would first have to be redacted or made exportable
+    (:func:`~nemo.lens._sdk.exporters.redaction.clean_span` would change
+    the span): the exporter then takes that general path.
+    """
+    tracer = span._tracer
+    tail = tracer.json_tail()
+    if not tail:
+        return None  # the resource or scope needs cleaning
+    name = span._name
+    if type(name) is not str or not (name.isascii() or is_clean_text(name)):
+        return None
+    attributes = span._attributes
+    if not attributes:
+        attributes_text = "{}"
+    else:
+        attributes_text = plain_attributes_json(attributes)  # type: ignore[assignment]
+        if attributes_text is None:
+            if clean_attributes(attributes, {}) is not None:
+                return None
+            attributes_text = attributes_json(attributes)
+    status = span._status
+    if status.status_code is StatusCode.UNSET:
+        status_text = _UNSET_STATUS_JSON
+    else:
+        description = status.description
+        if description is None:
+            description_text = "null"
+        elif is_clean_text(description):
+            description_text = encode_json(description)
+        else:
+            return None
+        status_text = f'{{"code":"{status.status_code.name}","description":{description_text}}}'
+    events_text = "" if not span._events else _events_json(span)
+    if events_text is None:
+        return None
+    links_text = "" if not span._links else _links_json(span)
+    if links_text is None:
+        return None
+    parent = span._parent
+    if parent is None:
+        parent_text = "null"
+    elif isinstance(parent, SpanContext):
+        parent_text = f'"{parent.span_id:016x}"'
+    else:  # a RecordingSpan
+        parent_text = f'"{parent._span_id:016x}"'
+    kind = span._kind
+    start, end = span._start_time, span._end_time
+    return (
+        f'{{"name":{encode_text(name)},'
+        f'"trace_id":"{span._trace_id:032x}","span_id":"{span._span_id:016x}",'
+        f'"parent_span_id":{parent_text},'
+        f'"kind":"{"INTERNAL" if kind is _INTERNAL else kind.name}",'
+        f'"start_time_unix_nano":{start if type(start) is int else int_json(start)},'
+        f'"end_time_unix_nano":{end if type(end) is int else int_json(end)},'
+        f'"status":{status_text},"attributes":{attributes_text},'
+        f'"events":[{events_text}],"links":[{links_text}],{tail}'
+    )
+
+
+def _events_json(span: RecordingSpan) -> str | None:
+    parts = []
+    for event in span._events or ():
+        name = event.name
+        attributes = event.attributes
+        if (
+            type(name) is not str
+            or not (name.isascii() or is_clean_text(name))
+            or (attributes and clean_attributes(attributes, {}) is not None)
+        ):
+            return None
+        parts.append(
+            f'{{"name":{encode_json(name)},'
+            f'"time_unix_nano":{int_json(event.timestamp)},'
+            f'"attributes":{attributes_json(attributes)}}}'
+        )
+    return ",".join(parts)
+
+
+def _links_json(span: RecordingSpan) -> str | None:
+    parts = []
+    for link in span._links or ():
+        attributes = link.attributes
+        if attributes and clean_attributes(attributes, {}) is not None:
+            return None
+        context = link.context
+        parts.append(
+            f'{{"trace_id":"{context.trace_id:032x}",'
+            f'"span_id":"{context.span_id:016x}",'
+            f'"attributes":{attributes_json(attributes)}}}'
+        )
+    return ",".join(parts)

@@ -1,0 +1,192 @@
+"""The recording path (nemo.lens._sdk.recording) exports exactly what the SDK's spans export.
+
+The same workload -- primitives with attributes, events, links, exceptions,
+kinds and nesting, interleaved with spans of the application's own tracer -- is
+run once on the recording path (nemo.lens built the pipeline) and once on the
+SDK path (a span processor of the application's own switches recording off).
+Every exported record is compared field by field, ids replaced by their order
+of appearance and times by their order: through a ``span_exporter=`` (which
+receives ``ReadableSpan`` s) and through the ``file`` exporter (whose lines the
+recording path writes from the recorded fields).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry.util._once import Once
+
+from nemo.lens import managed_span, semconv, span_cm, trace_fn
+from nemo.lens._sdk.exporters.encoding import span_to_dict
+from nemo.lens.config import NemoLensConfig
+from nemo.lens.handle import TelemetryHandle, setup_telemetry
+from nemo.lens.testing import reset as _reset_for_testing
+
+_ENV_PREFIXES = ("NEMO_LENS_", "OTEL_", "SLURM_", "TORCHELASTIC_")
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for key in list(os.environ):
+        if key.startswith(_ENV_PREFIXES):
+            monkeypatch.delenv(key)
+    _reset_for_testing()
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER_SET_ONCE", Once())
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+    yield
+    _reset_for_testing()
+
+
+@trace_fn("step", "work.traced")
+def _traced(value: int) -> int:
+    trace.get_current_span().set_attribute("value", value)
+    return value * 2
+
+
+def _workload() -> None:
+    user = trace.get_tracer("user.code")
+    with managed_span("step", "outer", iteration=3, model="m", password="hide me") as outer:
+        assert outer is not None
+        outer.add_event("checkpoint.saved", {"bytes": 1024, "path": "ckpt"})
+        outer.set_attribute("later", 1.5)
+        outer.set_attributes({"flags": [1, 2, 3], "ok": True})
+        with span_cm("inner.cm", group="forward_backward", layer=7) as inner:
+            inner.set_status(Status(StatusCode.OK))
+            with user.start_as_current_span("user.child", kind=SpanKind.CLIENT) as child:
+                child.set_attribute("under", "inner")
+                with managed_span("forward_backward", "under.user", kind=SpanKind.PRODUCER):
+                    _traced(4)
+        link = Link(outer.get_span_context(), {"why": "test"})
+        server = SpanKind.SERVER
+        with managed_span("forward_backward", "linked", links=[link], kind=server) as linked:
+            assert linked is not None
+            linked.update_name("linked.renamed")
+            linked.record_exception(ValueError("noted"), {"extra": "x"})
+        with pytest.raises(RuntimeError), managed_span("step", "fails", count=None):
+            raise RuntimeError("boom")
+        with pytest.raises(KeyError), span_cm("fails.quietly", record_exception=False):
+            raise KeyError("k")
+        with span_cm("status.error") as errored:
+            errored.set_status(StatusCode.ERROR, "bad")
+    with user.start_as_current_span("user.root"), managed_span("step", "under.user.root"):
+        pass
+
+
+def _normalise(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ids replaced by their order of appearance, times by their rank, the lifetime id
+    dropped; sorted by name."""
+    ids: dict[str, int] = {}
+
+    def number(value: str | None) -> int | None:
+        return None if value is None else ids.setdefault(value, len(ids))
+
+    times = sorted(
+        {r[key] for r in records for key in ("start_time_unix_nano", "end_time_unix_nano")}
+    )
+    rank = {time: index for index, time in enumerate(times)}
+    normalised = []
+    for record in sorted(records, key=lambda r: r["start_time_unix_nano"]):
+        record = dict(record)
+        # Each set-up has a lifetime id of its own; everything else is the same.
+        record["resource"] = {
+            k: v for k, v in record["resource"].items() if k != semconv.LIFETIME_ID
+        }
+        record["trace_id"] = number(record["trace_id"])
+        record["span_id"] = number(record["span_id"])
+        record["parent_span_id"] = number(record["parent_span_id"])
+        record["start_time_unix_nano"] = rank[record["start_time_unix_nano"]]
+        record["end_time_unix_nano"] = rank[record["end_time_unix_nano"]]
+        record["events"] = [
+            {**event, "time_unix_nano": "set" if event["time_unix_nano"] else None}
+            for event in record["events"]
+        ]
+        record["links"] = [
+            {**link, "trace_id": number(link["trace_id"]), "span_id": number(link["span_id"])}
+            for link in record["links"]
+        ]
+        normalised.append(record)
+    return sorted(normalised, key=lambda r: str(r["name"]))
+
+
+def _run(
+    make: Callable[[], TelemetryHandle], recording: bool, read: Callable[[], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    handle = make()
+    try:
+        provider: Any = handle.tracer_provider
+        if not recording:
+            provider.add_span_processor(SpanProcessor())
+        assert provider.records is recording
+        _workload()
+    finally:
+        handle.shutdown()
+    records = read()
+    _reset_for_testing()
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None
+    return _normalise(records)
+
+
+def _config(**overrides: Any) -> NemoLensConfig:
+    return NemoLensConfig(
+        enabled=True, span_groups="all", metrics_enabled=False, run_id="same", **overrides
+    )
+
+
+def test_a_span_exporter_receives_the_same_spans_on_both_paths() -> None:
+    exported: dict[bool, list[dict[str, Any]]] = {}
+    for recording in (True, False):
+        memory = InMemorySpanExporter()
+        exported[recording] = _run(
+            lambda memory=memory: setup_telemetry(_config(), span_exporter=memory),  # type: ignore[misc]
+            recording,
+            lambda memory=memory: [span_to_dict(s) for s in memory.get_finished_spans()],  # type: ignore[misc]
+        )
+    assert len(exported[True]) == 11
+    for fast, sdk in zip(exported[True], exported[False], strict=True):
+        assert fast == sdk
+
+
+def test_the_file_exporter_writes_the_same_lines_on_both_paths(tmp_path: Path) -> None:
+    written: dict[bool, list[dict[str, Any]]] = {}
+    for recording in (True, False):
+        path = tmp_path / f"spans-{recording}.jsonl"
+        written[recording] = _run(
+            lambda path=path: setup_telemetry(_config(exporter="file", trace_file=str(path))),  # type: ignore[misc]
+            recording,
+            lambda path=path: [json.loads(line) for line in path.read_text().splitlines()],  # type: ignore[misc]
+        )
+    assert len(written[True]) == 11
+    for fast, sdk in zip(written[True], written[False], strict=True):
+        assert fast == sdk
+    outer = next(r for r in written[True] if r["name"] == "outer")
+    assert outer["attributes"]["password"] == "[REDACTED]"
+
+
+def test_spans_nest_across_the_application_tracer_on_the_recording_path() -> None:
+    memory = InMemorySpanExporter()
+    handle = setup_telemetry(_config(), span_exporter=memory)
+    try:
+        _workload()
+    finally:
+        handle.shutdown()
+    spans = {span.name: span for span in memory.get_finished_spans()}
+    names = {span.context.span_id: name for name, span in spans.items()}
+    parent_of = {
+        name: names.get(span.parent.span_id) if span.parent else None
+        for name, span in spans.items()
+    }
+    assert parent_of["user.child"] == "inner.cm"
+    assert parent_of["under.user"] == "user.child"
+    assert parent_of["work.traced"] == "under.user"
+    assert parent_of["under.user.root"] == "user.root"
+    assert parent_of["outer"] is None
