@@ -51,7 +51,7 @@ FULL = Plan(
     enabled=Timing(pairs=61, sample_s=0.02),
     import_rounds=21,
     memory_calls=1_000_000,
-    burst_spans=1_000_000,
+    burst_spans=200_000,
     sustained_rate=20_000,
     sustained_seconds=10.0,
     cli_spans=1_000_000,
@@ -118,6 +118,13 @@ def _measurements(results: dict[str, Any]) -> dict[str, float]:
         values["disabled_memory_growth"] = max(
             r["growth_bytes"] for label, r in memory.items() if label != "empty loop"
         )
+    burst = results.get("throughput", {}).get("burst")
+    if burst:
+        values["burst_spans_per_s"] = burst["spans_per_s"]
+        values["burst_dropped"] = burst["dropped"]
+    queued = results.get("throughput", {}).get("queued")
+    if queued:
+        values["queued_span_bytes"] = queued["bytes_per_queued_span"]
     sustained = results.get("throughput", {}).get("sustained")
     if sustained:
         values["sustained_dropped"] = sustained["dropped"]
@@ -127,6 +134,9 @@ def _measurements(results: dict[str, Any]) -> dict[str, float]:
         )
     return values
 
+
+QUEUED_SPANS = 20_000
+"""Spans held in the queue while the memory per queued span is measured."""
 
 SUSTAINED_ATTEMPTS = 3
 """How often the sustained run is tried before its shortfall is reported."""
@@ -203,8 +213,17 @@ def run(plan: Plan, sections: Sequence[str], quick: bool) -> dict[str, Any]:
     if "throughput" in sections:
         _progress(f"throughput: burst of {plan.burst_spans:,} spans")
         burst = _child("bench.throughput", "burst", "--spans", str(plan.burst_spans))
+        _progress("throughput: the same burst of SDK spans (the baseline)")
+        sdk_burst = _child("bench.throughput", "burst", "--sdk", "--spans", str(plan.burst_spans))
+        _progress(f"throughput: memory per queued span ({QUEUED_SPANS:,} spans, export stalled)")
+        queued = _child("bench.throughput", "queued", "--spans", str(QUEUED_SPANS))
         sustained = _sustained(plan)
-        results["throughput"] = {"burst": burst, "sustained": sustained}
+        results["throughput"] = {
+            "burst": burst,
+            "burst_sdk_spans": sdk_burst,
+            "sustained": sustained,
+            "queued": queued,
+        }
     if "cli" in sections:
         _progress(f"cli: summarize, goodput and report of {plan.cli_spans:,} spans")
         results["cli"] = _child("bench.cli", "--spans", str(plan.cli_spans))

@@ -86,7 +86,10 @@ def _memory(results: Mapping[str, Mapping[str, int]]) -> str:
 
 def _throughput(runs: Mapping[str, Mapping[str, Any]]) -> str:
     rows = []
+    queued = runs.get("queued")
     for name, r in runs.items():
+        if name == "queued":
+            continue
         rate = (
             f"{r['achieved_rate']:,.0f}/{r['target_rate']:,}/s"
             if "achieved_rate" in r
@@ -110,7 +113,19 @@ def _throughput(runs: Mapping[str, Mapping[str, Any]]) -> str:
         )
     headers = ["file exporter", "spans", "emitted at", "spans/s", "spans/CPU-s"]
     headers += ["CPU us/span emit+export", "B/span", "RSS MiB", "dropped (logged)"]
-    return table(headers, rows, right=(1, 3, 4, 5, 6, 7))
+    text = table(headers, rows, right=(1, 3, 4, 5, 6, 7))
+    burst, baseline = runs.get("burst"), runs.get("burst_sdk_spans")
+    if burst and baseline and baseline["spans_per_s"]:
+        text += (
+            f"\nburst: {burst['spans_per_s'] / baseline['spans_per_s']:.2f}x the spans/s of the "
+            "same burst of SDK spans (burst_sdk_spans)"
+        )
+    if queued:
+        text += (
+            f"\nmemory per queued span: {queued['bytes_per_queued_span']:,.0f} B "
+            f"({queued['emitted']:,} spans queued, export stalled)"
+        )
+    return text
 
 
 def _cli(results: Mapping[str, Any]) -> str:

@@ -10,9 +10,17 @@ temporary directory. Spans are ``managed_span`` blocks with one attribute.
     Emit ``--spans`` spans as fast as one thread can, then shut down (which
     flushes). Throughput is lines written over the time from the first span to
     the end of the flush.
+    With ``--sdk`` the primitives make the SDK's spans instead of recording
+    them (a span processor of the application's own is added, as a user
+    would): the baseline the recording path is compared with.
 ``sustained``
     Emit ``--rate`` spans per second for ``--seconds`` seconds, paced in 5 ms
     ticks, sampling RSS every quarter second; then shut down.
+``queued``
+    The memory a queued span holds: set-up with an exporter whose ``export``
+    blocks until shutdown, so every span emitted stays queued; ``--spans``
+    spans are emitted under :mod:`tracemalloc` and the growth divided by
+    their number.
 
 Dropped spans are counted end to end: ``emitted - lines written``, whatever
 batch processor set-up installed and whatever it reports. (The SDK's
@@ -164,9 +172,53 @@ def _sustained(emit: Callable[[int, int], None], rate: int, seconds: float) -> d
     }
 
 
-def run(mode: str, spans: int, rate: int, seconds: float) -> dict[str, Any]:
-    """Set up, emit, shut down, and measure; see the module docstring."""
+def _queued(spans: int) -> dict[str, Any]:
+    import gc
+    import threading
+    import tracemalloc
+
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
     from nemo.lens import NemoLensConfig, setup_telemetry
+
+    release = threading.Event()
+
+    class Stalled:
+        def export(self, batch: Any) -> SpanExportResult:
+            release.wait()
+            return SpanExportResult.SUCCESS
+
+        def shutdown(self) -> None:
+            release.set()
+
+        def force_flush(self, timeout_millis: int = 30_000) -> bool:
+            return True
+
+    config = NemoLensConfig(enabled=True, span_groups="all", metrics_enabled=False, run_id="bench")
+    handle = setup_telemetry(config, span_exporter=Stalled())  # type: ignore[arg-type]
+    emit = _emitter()
+    emit(0, 100)  # warm up: the export thread takes these and stalls on them
+    time.sleep(0.5)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    emit(100, spans)
+    gc.collect()
+    growth = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    release.set()
+    handle.shutdown(timeout_ms=600_000)
+    return {"mode": "queued", "emitted": spans, "bytes_per_queued_span": growth / spans}
+
+
+def run(mode: str, spans: int, rate: int, seconds: float, sdk: bool = False) -> dict[str, Any]:
+    """Set up, emit, shut down, and measure; see the module docstring."""
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    from nemo.lens import NemoLensConfig, setup_telemetry
+
+    if mode == "queued":
+        return _queued(spans)
     from nemo.lens._sdk.processors import (
         FILE_MAX_EXPORT_BATCH_SIZE,
         FILE_MAX_QUEUE_SIZE,
@@ -190,6 +242,11 @@ def run(mode: str, spans: int, rate: int, seconds: float) -> dict[str, Any]:
             run_id="bench",
         )
         handle = setup_telemetry(config)
+        provider: Any = handle.tracer_provider
+        if sdk:
+            # A processor of the application's own: the primitives make SDK spans.
+            provider.add_span_processor(SpanProcessor())
+        recording = bool(provider.records)
         emit = _emitter()
         emit(0, 1000)  # warm up; flushed with the rest and subtracted below
         warm = 1000
@@ -210,6 +267,7 @@ def run(mode: str, spans: int, rate: int, seconds: float) -> dict[str, Any]:
     result.update(
         {
             "mode": mode,
+            "recording": recording,
             "written": written,
             "dropped": emitted - written,
             "dropped_logged": counter.dropped,
@@ -241,12 +299,13 @@ def run(mode: str, spans: int, rate: int, seconds: float) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the measurements as one JSON line."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=("burst", "sustained"))
+    parser.add_argument("mode", choices=("burst", "sustained", "queued"))
     parser.add_argument("--spans", type=int, default=1_000_000)
     parser.add_argument("--rate", type=int, default=20_000)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--sdk", action="store_true", help="the SDK's spans (the baseline)")
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.mode, args.spans, args.rate, args.seconds)))
+    print(json.dumps(run(args.mode, args.spans, args.rate, args.seconds, args.sdk)))
 
 
 if __name__ == "__main__":
