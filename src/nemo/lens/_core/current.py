@@ -27,7 +27,14 @@ from opentelemetry.context import Context
 from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.trace import Span
 
-__all__ = ["SPAN_KEY", "attach_span", "current_context", "detach"]
+__all__ = [
+    "CONTEXT_VARIABLE",
+    "DEFAULT_RUNTIME",
+    "SPAN_KEY",
+    "attach_span",
+    "current_context",
+    "detach",
+]
 
 # The API logs a failed detach on this logger; so does detach() here.
 _api_logger = logging.getLogger("opentelemetry.context")
@@ -63,6 +70,13 @@ def _context_variable() -> ContextVar[Context] | None:
 # through the API rather than bypassed.
 _RUNTIME: Final = _runtime()
 _VARIABLE: Final = _context_variable()
+
+DEFAULT_RUNTIME: Final = _RUNTIME
+"""The runtime context of OpenTelemetry when this module was imported."""
+CONTEXT_VARIABLE: Final = _VARIABLE
+"""The ``ContextVar`` holding the current context while ``opentelemetry.context``'s
+runtime is still :data:`DEFAULT_RUNTIME` (``None``: another runtime; use the API).
+For a hot path that does what :func:`attach_span` and :func:`detach` do inline."""
 
 
 def current_context() -> Context:

@@ -283,7 +283,10 @@ class Recorder(Protocol):
         attributes: Mapping[str, object] | None,
         group: str | None,
     ) -> tuple[Span, Token[Context]]:
-        """Start the span a primitive makes and make it current; return it and the token."""
+        """Start the span a primitive makes and make it current; return it and the token.
+
+        *attributes* is the primitive's own dict of keyword arguments, made for this
+        span alone: the recorder may keep it as the span's attributes."""
         ...
 
     def exit_scope(

@@ -25,7 +25,9 @@ primitives make.
     from the current context, and the samplers nemo.lens installs decided
     without a call (``ParentBased(ALWAYS_ON)``, the SDK's default, and
     :class:`~nemo.lens.sampling.RankAwareSampler`); any other sampler (one
-    named by ``OTEL_TRACES_SAMPLER``) is consulted as the SDK would.
+    named by ``OTEL_TRACES_SAMPLER``) is consulted as the SDK would. The
+    primitives' ``with`` blocks it serves whole, through its base class
+    :class:`~nemo.lens._sdk.scopes.ScopeRecording`.
 :class:`~nemo.lens._sdk.provider.LensTracerProvider`
     nemo.lens's tracer provider: an SDK ``TracerProvider`` whose tracers are the
     SDK's for everybody else (the handle's tracer, other instrumentation) and
@@ -52,8 +54,7 @@ set-up.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from contextvars import Token
+from collections.abc import Callable, Sequence
 from time import time_ns
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
@@ -70,10 +71,10 @@ from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, T
 from opentelemetry.util import types
 
 from nemo.lens._core import ids as _ids
-from nemo.lens._core import state as _state
-from nemo.lens._core.current import SPAN_KEY, attach_span, current_context, detach
-from nemo.lens._core.redaction import is_redact_key
-from nemo.lens._core.spans import end_span, span_attributes, start_span
+from nemo.lens._core.current import (
+    SPAN_KEY,
+    current_context,
+)
 from nemo.lens._sdk.exporters.encoding import tail_json
 from nemo.lens._sdk.exporters.redaction import clean_resource
 from nemo.lens._sdk.recorded_span import (
@@ -84,7 +85,7 @@ from nemo.lens._sdk.recorded_span import (
     is_valid_link,
     new_span,
 )
-from nemo.lens.fallbacks import DEFAULT_REDACT_KEYS
+from nemo.lens._sdk.scopes import ScopeRecording
 from nemo.lens.sampling import RankAwareSampler
 
 if TYPE_CHECKING:
@@ -94,7 +95,6 @@ if TYPE_CHECKING:
 
 __all__ = ["RecordingTracer"]
 
-_REDACTED: Final = "[REDACTED]"
 _INTERNAL: Final = SpanKind.INTERNAL
 # TraceFlags by (random trace id << 1 | sampled): shared, never built per span.
 _FLAGS: Final = tuple(TraceFlags(value) for value in range(4))
@@ -114,7 +114,7 @@ _random_trace_id = _ids.random_trace_id
 _bits = _ids.draw_bits
 
 
-class RecordingTracer(trace_api.Tracer):
+class RecordingTracer(ScopeRecording):
     """Starts :class:`RecordingSpan` s for nemo.lens's primitives (see the module docstring).
 
     While :attr:`active` is false -- the provider got a span processor set-up did
@@ -175,6 +175,10 @@ class RecordingTracer(trace_api.Tracer):
         # recording, no sampler to show them to, and no limit that would change them.
         self._owns_attributes = (
             self._sampling != _CONSULT and str in as_is and self.max_attributes != 0
+        )
+        # Whether every root span, and every child of a sampled span, is sampled.
+        self._samples_all = self._sampling in (_PARENT_BASED_ON, _ALWAYS_ON) or (
+            self._sampling == _FIXED and self._fixed_decision
         )
 
     @property
@@ -339,87 +343,6 @@ class RecordingTracer(trace_api.Tracer):
         if tracker is not None:
             tracker.open[span] = span
         return span
-
-    def enter_scope(
-        self,
-        name: str,
-        kind: SpanKind | None,
-        links: Sequence[Link] | None,
-        attributes: Mapping[str, object] | None,
-        group: str | None,
-    ) -> tuple[trace_api.Span, Token[Context]]:
-        """Start the span a primitive makes and make it current (see ``state.Recorder``).
-
-        The span is the one ``start_span`` of :mod:`nemo.lens._core.spans` would
-        start through this tracer -- attributes cleaned and redacted, then the
-        group's tags -- made without the steps between.
-        """
-        if not self._owns_attributes:
-            # Not recording, a sampler to consult, or limits to apply: step by step.
-            span = start_span(self, name, kind, links, attributes, group)
-            return span, attach_span(span)
-        tags = None
-        if group is not None:
-            tags = _state.tags.get(group)
-            if tags is None:
-                tags = _state.group_tags(group)
-        owned: dict[str, Any] | None
-        if attributes:
-            owned = {}
-            for key, value in attributes.items():
-                kind_of = type(value)
-                if kind_of is int or kind_of is float or kind_of is bool:
-                    owned[key] = value
-                elif kind_of is str:
-                    owned[key] = _REDACTED if is_redact_key(key, DEFAULT_REDACT_KEYS) else value
-                else:
-                    # None, a sequence, something to drop: the primitives' own rules.
-                    owned = None
-                    break
-            if owned is None or "" in attributes or len(attributes) > self._tag_room:
-                # What the SDK would clean (a list becomes a tuple) or refuse.
-                span = self._start(
-                    name,
-                    None,
-                    _INTERNAL if kind is None else kind,
-                    span_attributes(attributes, group),
-                    False,
-                    links,
-                    None,
-                    _BOTH,
-                )
-                return span, attach_span(span)
-            if tags is not None:
-                owned.update(tags)
-        else:
-            owned = dict(tags) if tags is not None else None
-        span = self._start(
-            name,
-            None,
-            _INTERNAL if kind is None else kind,
-            owned,
-            True,
-            links,
-            None,
-            _BOTH,
-        )
-        return span, attach_span(span)
-
-    def exit_scope(
-        self,
-        span: trace_api.Span,
-        token: Token[Context],
-        error: BaseException | None,
-        record_exception: bool,
-    ) -> None:
-        """Detach *token* and end *span*, as a span scope does (see ``state.Recorder``)."""
-        try:
-            detach(token)
-        finally:
-            if error is None:
-                span.end()
-            else:
-                end_span(span, error, record_exception)
 
     def _start_links(self, links: Sequence[Link]) -> BoundedList[Link]:
         # As the SDK keeps a span's links: the valid ones, attributes bounded.

@@ -246,6 +246,19 @@ def _plain_key(key: str) -> str:
     return text
 
 
+# Text values likewise (a group's tags, a model's name: the same few, span after
+# span): their JSON spelling, "" for text that is not valid Unicode. Bounded.
+_PLAIN_TEXT: dict[str, str] = {}
+
+
+def _plain_text(value: str) -> str:
+    text = _encode_str(value) if value.isascii() or is_clean_text(value) else ""
+    if len(_PLAIN_TEXT) >= _PLAIN_KEYS_MAX:
+        _PLAIN_TEXT.clear()
+    _PLAIN_TEXT[value] = text
+    return text
+
+
 def plain_attributes_json(attributes: dict[str, Any]) -> str | None:
     """:func:`attributes_json` of a plain ``dict`` that needs no redaction nor cleaning.
 
@@ -265,9 +278,12 @@ def plain_attributes_json(attributes: dict[str, Any]) -> str | None:
             return None
         kind = type(value)
         if kind is str:
-            if not (value.isascii() or is_clean_text(value)):
+            text = _PLAIN_TEXT.get(value)
+            if text is None:
+                text = _plain_text(value)
+            if not text:
                 return None
-            parts.append(prefix + _encode_str(value))
+            parts.append(prefix + text)
         elif kind is int:
             if not _INT64_MIN <= value <= _INT64_MAX:
                 return None

@@ -1,0 +1,206 @@
+"""The primitives' span scopes, recorded: what ``state.Recorder`` asks of the recording tracer.
+
+:class:`~nemo.lens._core.spans.SpanScope` hands the whole ``with`` block of a
+primitive (``managed_span``, ``span_cm``, a ``trace_fn`` call) to the recorder
+of the installed provider: :meth:`ScopeRecording.enter_scope` starts the span
+and makes it current, :meth:`ScopeRecording.exit_scope` detaches and ends it.
+The span is the one the primitives would start step by step through the
+recording tracer (:mod:`nemo.lens._sdk.recording`), of which this is a part
+(a base class), kept apart for size: the common case -- a root or the child of
+a sampled recorded span, with plain attributes -- is made here without a call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import Token
+from time import time_ns
+from typing import TYPE_CHECKING, Any, Final
+
+from opentelemetry import context as _context_api
+from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
+from opentelemetry.trace import Link, SpanKind, TraceFlags
+from opentelemetry.util import types
+
+from nemo.lens._core import ids as _ids
+from nemo.lens._core import state as _state
+from nemo.lens._core.current import (
+    CONTEXT_VARIABLE,
+    DEFAULT_RUNTIME,
+    SPAN_KEY,
+    attach_span,
+    detach,
+)
+from nemo.lens._core.redaction import is_redact_key
+from nemo.lens._core.spans import end_span, span_attributes, start_span
+from nemo.lens._sdk.recorded_span import RECORD_EXCEPTION, SET_STATUS, RecordingSpan, new_span
+from nemo.lens.fallbacks import DEFAULT_REDACT_KEYS
+
+if TYPE_CHECKING:
+    from nemo.lens._sdk.processors import OpenSpanTracker
+
+__all__ = ["ScopeRecording"]
+
+_REDACTED: Final = "[REDACTED]"
+_INTERNAL: Final = SpanKind.INTERNAL
+_SAMPLED: Final = TraceFlags.SAMPLED
+_ROOT_FLAGS: Final = TraceFlags(TraceFlags.RANDOM_TRACE_ID | TraceFlags.SAMPLED)
+_BOTH: Final = RECORD_EXCEPTION | SET_STATUS
+
+_random_span_id = _ids.random_span_id
+_random_trace_id = _ids.random_trace_id
+# One C call per id on the hot path; 0 (the invalid id) is drawn again by the functions.
+_bits = _ids.draw_bits
+
+
+class ScopeRecording(trace_api.Tracer):
+    """The recording tracer's side that serves span scopes (see the module docstring)."""
+
+    # Set by the recording tracer (nemo.lens._sdk.recording.RecordingTracer).
+    tracker: OpenSpanTracker | None
+    sink: Callable[[RecordingSpan], None] | None
+    _owns_attributes: bool
+    _samples_all: bool
+    _tag_room: int
+
+    def _start(
+        self,
+        name: str,
+        context: Context | None,
+        kind: SpanKind,
+        attributes: types.Attributes,
+        owned: bool,
+        links: Sequence[Link] | None,
+        start_time: int | None,
+        on_exit: int,
+    ) -> trace_api.Span:
+        raise NotImplementedError  # the recording tracer's
+
+    def enter_scope(
+        self,
+        name: str,
+        kind: SpanKind | None,
+        links: Sequence[Link] | None,
+        attributes: Mapping[str, object] | None,
+        group: str | None,
+    ) -> tuple[trace_api.Span, Token[Context]]:
+        """Start the span a primitive makes and make it current (see ``state.Recorder``).
+
+        The span is the one ``start_span`` of :mod:`nemo.lens._core.spans` would
+        start through this tracer -- attributes cleaned and redacted, then the
+        group's tags -- made without the steps between.
+        """
+        if not self._owns_attributes:
+            # Not recording, a sampler to consult, or limits to apply: step by step.
+            span = start_span(self, name, kind, links, attributes, group)
+            return span, attach_span(span)
+        tags = None
+        if group is not None:
+            tags = _state.tags.get(group)
+            if tags is None:
+                tags = _state.group_tags(group)
+        owned: dict[str, Any] | None
+        if attributes:
+            # The primitives' keyword arguments: a dict made for this span alone, kept.
+            owned = attributes if type(attributes) is dict else dict(attributes)
+            for key, value in owned.items():
+                kind_of = type(value)
+                if kind_of is int or kind_of is float or kind_of is bool:
+                    continue
+                if kind_of is str:
+                    if is_redact_key(key, DEFAULT_REDACT_KEYS):
+                        owned[key] = _REDACTED  # a value replaced: the dict keeps its size
+                    continue
+                # None, a sequence, something to drop: the primitives' own rules.
+                owned = None
+                break
+            if owned is None or "" in attributes or len(attributes) > self._tag_room:
+                # What the SDK would clean (a list becomes a tuple) or refuse.
+                span = self._start(
+                    name,
+                    None,
+                    _INTERNAL if kind is None else kind,
+                    span_attributes(attributes, group),
+                    False,
+                    links,
+                    None,
+                    _BOTH,
+                )
+                return span, attach_span(span)
+            if tags is not None:
+                owned.update(tags)
+        else:
+            owned = dict(tags) if tags is not None else None
+        variable = CONTEXT_VARIABLE
+        if variable is None or _context_api._RUNTIME_CONTEXT is not DEFAULT_RUNTIME:
+            span = self._start(name, None, _INTERNAL if kind is None else kind, owned, True,
+                               links, None, _BOTH)  # fmt: skip
+            return span, attach_span(span)
+        context = variable.get()
+        parent: Any = context.get(SPAN_KEY)
+        if (
+            links
+            or not self._samples_all
+            or not (parent is None or (type(parent) is RecordingSpan and parent._flags & _SAMPLED))
+        ):
+            span = self._start(name, None, _INTERNAL if kind is None else kind, owned, True,
+                               links, None, _BOTH)  # fmt: skip
+            return span, attach_span(span)
+        # The common case, as _start makes it: a root, or the child of a sampled span
+        # recorded here, with a sampler that samples both. Fewer steps, no call.
+        span = new_span(RecordingSpan)
+        if parent is None:
+            span._trace_id = _bits(128) or _random_trace_id()
+            span._flags = _ROOT_FLAGS
+            span._trace_state = None
+        else:
+            span._trace_id = parent._trace_id
+            span._flags = parent._flags
+            span._trace_state = parent._trace_state
+        span._span_id = _bits(64) or _random_span_id()
+        span._name = name
+        span._parent = parent
+        span._kind = _INTERNAL if kind is None else kind
+        span._end_time = None
+        span._tracer = self  # type: ignore[assignment]  # (the recording tracer: its one subclass)
+        span._attributes = owned or None
+        span._start_time = time_ns()
+        tracker = self.tracker
+        if tracker is not None:
+            tracker.open[span] = span
+        # attach_span, inline.
+        context = Context(context)
+        dict.__setitem__(context, SPAN_KEY, span)
+        return span, variable.set(context)
+
+    def exit_scope(
+        self,
+        span: trace_api.Span,
+        token: Token[Context],
+        error: BaseException | None,
+        record_exception: bool,
+    ) -> None:
+        """Detach *token* and end *span*, as a span scope does (see ``state.Recorder``)."""
+        try:
+            variable = CONTEXT_VARIABLE
+            if variable is None or _context_api._RUNTIME_CONTEXT is not DEFAULT_RUNTIME:
+                detach(token)
+            else:
+                try:
+                    variable.reset(token)  # detach, inline
+                except Exception:
+                    detach(token)  # fails the same way, and logs it as detach does
+        finally:
+            if error is not None:
+                end_span(span, error, record_exception)
+            elif type(span) is not RecordingSpan or span._end_time is not None:
+                span.end()
+            else:
+                # RecordingSpan.end, without the call (see there).
+                span._end_time = time_ns()
+                tracker = self.tracker
+                if (tracker is None or tracker.open.pop(span, None) is not None) and (
+                    span._flags & _SAMPLED and (sink := self.sink) is not None
+                ):
+                    sink(span)
