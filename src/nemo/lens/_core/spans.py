@@ -276,12 +276,12 @@ class SpanScope:
 
     __slots__ = (
         "_attributes",
+        "_delegate",
         "_group",
         "_kind",
         "_links",
         "_name",
         "_record",
-        "_recorder",
         "_span",
         "_token",
         "_tracer",
@@ -306,17 +306,20 @@ class SpanScope:
         self._group = group
 
     def __enter__(self) -> Span:
+        self._delegate = None
         if self._tracer is None:
             # nemo.lens built the pipeline: its recorder does the whole block.
-            recorder = self._recorder = _state.recorder
+            recorder = _state.recorder
             if recorder is not None:
-                span, self._token = recorder.enter_scope(
-                    self._name, self._kind, self._links, self._attributes, self._group
+                delegate = self._delegate = recorder.scope(
+                    self._name,
+                    self._kind,
+                    self._links,
+                    self._attributes,
+                    self._record,
+                    self._group,
                 )
-                self._span = span
-                return span
-        else:
-            self._recorder = None
+                return delegate.__enter__()
         span = start_span(
             self._tracer, self._name, self._kind, self._links, self._attributes, self._group
         )
@@ -330,9 +333,9 @@ class SpanScope:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        recorder = self._recorder
-        if recorder is not None:
-            recorder.exit_scope(self._span, self._token, exc, self._record)
+        delegate = self._delegate
+        if delegate is not None:
+            delegate.__exit__(exc_type, exc, tb)
             return
         try:
             detach(self._token)
@@ -380,6 +383,8 @@ def managed_span(
         )
     if links is not None:
         check_links("managed_span", links)
+    if tracer is None and (recorder := _state.recorder) is not None:
+        return recorder.scope(name, kind, links, attributes, True, group)
     return SpanScope(tracer, name, kind, links, attributes, True, group)
 
 
@@ -421,4 +426,6 @@ def span_cm(
     """
     if group is not None and not isinstance(group, str):
         raise TypeError(f"span_cm(group=...) takes a span-group name (a str), got {group!r}")
+    if tracer is None and (recorder := _state.recorder) is not None:
+        return recorder.scope(name, None, None, attributes, record_exception, group)
     return SpanScope(tracer, name, None, None, attributes, record_exception, group)

@@ -25,11 +25,10 @@ directly on the hot path, and only ever rebound here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from contextvars import Token
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, cast
 
 from opentelemetry import trace as _trace
-from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span, SpanKind, Tracer, TracerProvider
 
 from nemo.lens import __version__, _signatures
@@ -268,35 +267,25 @@ _HAS_GLOBAL_SLOT: Final = hasattr(_trace, "_TRACER_PROVIDER")
 class Recorder(Protocol):
     """What makes the primitives' spans when nemo.lens built the pipeline itself.
 
-    :class:`~nemo.lens._core.spans.SpanScope` hands its whole ``with`` block to
-    it -- start the span and make it current; detach and end it -- instead of
-    calling a tracer and the context API step by step. nemo.lens's own tracer
-    provider offers one (:mod:`nemo.lens._sdk.recording`); the result is the
-    span the tracer of :func:`default_tracer` would make.
+    A primitive called with ``tracer=None`` hands its whole ``with`` block to it
+    (:meth:`scope`) instead of calling a tracer and the context API step by step,
+    as does :class:`~nemo.lens._core.spans.SpanScope`. nemo.lens's own tracer
+    provider offers one (:mod:`nemo.lens._sdk.scopes`); the span is the one the
+    tracer of :func:`default_tracer` would make, and it ends as ``end_span`` ends it.
     """
 
-    def enter_scope(
+    def scope(
         self,
         name: str,
         kind: SpanKind | None,
         links: Sequence[Link] | None,
         attributes: Mapping[str, object] | None,
-        group: str | None,
-    ) -> tuple[Span, Token[Context]]:
-        """Start the span a primitive makes and make it current; return it and the token.
-
-        *attributes* is the primitive's own dict of keyword arguments, made for this
-        span alone: the recorder may keep it as the span's attributes."""
-        ...
-
-    def exit_scope(
-        self,
-        span: Span,
-        token: Token[Context],
-        error: BaseException | None,
         record_exception: bool,
-    ) -> None:
-        """Detach *token* and end *span*, recording *error* as ``end_span`` does."""
+        group: str | None,
+    ) -> AbstractContextManager[Span]:
+        """The ``with`` block of one span: started and made current on entry, detached
+        and ended on exit. *attributes* is the primitive's own dict of keyword
+        arguments, made for this span alone: the recorder may keep it as the span's."""
         ...
 
 
@@ -325,9 +314,7 @@ def use_tracer_provider(provider: TracerProvider | None) -> None:
             if callable(primitives_tracer)
             else provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
         )
-        if callable(getattr(tracer, "enter_scope", None)) and callable(
-            getattr(tracer, "exit_scope", None)
-        ):
+        if callable(getattr(tracer, "scope", None)):
             found = cast(Recorder, tracer)
     _installed_provider = provider
     _installed_tracer = tracer

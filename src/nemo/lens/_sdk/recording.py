@@ -171,7 +171,7 @@ class RecordingTracer(ScopeRecording):
         self._room = self.max_attributes if self.max_attributes is not None else 1 << 62
         # A primitive's attributes plus its group's two tags still within the limit.
         self._tag_room = self._room - 2
-        # Whether enter_scope may store the primitives' cleaned attributes as they are:
+        # Whether a recorded scope may store the primitives' cleaned attributes as they are:
         # recording, no sampler to show them to, and no limit that would change them.
         self._owns_attributes = (
             self._sampling != _CONSULT and str in as_is and self.max_attributes != 0

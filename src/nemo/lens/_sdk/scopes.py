@@ -1,13 +1,14 @@
 """The primitives' span scopes, recorded: what ``state.Recorder`` asks of the recording tracer.
 
-:class:`~nemo.lens._core.spans.SpanScope` hands the whole ``with`` block of a
-primitive (``managed_span``, ``span_cm``, a ``trace_fn`` call) to the recorder
-of the installed provider: :meth:`ScopeRecording.enter_scope` starts the span
-and makes it current, :meth:`ScopeRecording.exit_scope` detaches and ends it.
-The span is the one the primitives would start step by step through the
-recording tracer (:mod:`nemo.lens._sdk.recording`), of which this is a part
-(a base class), kept apart for size: the common case -- a root or the child of
-a sampled recorded span, with plain attributes -- is made here without a call.
+A primitive (``managed_span``, ``span_cm``, a ``trace_fn`` call) with
+``tracer=None`` hands its whole ``with`` block to the recorder of the installed
+provider: :meth:`ScopeRecording.scope` returns a :class:`RecordedScope`, which
+starts the span and makes it current on entry, and detaches and ends it on
+exit. The span is the one the primitives would start step by step through the
+recording tracer (:mod:`nemo.lens._sdk.recording`), of which
+:class:`ScopeRecording` is a part (a base class), kept apart for size. The
+common case -- a root or the child of a sampled recorded span, with plain
+attributes -- is made here without a call.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import Token
 from time import time_ns
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import context as _context_api
@@ -33,7 +35,7 @@ from nemo.lens._core.current import (
     detach,
 )
 from nemo.lens._core.redaction import is_redact_key
-from nemo.lens._core.spans import end_span, span_attributes, start_span
+from nemo.lens._core.spans import SpanScope, end_span, span_attributes, start_span
 from nemo.lens._sdk.recorded_span import RECORD_EXCEPTION, SET_STATUS, RecordingSpan, new_span
 from nemo.lens.fallbacks import DEFAULT_REDACT_KEYS
 
@@ -77,24 +79,79 @@ class ScopeRecording(trace_api.Tracer):
     ) -> trace_api.Span:
         raise NotImplementedError  # the recording tracer's
 
-    def enter_scope(
+    def scope(
         self,
         name: str,
         kind: SpanKind | None,
         links: Sequence[Link] | None,
         attributes: Mapping[str, object] | None,
+        record_exception: bool,
         group: str | None,
-    ) -> tuple[trace_api.Span, Token[Context]]:
-        """Start the span a primitive makes and make it current (see ``state.Recorder``).
+    ) -> RecordedScope:
+        """The ``with`` block of a primitive's span (see ``state.Recorder``)."""
+        scope = _new_scope(RecordedScope)
+        scope._tracer = self
+        scope._name = name
+        scope._kind = kind
+        scope._links = links
+        scope._attributes = attributes
+        scope._record = record_exception
+        scope._group = group
+        return scope
 
-        The span is the one ``start_span`` of :mod:`nemo.lens._core.spans` would
-        start through this tracer -- attributes cleaned and redacted, then the
-        group's tags -- made without the steps between.
-        """
-        if not self._owns_attributes:
+
+class RecordedScope:
+    """A primitive's span, start to end: :class:`~nemo.lens._core.spans.SpanScope`'s
+    work done the recording tracer's way (see the module docstring).
+
+    The span is the one ``start_span`` of :mod:`nemo.lens._core.spans` would
+    start through the tracer -- attributes cleaned and redacted, then the
+    group's tags -- made without the steps between; it ends as ``end_span``
+    ends it. Single use. Made by :meth:`ScopeRecording.scope` (no ``__init__``).
+    """
+
+    __slots__ = (
+        "_attributes",
+        "_group",
+        "_kind",
+        "_links",
+        "_name",
+        "_record",
+        "_span",
+        "_token",
+        "_tracer",
+    )
+
+    _tracer: ScopeRecording
+    _name: str
+    _kind: SpanKind | None
+    _links: Sequence[Link] | None
+    _attributes: Mapping[str, object] | None
+    _record: bool
+    _group: str | None
+    _span: Any  # the span; a SpanScope when the recorder changed before the block began
+    _token: Token[Context] | None
+
+    def __enter__(self) -> trace_api.Span:
+        tracer = self._tracer
+        name, kind, links, attributes, group = (
+            self._name,
+            self._kind,
+            self._links,
+            self._attributes,
+            self._group,
+        )
+        if _state.recorder is not tracer:
+            # Set-up changed between the primitive's call and its block: the generic way.
+            scope = self._span = SpanScope(None, name, kind, links, attributes, self._record, group)
+            self._token = None
+            return scope.__enter__()
+        if not tracer._owns_attributes:
             # Not recording, a sampler to consult, or limits to apply: step by step.
-            span = start_span(self, name, kind, links, attributes, group)
-            return span, attach_span(span)
+            span = start_span(tracer, name, kind, links, attributes, group)
+            self._span = span
+            self._token = attach_span(span)
+            return span
         tags = None
         if group is not None:
             tags = _state.tags.get(group)
@@ -115,9 +172,9 @@ class ScopeRecording(trace_api.Tracer):
                 # None, a sequence, something to drop: the primitives' own rules.
                 owned = None
                 break
-            if owned is None or "" in attributes or len(attributes) > self._tag_room:
+            if owned is None or "" in attributes or len(attributes) > tracer._tag_room:
                 # What the SDK would clean (a list becomes a tuple) or refuse.
-                span = self._start(
+                span = tracer._start(
                     name,
                     None,
                     _INTERNAL if kind is None else kind,
@@ -127,26 +184,32 @@ class ScopeRecording(trace_api.Tracer):
                     None,
                     _BOTH,
                 )
-                return span, attach_span(span)
+                self._span = span
+                self._token = attach_span(span)
+                return span
             if tags is not None:
                 owned.update(tags)
         else:
             owned = dict(tags) if tags is not None else None
         variable = CONTEXT_VARIABLE
         if variable is None or _context_api._RUNTIME_CONTEXT is not DEFAULT_RUNTIME:
-            span = self._start(name, None, _INTERNAL if kind is None else kind, owned, True,
+            span = tracer._start(name, None, _INTERNAL if kind is None else kind, owned, True,
                                links, None, _BOTH)  # fmt: skip
-            return span, attach_span(span)
+            self._span = span
+            self._token = attach_span(span)
+            return span
         context = variable.get()
         parent: Any = context.get(SPAN_KEY)
         if (
             links
-            or not self._samples_all
+            or not tracer._samples_all
             or not (parent is None or (type(parent) is RecordingSpan and parent._flags & _SAMPLED))
         ):
-            span = self._start(name, None, _INTERNAL if kind is None else kind, owned, True,
+            span = tracer._start(name, None, _INTERNAL if kind is None else kind, owned, True,
                                links, None, _BOTH)  # fmt: skip
-            return span, attach_span(span)
+            self._span = span
+            self._token = attach_span(span)
+            return span
         # The common case, as _start makes it: a root, or the child of a sampled span
         # recorded here, with a sampler that samples both. Fewer steps, no call.
         span = new_span(RecordingSpan)
@@ -163,25 +226,29 @@ class ScopeRecording(trace_api.Tracer):
         span._parent = parent
         span._kind = _INTERNAL if kind is None else kind
         span._end_time = None
-        span._tracer = self  # type: ignore[assignment]  # (the recording tracer: its one subclass)
+        span._tracer = tracer  # type: ignore[assignment]  # (the recording tracer: its one subclass)
         span._attributes = owned or None
         span._start_time = time_ns()
-        tracker = self.tracker
+        tracker = tracer.tracker
         if tracker is not None:
             tracker.open[span] = span
         # attach_span, inline.
         context = Context(context)
         dict.__setitem__(context, SPAN_KEY, span)
-        return span, variable.set(context)
+        self._span = span
+        self._token = variable.set(context)
+        return span
 
-    def exit_scope(
+    def __exit__(
         self,
-        span: trace_api.Span,
-        token: Token[Context],
+        exc_type: type[BaseException] | None,
         error: BaseException | None,
-        record_exception: bool,
+        tb: TracebackType | None,
     ) -> None:
-        """Detach *token* and end *span*, as a span scope does (see ``state.Recorder``)."""
+        span, token, tracer = self._span, self._token, self._tracer
+        if token is None:
+            span.__exit__(exc_type, error, tb)
+            return
         try:
             variable = CONTEXT_VARIABLE
             if variable is None or _context_api._RUNTIME_CONTEXT is not DEFAULT_RUNTIME:
@@ -193,14 +260,17 @@ class ScopeRecording(trace_api.Tracer):
                     detach(token)  # fails the same way, and logs it as detach does
         finally:
             if error is not None:
-                end_span(span, error, record_exception)
+                end_span(span, error, self._record)
             elif type(span) is not RecordingSpan or span._end_time is not None:
                 span.end()
             else:
                 # RecordingSpan.end, without the call (see there).
                 span._end_time = time_ns()
-                tracker = self.tracker
+                tracker = tracer.tracker
                 if (tracker is None or tracker.open.pop(span, None) is not None) and (
-                    span._flags & _SAMPLED and (sink := self.sink) is not None
+                    span._flags & _SAMPLED and (sink := tracer.sink) is not None
                 ):
                     sink(span)
+
+
+_new_scope = RecordedScope.__new__

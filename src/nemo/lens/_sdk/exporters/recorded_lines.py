@@ -36,7 +36,9 @@ _INTERNAL: Final = SpanKind.INTERNAL
 def recorded_line(span: RecordingSpan) -> str | None:
     """The finished span as the line ``encode_span`` writes for its :meth:`readable` form.
 
-    Written straight from the recorded fields. ``None`` when a name, key or
+    Written straight from the recorded fields. Ids are valid (within 128 and
+    64 bits: this tracer's, or a valid parent's), so ``to_bytes(...).hex()``
+    spells them as ``format_trace_id`` does, in half the time. ``None`` when a name, key or
     value would first have to be redacted or made exportable
     (:func:`~nemo.lens._sdk.exporters.redaction.clean_span` would change
     the span): the exporter then takes that general path.
@@ -79,14 +81,15 @@ def recorded_line(span: RecordingSpan) -> str | None:
     if parent is None:
         parent_text = "null"
     elif isinstance(parent, SpanContext):
-        parent_text = f'"{parent.span_id:016x}"'
+        parent_text = f'"{parent.span_id.to_bytes(8, "big").hex()}"'
     else:  # a RecordingSpan
-        parent_text = f'"{parent._span_id:016x}"'
+        parent_text = f'"{parent._span_id.to_bytes(8, "big").hex()}"'
     kind = span._kind
     start, end = span._start_time, span._end_time
     return (
         f'{{"name":{encode_text(name)},'
-        f'"trace_id":"{span._trace_id:032x}","span_id":"{span._span_id:016x}",'
+        f'"trace_id":"{span._trace_id.to_bytes(16, "big").hex()}",'
+        f'"span_id":"{span._span_id.to_bytes(8, "big").hex()}",'
         f'"parent_span_id":{parent_text},'
         f'"kind":"{"INTERNAL" if kind is _INTERNAL else kind.name}",'
         f'"start_time_unix_nano":{start if type(start) is int else int_json(start)},'
