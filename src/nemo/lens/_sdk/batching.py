@@ -182,6 +182,9 @@ class BatchingSpanProcessor(SpanProcessor):
         self._shutdown = False
         self._worker_done = threading.Event()
         self._reset_runtime_state()
+        # Whether queue_span may skip its checks: not synchronous, and (until set
+        # false for good) not disabled, not a forked child, not sealed.
+        self._plain = not synchronous
         self._start_worker()
         _fork.register(self)
 
@@ -220,6 +223,7 @@ class BatchingSpanProcessor(SpanProcessor):
         (Which exporter the child uses is the forwarding wrapper's business.)
         """
         self._reset_runtime_state()
+        self._plain = False  # a forked child: every span checked
         if not self._usable_after_fork:
             # No thread, no export: the child leaves the parent's exporter alone.
             self._disabled = True
@@ -257,19 +261,21 @@ class BatchingSpanProcessor(SpanProcessor):
         nemo.lens's recording tracer hands its spans here directly (they are
         sampled, and their context is not made just to be checked).
         """
-        if self._disabled:
-            return
-        if self._forked_at_ns and (span.start_time or 0) < self._forked_at_ns:
-            return
-        if self._sealed:
-            self._late()
-            return
-        if self._synchronous:
-            self._export([span])
-            return
-        if len(self._queue) >= self.max_queue_size and not self._wait_for_room():
-            self._drop()
-            return
+        # Nothing unusual (see __init__) and room: the checks below would pass.
+        if not (self._plain and len(self._queue) < self.max_queue_size):
+            if self._disabled:
+                return
+            if self._forked_at_ns and (span.start_time or 0) < self._forked_at_ns:
+                return
+            if self._sealed:
+                self._late()
+                return
+            if self._synchronous:
+                self._export([span])
+                return
+            if len(self._queue) >= self.max_queue_size and not self._wait_for_room():
+                self._drop()
+                return
         self._queue.append(span)
         if self._sealed:
             # Shutdown's last drain began between the check above and the
@@ -356,10 +362,12 @@ class BatchingSpanProcessor(SpanProcessor):
             # that runs join the queue and are exported too. Then no more: a
             # thread that keeps emitting must not keep shutdown from finishing.
             self._export_batches(everything=True, at_most=len(self._queue))
+            self._plain = False
             self._sealed = True
             self._export_batches(everything=True)  # what ended before the seal
             self._complete_flush(self._flush_requested)
         finally:
+            self._plain = False
             self._sealed = True
             self._worker_done.set()
 
@@ -446,6 +454,7 @@ class BatchingSpanProcessor(SpanProcessor):
             return self._worker_done.is_set()
         self._shutdown = True
         if self._synchronous:
+            self._plain = False
             self._sealed = True
         self._wake.set()
         wait_s = None
