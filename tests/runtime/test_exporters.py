@@ -25,6 +25,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
     OTLPSpanExporter as HttpSpanExporter,
 )
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.util._once import Once
@@ -33,6 +34,7 @@ from nemo.lens import state
 from nemo.lens._core.destinations import otlp_protocol, sibling_path
 from nemo.lens._sdk.batching import BatchingSpanProcessor
 from nemo.lens._sdk.exporters.factory import create_metric_exporter, create_span_exporter
+from nemo.lens._sdk.exporters.jsonl import JsonLinesSpanExporter
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import setup_telemetry
 from nemo.lens.providers import (
@@ -172,6 +174,30 @@ def test_file_exporter_writes_one_valid_line_per_span(tmp_path: Path) -> None:
     records = [_strict_json(line) for line in lines]
     assert sorted(r["name"] for r in records) == sorted(f"span-{i}" for i in range(25))
     assert all(r["resource"]["nemo.rank"] == 2 for r in records)
+
+
+def test_a_large_batch_is_written_in_whole_lines_in_order() -> None:
+    # A batch of thousands of lines goes out in several writes (no one text of
+    # megabytes); each write ends a line, so no reader or forked writer sees half one.
+    class Recorder:
+        def __init__(self) -> None:
+            self.writes: list[str] = []
+
+        def write(self, text: str) -> None:
+            self.writes.append(text)
+
+        def flush(self) -> None:
+            """Nothing buffered."""
+
+        def close(self) -> None:
+            """Nothing to release."""
+
+    sink = Recorder()
+    lines = [json.dumps({"n": n}) for n in range(1000)]
+    assert JsonLinesSpanExporter(sink).export_lines(lines) == SpanExportResult.SUCCESS
+    assert len(sink.writes) > 1
+    assert all(text.endswith("\n") for text in sink.writes)
+    assert "".join(sink.writes) == "\n".join(lines) + "\n"
 
 
 def test_file_exporter_default_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
@@ -37,6 +37,10 @@ __all__ = [
 
 # The logger keeps the name users configure it by (this code's module before it moved).
 _logger = logging.getLogger("nemo.lens.exporters.jsonl")
+
+_LINES_PER_WRITE: Final = 256
+"""Span lines per write (about 200 KB): whole lines, so readers and a forked child's
+writes never cut into a line."""
 
 # One lock for every StdoutSink: the span, metric and log exporters each have a
 # sink, and their lines must not interleave on the shared stream.
@@ -102,7 +106,7 @@ class FileSink:
 
     Each :meth:`write` is one ``write(2)`` on a descriptor opened with
     ``O_APPEND``, with no buffer in between. So a forked child (a data-loader
-    worker) can keep using the sink: its batches and the parent's land whole,
+    worker) can keep using the sink: its writes and the parent's land whole,
     one after the other, never inside each other's lines (Linux applies an
     ``O_APPEND`` write to a local file as one unit; over NFS give each process
     its own file). And a child has no copy of a half-written buffer to flush
@@ -161,7 +165,7 @@ class JsonLinesSpanExporter(SpanExporter):
         return self.export_lines([encode_span(span) for span in spans])
 
     def export_lines(self, lines: Sequence[str]) -> SpanExportResult:
-        """Write *lines*, spans already encoded (each without its newline), in one write.
+        """Write *lines*, spans already encoded (each without its newline), a few hundred a write.
 
         nemo.lens's redacting wrapper encodes as it cleans
         (:class:`~nemo.lens._sdk.exporters.redaction.RedactingSpanExporter`).
@@ -171,7 +175,13 @@ class JsonLinesSpanExporter(SpanExporter):
         if not lines:
             return SpanExportResult.SUCCESS
         try:
-            self.sink.write("\n".join(lines) + "\n")
+            # In writes of at most _LINES_PER_WRITE whole lines: one text of a whole batch
+            # (megabytes) is memory the allocator maps afresh for every batch, and its page
+            # faults cost more than the extra writes (about 1 us a span against 0.3 us).
+            for first in range(0, len(lines), _LINES_PER_WRITE):
+                chunk = list(lines[first : first + _LINES_PER_WRITE])
+                chunk.append("")  # the last line's newline, without copying the text again
+                self.sink.write("\n".join(chunk))
         except Exception:  # the SDK would only log it too; say which exporter failed
             _logger.exception("nemo.lens: writing %d span(s) as JSON lines failed", len(lines))
             return SpanExportResult.FAILURE
