@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from bench.harness import Comparison, compare, compile_runner
+from bench.throughput import file_config
 
 __all__ = ["MicroCase", "MicroResult", "Timing", "run_micro"]
 
@@ -352,19 +353,11 @@ def _run_recording(
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    from nemo.lens import NemoLensConfig, setup_telemetry, testing
+    from nemo.lens import setup_telemetry, testing
 
     with tempfile.TemporaryDirectory(prefix="nemo-lens-bench-") as directory:
         path = Path(directory) / "spans.jsonl"
-        config = NemoLensConfig(
-            enabled=True,
-            exporter="file",
-            trace_file=str(path),
-            span_groups="all",
-            metrics_enabled=False,
-            run_id="bench",
-        )
-        handle = setup_telemetry(config)
+        handle = setup_telemetry(file_config(path))
         provider = TracerProvider()
         processor = BatchSpanProcessor(_Discard(), max_queue_size=1 << 20)  # type: ignore[arg-type]
         provider.add_span_processor(processor)

@@ -211,11 +211,25 @@ def _queued(spans: int) -> dict[str, Any]:
     return {"mode": "queued", "emitted": spans, "bytes_per_queued_span": growth / spans}
 
 
+def file_config(path: Path) -> Any:
+    """The configuration every file-exporter benchmark sets up: every group on, no metrics."""
+    from nemo.lens import NemoLensConfig
+
+    return NemoLensConfig(
+        enabled=True,
+        exporter="file",
+        trace_file=str(path),
+        span_groups="all",
+        metrics_enabled=False,
+        run_id="bench",
+    )
+
+
 def run(mode: str, spans: int, rate: int, seconds: float, sdk: bool = False) -> dict[str, Any]:
     """Set up, emit, shut down, and measure; see the module docstring."""
     from opentelemetry.sdk.trace import SpanProcessor
 
-    from nemo.lens import NemoLensConfig, setup_telemetry
+    from nemo.lens import setup_telemetry
 
     if mode == "queued":
         return _queued(spans)
@@ -233,15 +247,7 @@ def run(mode: str, spans: int, rate: int, seconds: float, sdk: bool = False) -> 
 
     with tempfile.TemporaryDirectory(prefix="nemo-lens-bench-") as directory:
         path = Path(directory) / "spans.jsonl"
-        config = NemoLensConfig(
-            enabled=True,
-            exporter="file",
-            trace_file=str(path),
-            span_groups="all",
-            metrics_enabled=False,
-            run_id="bench",
-        )
-        handle = setup_telemetry(config)
+        handle = setup_telemetry(file_config(path))
         provider: Any = handle.tracer_provider
         if sdk:
             # A processor of the application's own: the primitives make SDK spans.

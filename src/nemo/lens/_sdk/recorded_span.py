@@ -212,12 +212,7 @@ class RecordingSpan(trace_api.Span):
     ) -> None:
         """Add an event (its attributes bounded and cleaned as the SDK's are)."""
         tracer = self._tracer
-        bounded = BoundedAttributes(
-            tracer.max_event_attributes,
-            attributes,
-            max_value_len=tracer.max_attribute_length,
-            immutable=True,
-        )
+        bounded = tracer.bounded(tracer.max_event_attributes, attributes)
         event = Event(name=name, attributes=bounded, timestamp=timestamp)
         if not _check_not_ended(self, "_add_event"):
             return
@@ -231,12 +226,7 @@ class RecordingSpan(trace_api.Span):
         if not is_valid_link(context, attributes):
             return
         tracer = self._tracer
-        bounded = BoundedAttributes(
-            tracer.max_link_attributes,
-            attributes,
-            max_value_len=tracer.max_attribute_length,
-            immutable=True,
-        )
+        bounded = tracer.bounded(tracer.max_link_attributes, attributes)
         link = Link(context=context, attributes=bounded)
         if not _check_not_ended(self, "_add_link"):
             return

@@ -344,18 +344,20 @@ class RecordingTracer(ScopeRecording):
             tracker.open[span] = span
         return span
 
+    def bounded(self, limit: int | None, attributes: types.Attributes) -> BoundedAttributes:
+        """*attributes* of an event or link, bounded and cleaned as the SDK's are."""
+        return BoundedAttributes(
+            limit, attributes, max_value_len=self.max_attribute_length, immutable=True
+        )
+
     def _start_links(self, links: Sequence[Link]) -> BoundedList[Link]:
         # As the SDK keeps a span's links: the valid ones, attributes bounded.
-        valid = []
-        for link in links:
-            if link and is_valid_link(link.context, link.attributes):
-                bounded = BoundedAttributes(
-                    self.max_link_attributes,
-                    link.attributes,
-                    max_value_len=self.max_attribute_length,
-                    immutable=True,
-                )
-                valid.append(Link(link.context, bounded))
+        limit = self.max_link_attributes
+        valid = [
+            Link(link.context, self.bounded(limit, link.attributes))
+            for link in links
+            if link and is_valid_link(link.context, link.attributes)
+        ]
         return BoundedList.from_seq(self.max_links, valid)
 
     def start_as_current_span(
