@@ -190,3 +190,70 @@ def test_spans_nest_across_the_application_tracer_on_the_recording_path() -> Non
     assert parent_of["work.traced"] == "under.user"
     assert parent_of["under.user.root"] == "user.root"
     assert parent_of["outer"] is None
+
+
+def _batch_workload() -> None:
+    """Spans of repeated and changing shapes: the batch encoder's cached pieces and
+    every way out of them (values, keys, names, kinds, status, events, parents)."""
+    user = trace.get_tracer("user.code")
+    for step in range(3):
+        with managed_span("step", "loop", iteration=step, model="m", ratio=0.5, ok=step == 1):
+            with managed_span("forward_backward", "layer", layer=step):
+                pass
+            with managed_span("forward_backward", "layer", layer=str(step)):  # another type
+                pass
+            with managed_span("forward_backward", "layer", layer=float("nan")):  # not plain
+                pass
+    with managed_span("step", "no.attributes.at.all"):
+        pass
+    span_cm_names = ("plain", "ünïcode", "two\nlines", '%s %d {} \\ "quoted"')
+    for name in span_cm_names:
+        with span_cm(name, size=2**70 if name == "plain" else 1) as span:
+            span.set_attribute("%key", "100%")
+    with managed_span("step", "secret", api_key="hunter2", token=3):
+        pass
+    with managed_span("step", "kinds", kind=SpanKind.CLIENT, n=1):
+        pass
+    with managed_span("step", "flags", flags=[1, 2], empty=None):
+        pass
+    with span_cm("status", n=1) as span:
+        span.set_status(StatusCode.ERROR, "bad")
+    with span_cm("event", n=1) as span:
+        span.add_event("e", {"k": 1})
+    with user.start_as_current_span("user.parent"), managed_span("step", "under.sdk", n=1):
+        pass
+
+
+def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written() -> None:
+    from nemo.lens._core import state
+    from nemo.lens._sdk.exporters.encoding import encode_span
+    from nemo.lens._sdk.exporters.redaction import clean_span, encode_cleaned
+    from nemo.lens._sdk.recorded_span import RecordingSpan
+
+    handle = setup_telemetry(_config(), span_exporter=InMemorySpanExporter())
+    recorded: list[Any] = []
+    tracer: Any = state.recorder
+    tracer.sink = recorded.append
+    try:
+        _batch_workload()
+        _batch_workload()  # the second time through, every shape is cached
+    finally:
+        handle.shutdown()
+    assert recorded and all(type(span) is RecordingSpan for span in recorded)
+    expected = [encode_span(clean_span(span.readable(), {})) for span in recorded]
+    general: list[Any] = []
+
+    def encode(span: Any) -> str:
+        general.append(span)
+        return encode_cleaned(span, {})
+
+    assert RecordingSpan.json_lines(recorded, encode) == expected
+    # The common shapes took the fast way; only the ones the docstring names did not.
+    fast = {span._name for span in recorded} - {span._name for span in general}
+    assert {"loop", "no.attributes.at.all", "under.sdk"} <= fast
+    slow = {span._name for span in general}
+    assert {"secret", "kinds", "flags", "status", "event", "plain"} <= slow
+    # A batch that begins with an SDK span is written the same way.
+    sdk_span = recorded[0].readable()
+    lines = RecordingSpan.json_lines([sdk_span, *recorded], encode)
+    assert lines == [encode_span(sdk_span), *expected]

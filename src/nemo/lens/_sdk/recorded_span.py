@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from time import time_ns
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Final
@@ -34,7 +34,7 @@ from opentelemetry.trace.status import Status, StatusCode
 from opentelemetry.util import types
 
 from nemo.lens import semconv
-from nemo.lens._sdk.exporters.recorded_lines import recorded_line
+from nemo.lens._sdk.exporters.recorded_lines import recorded_line, recorded_lines
 
 if TYPE_CHECKING:
     from nemo.lens._sdk.recording import RecordingTracer
@@ -407,6 +407,12 @@ class RecordingSpan(trace_api.Span):
         """The finished span as the line ``encode_span`` writes for its :meth:`readable`
         form, or ``None`` when it needs the general path (see ``recorded_line``)."""
         return recorded_line(self)
+
+    @staticmethod
+    def json_lines(spans: Sequence[Any], general: Callable[[Any], str]) -> list[str]:
+        """The line of each span of a batch, these spans' the fast way and any other's
+        by *general* (see ``recorded_lines``)."""
+        return recorded_lines(spans, general, RecordingSpan)
 
     def readable(self) -> ReadableSpan:
         """The finished span as the SDK would have handed it to its exporters."""

@@ -135,6 +135,9 @@ class RecordingTracer(ScopeRecording):
     ) -> None:
         self._active = True
         self._json_tail: str | None = None
+        # The fixed pieces of each shape of line this tracer's spans take (export thread;
+        # see nemo.lens._sdk.exporters.recorded_lines.recorded_lines).
+        self.line_shapes: dict[tuple[object, ...], list[str] | None] = {}
         self._sdk = sdk_tracer
         self.resource = resource
         self.instrumentation_scope = scope

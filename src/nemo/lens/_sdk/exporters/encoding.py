@@ -57,6 +57,8 @@ __all__ = [
     "encode_text",
     "int_json",
     "plain_attributes_json",
+    "plain_key_json",
+    "plain_values_json",
     "span_to_dict",
     "tail_json",
 ]
@@ -259,43 +261,63 @@ def _plain_text(value: str) -> str:
     return text
 
 
-def plain_attributes_json(attributes: dict[str, Any]) -> str | None:
-    """:func:`attributes_json` of a plain ``dict`` that needs no redaction nor cleaning.
+def plain_key_json(key: str) -> str:
+    """*key* as :func:`plain_attributes_json` writes it -- its JSON text and the colon
+    -- or ``""`` when it is not plain (not ``str``, not valid text, a redact key)."""
+    prefix = _PLAIN_KEYS.get(key)
+    return prefix if prefix is not None else _plain_key(key)
 
-    ``None`` when it holds anything else (a redact key, a sequence, text that is
-    not valid Unicode, an int beyond 64 bits, a non-finite float, another
-    type): the caller then checks and encodes the general way. Written here
-    rather than by the C encoder, which costs twice as much for the few
-    attributes a span has; the text is the same (ints and floats as their
-    ``repr``, as the ``json`` module writes them).
+
+def plain_values_json(attributes: dict[str, Any], into: list[str]) -> bool:
+    """Append the JSON text of each value of *attributes* to *into*, in order.
+
+    False at the first value :func:`plain_attributes_json` would not write (a
+    sequence, ``None``, text that is not valid Unicode, an int beyond 64 bits, a
+    non-finite float, another type); *into* then holds the values before it.
     """
-    parts = []
-    for key, value in attributes.items():
-        prefix = _PLAIN_KEYS.get(key)
-        if prefix is None:
-            prefix = _plain_key(key)
-        if not prefix:
-            return None
+    append = into.append
+    for value in attributes.values():
         kind = type(value)
         if kind is str:
             text = _PLAIN_TEXT.get(value)
             if text is None:
                 text = _plain_text(value)
             if not text:
-                return None
-            parts.append(prefix + text)
+                return False
+            append(text)
         elif kind is int:
             if not _INT64_MIN <= value <= _INT64_MAX:
-                return None
-            parts.append(f"{prefix}{value!r}")
+                return False
+            append(f"{value!r}")
         elif kind is float:
             if value != value or value in _INFINITIES:
-                return None
-            parts.append(f"{prefix}{value!r}")
+                return False
+            append(f"{value!r}")
         elif kind is bool:
-            parts.append(prefix + ("true" if value else "false"))
+            append("true" if value else "false")
         else:
+            return False
+    return True
+
+
+def plain_attributes_json(attributes: dict[str, Any]) -> str | None:
+    """:func:`attributes_json` of a plain ``dict`` that needs no redaction nor cleaning.
+
+    ``None`` when it holds anything else (a redact key, or a value
+    :func:`plain_values_json` does not write): the caller then checks and
+    encodes the general way. Written here rather than by the C encoder, which
+    costs twice as much for the few attributes a span has; the text is the same
+    (ints and floats as their ``repr``, as the ``json`` module writes them).
+    """
+    values: list[str] = []
+    if not plain_values_json(attributes, values):
+        return None
+    parts = []
+    for key, text in zip(attributes, values, strict=True):
+        prefix = plain_key_json(key)
+        if not prefix:
             return None
+        parts.append(prefix + text)
     return "{" + ",".join(parts) + "}"
 
 

@@ -451,7 +451,15 @@ class RedactingSpanExporter(SpanExporter):
         changes: Changes = {}
         export_lines = self._export_lines
         if export_lines is not None:
-            lines = [encode_cleaned(span, changes) for span in spans]
+            # A batch of recorded spans is written by their own batch encoder.
+            json_lines: Callable[..., list[str]] | None = (
+                getattr(spans[0], "json_lines", None) if spans else None
+            )
+            lines = (
+                json_lines(spans, lambda span: encode_cleaned(span, changes))
+                if json_lines is not None
+                else [encode_cleaned(span, changes) for span in spans]
+            )
             if changes and self._on_changes is not None:
                 self._on_changes(changes)
             return export_lines(lines)
