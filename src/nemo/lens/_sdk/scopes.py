@@ -54,6 +54,8 @@ _random_span_id = _ids.random_span_id
 _random_trace_id = _ids.random_trace_id
 # One C call per id on the hot path; 0 (the invalid id) is drawn again by the functions.
 _bits = _ids.draw_bits
+# A Context refuses item assignment; a new one is filled before anyone sees it.
+_set_item = dict.__setitem__
 
 
 class ScopeRecording(trace_api.Tracer):
@@ -134,13 +136,11 @@ class RecordedScope:
 
     def __enter__(self) -> trace_api.Span:
         tracer = self._tracer
-        name, kind, links, attributes, group = (
-            self._name,
-            self._kind,
-            self._links,
-            self._attributes,
-            self._group,
-        )
+        name = self._name
+        kind = self._kind
+        links = self._links
+        attributes = self._attributes
+        group = self._group
         if _state.recorder is not tracer:
             # Set-up changed between the primitive's call and its block: the generic way.
             scope = self._span = SpanScope(None, name, kind, links, attributes, self._record, group)
@@ -234,7 +234,7 @@ class RecordedScope:
             tracker.open[span] = span
         # attach_span, inline.
         context = Context(context)
-        dict.__setitem__(context, SPAN_KEY, span)
+        _set_item(context, SPAN_KEY, span)
         self._span = span
         self._token = variable.set(context)
         return span
