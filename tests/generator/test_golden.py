@@ -59,14 +59,16 @@ def test_reordering_toml_keys_changes_nothing(tmp_path: Path) -> None:
         # a deprecated group keeps working and says so
         'deprecated="Synchronisation is now part of step."',
         # categories: stated goodput, profiling otherwise
-        '                category="goodput",\n',
+        '            category="goodput",\n',
         "    GOODPUT_GROUPS: ClassVar[frozenset[str]] = frozenset(\n        {\n            JOB,\n",
         # presets as typed module-level constants (the very sets of PRESETS), the
         # implicit ones included; the goodput preset is the goodput groups
-        'PER_STEP_PRESET: Final[frozenset[SpanGroupName]] = cast(\n    "frozenset[SpanGroupName]",'
-        '\n    SpanGroup.PRESETS["per_step"],\n)\n',
-        '"goodput": GOODPUT_GROUPS,',
-        '"profiling": ALL_GROUPS,',
+        "_TYPED_PRESETS: Final = cast(\n"
+        '    "Mapping[SpanGroupPresetName, frozenset[SpanGroupName]]",\n'
+        "    SpanGroup.PRESETS,\n)\n",
+        'PER_STEP_PRESET: Final = _TYPED_PRESETS["per_step"]\n',
+        "        every=ALL_GROUPS,\n        goodput=GOODPUT_GROUPS,\n",
+        'PROFILING_PRESET: Final = _TYPED_PRESETS["profiling"]\n',
         "    _PRESETS: ClassVar[Mapping[str, frozenset[str]]] = PRESETS\n",
         # generated code imports only public modules
         "from nemo.lens.spec import (\n",
@@ -86,8 +88,8 @@ def test_golden_base_module_shows_each_feature(tmp_path: Path, needle: str) -> N
         '            "per_step": frozenset(\n                {\n                    BATCH,\n'
         "                }\n",
         # a consumer's own view of an inherited group's category
-        "            SpanGroup.CHECKPOINT: SpanGroup.GROUP_INFO[SpanGroup.CHECKPOINT]._replace(\n"
-        '                category="profiling"\n',
+        "        SpanGroup.GROUP_INFO[SpanGroup.CHECKPOINT]._replace(\n"
+        '            category="profiling",\n',
         # schema text stays text: escaped, never code
         '    """One request, with \\\\backslashes\\\\ and \\"quotes\\" that stay inert text: '
         '\\"\\"\\" \\\\N \\\\x.\n',

@@ -136,6 +136,7 @@ def _import_inertly(name: str, source: str) -> dict[str, Any]:
     imported = {"annotations", "Mapping", "MappingProxyType", "TYPE_CHECKING", "Any", "ClassVar"}
     imported |= {"Final", "Literal", "TypeAlias", "TypeVar", "cast", "overload", "SpanGroup"}
     imported |= {"DynamicSpanGroup", "GroupInfo", "RenamedGroup", "primitives_getattr"}
+    imported |= {"by_name", "with_implicit_presets"}
     assert public - exported - imported == set()
     return namespace
 

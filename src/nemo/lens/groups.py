@@ -13,9 +13,11 @@ from nemo.lens.spec import (
     DynamicSpanGroup,
     GroupInfo,
     SpecStep,
+    by_name,
     categories_of,
     explain_for,
     resolve_for,
+    with_implicit_presets,
 )
 
 __all__ = [
@@ -164,7 +166,7 @@ class SpanGroup:
     )
     """The groups whose category is ``goodput``; every other group is ``profiling``."""
 
-    PRESETS: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType(
+    PRESETS: ClassVar[Mapping[str, frozenset[str]]] = with_implicit_presets(
         {
             "default": frozenset(
                 {
@@ -173,22 +175,10 @@ class SpanGroup:
                     EVALUATE,
                 }
             ),
-            "per_step": frozenset(
-                {
-                    JOB,
-                    LOAD_CHECKPOINT,
-                    MODEL_INIT,
-                    CHECKPOINT,
-                    EVALUATE,
-                    FORWARD_BACKWARD,
-                    OPTIMIZER,
-                    STEP,
-                }
-            ),
-            "goodput": GOODPUT_GROUPS,
-            "profiling": ALL_GROUPS,
-            "all": ALL_GROUPS,
-        }
+            "per_step": ALL_GROUPS,
+        },
+        every=ALL_GROUPS,
+        goodput=GOODPUT_GROUPS,
     )
     """Preset name -> the groups it enables."""
 
@@ -198,68 +188,66 @@ class SpanGroup:
     RENAMED: ClassVar[Mapping[str, str]] = MappingProxyType({})
     """Deprecated group name -> its new name; a spec naming the old one still works."""
 
-    GROUP_INFO: ClassVar[Mapping[str, GroupInfo]] = MappingProxyType(
-        {
-            JOB: GroupInfo(
-                name=JOB,
-                description="Root span of the job: the whole pretrain or train run.",
-                fires="once",
-                since="0.1.0",
-                category="goodput",
-            ),
-            LOAD_CHECKPOINT: GroupInfo(
-                name=LOAD_CHECKPOINT,
-                description="Checkpoint load at start-up.",
-                fires="once",
-                since="0.1.0",
-                category="goodput",
-                bucket="initialization",
-            ),
-            MODEL_INIT: GroupInfo(
-                name=MODEL_INIT,
-                description="Model construction at start-up.",
-                fires="once",
-                since="0.1.0",
-                category="goodput",
-                bucket="initialization",
-            ),
-            CHECKPOINT: GroupInfo(
-                name=CHECKPOINT,
-                description="Checkpoint save.",
-                fires="periodic",
-                since="0.1.0",
-                category="goodput",
-                bucket="checkpoint_save",
-            ),
-            EVALUATE: GroupInfo(
-                name=EVALUATE,
-                description="Evaluation pass.",
-                fires="periodic",
-                since="0.1.0",
-                category="goodput",
-                bucket="evaluation",
-            ),
-            FORWARD_BACKWARD: GroupInfo(
-                name=FORWARD_BACKWARD,
-                description="Forward and backward pass of an iteration.",
-                fires="per_step",
-                since="0.1.0",
-            ),
-            OPTIMIZER: GroupInfo(
-                name=OPTIMIZER,
-                description="Optimizer step.",
-                fires="per_step",
-                since="0.1.0",
-            ),
-            STEP: GroupInfo(
-                name=STEP,
-                description="Training-step boundary: one span per iteration.",
-                fires="per_step",
-                since="0.1.0",
-                category="goodput",
-                bucket="productive",
-            ),
-        }
+    GROUP_INFO: ClassVar[Mapping[str, GroupInfo]] = by_name(
+        GroupInfo(
+            JOB,
+            "Root span of the job: the whole pretrain or train run.",
+            "once",
+            "0.1.0",
+            category="goodput",
+        ),
+        GroupInfo(
+            LOAD_CHECKPOINT,
+            "Checkpoint load at start-up.",
+            "once",
+            "0.1.0",
+            category="goodput",
+            bucket="initialization",
+        ),
+        GroupInfo(
+            MODEL_INIT,
+            "Model construction at start-up.",
+            "once",
+            "0.1.0",
+            category="goodput",
+            bucket="initialization",
+        ),
+        GroupInfo(
+            CHECKPOINT,
+            "Checkpoint save.",
+            "periodic",
+            "0.1.0",
+            category="goodput",
+            bucket="checkpoint_save",
+        ),
+        GroupInfo(
+            EVALUATE,
+            "Evaluation pass.",
+            "periodic",
+            "0.1.0",
+            category="goodput",
+            bucket="evaluation",
+        ),
+        GroupInfo(
+            FORWARD_BACKWARD,
+            "Forward and backward pass of an iteration.",
+            "per_step",
+            "0.1.0",
+        ),
+        GroupInfo(
+            OPTIMIZER,
+            "Optimizer step.",
+            "per_step",
+            "0.1.0",
+        ),
+        GroupInfo(
+            STEP,
+            "Training-step boundary: one span per iteration.",
+            "per_step",
+            "0.1.0",
+            category="goodput",
+            bucket="productive",
+        ),
     )
     """Group name -> what the schema says about it."""
 
@@ -284,34 +272,27 @@ class SpanGroup:
         return categories_of(cls)
 
 
-# Each preset of the class as a typed, immutable constant.
-DEFAULT_PRESET: Final[frozenset[SpanGroupName]] = cast(
-    "frozenset[SpanGroupName]",
-    SpanGroup.PRESETS["default"],
+# Each preset of the class as a typed, immutable constant: the very set PRESETS holds.
+_TYPED_PRESETS: Final = cast(
+    "Mapping[SpanGroupPresetName, frozenset[SpanGroupName]]",
+    SpanGroup.PRESETS,
 )
+
+DEFAULT_PRESET: Final = _TYPED_PRESETS["default"]
 """The 'default' preset of SpanGroup. Production: structural, job-level spans only."""
 
-PER_STEP_PRESET: Final[frozenset[SpanGroupName]] = cast(
-    "frozenset[SpanGroupName]",
-    SpanGroup.PRESETS["per_step"],
-)
+PER_STEP_PRESET: Final = _TYPED_PRESETS["per_step"]
 """The 'per_step' preset of SpanGroup. Every iteration: start-up phases, steps, forward/backward
 and optimizer.
 """
 
-GOODPUT_PRESET: Final[frozenset[SpanGroupName]] = cast(
-    "frozenset[SpanGroupName]",
-    SpanGroup.PRESETS["goodput"],
-)
+GOODPUT_PRESET: Final = _TYPED_PRESETS["goodput"]
 """The 'goodput' preset of SpanGroup. The goodput groups: semantic boundaries of useful or
 resiliency time.
 """
 
-PROFILING_PRESET: Final[frozenset[SpanGroupName]] = cast(
-    "frozenset[SpanGroupName]",
-    SpanGroup.PRESETS["profiling"],
-)
+PROFILING_PRESET: Final = _TYPED_PRESETS["profiling"]
 """The 'profiling' preset of SpanGroup. Every group: the fine-grained detail too, for profiling."""
 
-ALL_PRESET: Final[frozenset[SpanGroupName]] = PROFILING_PRESET
+ALL_PRESET: Final = PROFILING_PRESET
 """The 'all' preset of SpanGroup. Every group of the class."""

@@ -32,7 +32,7 @@ import importlib
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, NewType, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, NewType, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     from nemo.lens.groups import SpanGroup
@@ -48,6 +48,7 @@ __all__ = [
     "MetricInfo",
     "RenamedGroup",
     "SpecStep",
+    "by_name",
     "categories_for",
     "categories_of",
     "explain_for",
@@ -59,6 +60,7 @@ __all__ = [
     "primitives_getattr",
     "resolve_for",
     "resolve_spec",
+    "with_implicit_presets",
     "with_old_names",
 ]
 
@@ -118,6 +120,18 @@ class MetricInfo(NamedTuple):
     """Explicit histogram bucket boundaries (histograms only)."""
     non_negative: bool = True
     """A negative value is bad input (a duration, a count) and is not recorded."""
+
+
+_Info = TypeVar("_Info", GroupInfo, MetricInfo)
+
+
+def by_name(*infos: _Info) -> Mapping[str, _Info]:
+    """``{info.name: info}``, in order; a later info replaces an earlier one of its name.
+
+    Generated modules build ``GROUP_INFO`` (a consumer's starts with its base class's)
+    and the metric catalogue's ``INSTRUMENTS`` with it, so no entry restates its name.
+    """
+    return MappingProxyType({info.name: info for info in infos})
 
 
 class SpecStep(NamedTuple):
@@ -254,6 +268,14 @@ def presets_of(cls: type[SpanGroup]) -> Mapping[str, frozenset[str]]:
     presets.setdefault(PROFILING, cls.ALL_GROUPS)
     presets["all"] = cls.ALL_GROUPS
     return MappingProxyType(presets)
+
+
+def with_implicit_presets(
+    declared: Mapping[str, frozenset[str]], *, every: frozenset[str], goodput: frozenset[str]
+) -> Mapping[str, frozenset[str]]:
+    """A generated class's ``PRESETS``: the presets its schema declares, then the ones every
+    class has, ``goodput`` (its goodput groups), ``profiling`` and ``all`` (every group)."""
+    return MappingProxyType({**declared, GOODPUT: goodput, PROFILING: every, "all": every})
 
 
 def categories_of(cls: type[SpanGroup]) -> Mapping[str, str]:

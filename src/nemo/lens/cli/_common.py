@@ -3,6 +3,7 @@ outputs."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import stat
@@ -11,7 +12,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Final, TextIO
 
-from nemo.lens.cli._trace_io import Problem, Trace, TraceInputError, read_traces
+from nemo.lens.cli._trace_io import STDIN, Problem, Trace, TraceInputError, read_traces
 
 __all__ = [
     "BASE_CLASS",
@@ -22,6 +23,7 @@ __all__ = [
     "PROG",
     "NotWritable",
     "fail",
+    "output_file",
     "plural",
     "print_lines",
     "read",
@@ -82,6 +84,23 @@ def read(paths: Sequence[str], skip_invalid: bool) -> Trace | int:
 
 
 # --- writing outputs ---------------------------------------------------------------------
+
+
+def output_file(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, suffix: str, unnamed: str
+) -> str:
+    """Where a command that writes a file writes: ``-o``, else the first input with ``.jsonl``
+    replaced by *suffix*. A usage error when it reads standard input and is not told where
+    (*unnamed* says how), or when the output would overwrite an input."""
+    output: str | None = args.output
+    if output is None:
+        first: str = args.traces[0]
+        if first == STDIN:
+            parser.error(f"reading standard input: {unnamed}")
+        output = (first[: -len(".jsonl")] if first.endswith(".jsonl") else first) + suffix
+    if output != STDIN and any(path != STDIN and same_file(path, output) for path in args.traces):
+        parser.error(f"-o {output} would overwrite an input; choose another output file")
+    return output
 
 
 def same_file(a: str, b: str) -> bool:

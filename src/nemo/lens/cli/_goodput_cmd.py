@@ -14,10 +14,10 @@ from nemo.lens.cli._common import (
     EXIT_OK,
     PROG,
     fail,
+    output_file,
     plural,
     print_lines,
     report_problems,
-    same_file,
     write_output,
 )
 from nemo.lens.cli._trace_io import STDIN, TraceInputError, TraceStream
@@ -78,26 +78,15 @@ def cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 # --- report ---------------------------------------------------------------------------------
 
 
-def _default_report(path: str) -> str:
-    stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
-    return f"{stem}.html"
-
-
 def cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from nemo.lens.cli._classify import Classifier
     from nemo.lens.cli._goodput_format import goodput_line
     from nemo.lens.cli._report import ReportBuilder
     from nemo.lens.cli._report_html import render_report
 
-    output: str | None = args.output
-    if output is None:
-        if args.traces[0] == STDIN:
-            parser.error("reading standard input: name the report file with -o OUT")
-        output = _default_report(args.traces[0])
+    output = output_file(args, parser, ".html", "name the report file with -o OUT")
     if output == STDIN:
         parser.error("-o -: the report is a file to open in a browser; name a file")
-    if any(path != STDIN and same_file(path, output) for path in args.traces):
-        parser.error(f"-o {output} would overwrite an input; choose another output file")
 
     directory = os.path.dirname(output) or "."
     if not os.path.isdir(directory):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from nemo.lens import __version__
 from nemo.lens.cli._common import PERFETTO_URL, PROG
@@ -12,6 +12,51 @@ from nemo.lens.cli._groups_cmd import cmd_groups
 from nemo.lens.cli._traces_cmd import cmd_convert, cmd_emit_spans, cmd_summarize
 
 __all__ = ["build_parser"]
+
+Runner = Callable[[argparse.Namespace, argparse.ArgumentParser], int]
+"""What runs a command: its parsed arguments and its parser in, the exit status out."""
+
+TRACES_HELP = (
+    "a trace from the file exporter, or captured output of the console exporter; "
+    "'-' reads standard input; several inputs (one per rank) are read together"
+)
+SKIP_HELP = (
+    "skip lines that are not span records (a program's own output, a line cut short) "
+    "and empty inputs, with a warning, instead of stopping at the first"
+)
+ITERATION_HELP = (
+    "the step spans' attribute that holds the iteration number (default: iteration); "
+    "an iteration executed again after a restart makes its earlier execution wasted "
+    "progress"
+)
+
+
+def _reading_traces(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    help: str,
+    description: str,
+) -> argparse.ArgumentParser:
+    """A command that reads traces: its parser, with the inputs as its first argument."""
+    command = commands.add_parser(name, help=help, description=description)
+    command.add_argument("traces", nargs="+", metavar="TRACE", help=TRACES_HELP)
+    return command
+
+
+def _last_options(
+    command: argparse.ArgumentParser, run: Runner, *, iterations: bool = False
+) -> None:
+    """The options a trace-reading command ends with, and what runs it."""
+    if iterations:
+        command.add_argument(
+            "--iteration-attribute",
+            metavar="NAME",
+            type=iteration_attribute,
+            default="iteration",
+            help=ITERATION_HELP,
+        )
+    command.add_argument("--skip-invalid", action="store_true", help=SKIP_HELP)
+    command.set_defaults(run=run, command_parser=command)
 
 
 def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
@@ -50,15 +95,8 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
     )
     groups.set_defaults(run=cmd_groups, command_parser=groups)
 
-    traces_help = (
-        "a trace from the file exporter, or captured output of the console exporter; "
-        "'-' reads standard input; several inputs (one per rank) are read together"
-    )
-    skip_help = (
-        "skip lines that are not span records (a program's own output, a line cut short) "
-        "and empty inputs, with a warning, instead of stopping at the first"
-    )
-    summarize = commands.add_parser(
+    summarize = _reading_traces(
+        commands,
         "summarize",
         help="per-rank, per-group span counts and durations of a trace",
         description=(
@@ -66,16 +104,10 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
             "mean, median (p50) and 99th-percentile (p99) durations."
         ),
     )
-    summarize.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
-    summarize.add_argument("--skip-invalid", action="store_true", help=skip_help)
-    summarize.set_defaults(run=cmd_summarize, command_parser=summarize)
+    _last_options(summarize, cmd_summarize)
 
-    iteration_help = (
-        "the step spans' attribute that holds the iteration number (default: iteration); "
-        "an iteration executed again after a restart makes its earlier execution wasted "
-        "progress"
-    )
-    goodput = commands.add_parser(
+    goodput = _reading_traces(
+        commands,
         "goodput",
         help="how much of a run trained the model, and where the rest went",
         description=(
@@ -88,24 +120,16 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
             "resume) are read together."
         ),
     )
-    goodput.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
     goodput.add_argument(
         "--json",
         action="store_true",
         help="print one JSON object per run (wall_s, productive_s, goodput, badput, and "
         "per-rank detail under ranks) instead of tables",
     )
-    goodput.add_argument(
-        "--iteration-attribute",
-        metavar="NAME",
-        type=iteration_attribute,
-        default="iteration",
-        help=iteration_help,
-    )
-    goodput.add_argument("--skip-invalid", action="store_true", help=skip_help)
-    goodput.set_defaults(run=cmd_goodput, command_parser=goodput)
+    _last_options(goodput, cmd_goodput, iterations=True)
 
-    report = commands.add_parser(
+    report = _reading_traces(
+        commands,
         "report",
         help="one self-contained HTML page: goodput, a timeline and step durations",
         description=(
@@ -115,7 +139,6 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
             "iterations per rank, so a slow-down or a straggler stands out."
         ),
     )
-    report.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
     report.add_argument(
         "-o",
         "--output",
@@ -123,17 +146,10 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         help="the HTML file to write (default: the first input with .jsonl replaced by .html)",
     )
     report.add_argument("--title", help="the page's title (default: from the input's name)")
-    report.add_argument(
-        "--iteration-attribute",
-        metavar="NAME",
-        type=iteration_attribute,
-        default="iteration",
-        help=iteration_help,
-    )
-    report.add_argument("--skip-invalid", action="store_true", help=skip_help)
-    report.set_defaults(run=cmd_report, command_parser=report)
+    _last_options(report, cmd_report, iterations=True)
 
-    convert = commands.add_parser(
+    convert = _reading_traces(
+        commands,
         "convert",
         help="convert a trace to Chrome trace-event JSON for Perfetto UI or chrome://tracing",
         description=(
@@ -141,7 +157,6 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
             "span group, nesting preserved. Open the result at " + PERFETTO_URL + "."
         ),
     )
-    convert.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
     convert.add_argument(
         "--to",
         choices=("chrome",),
@@ -155,8 +170,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         help="where to write ('-' for standard output; default: the first input with "
         ".jsonl replaced by .chrome.json)",
     )
-    convert.add_argument("--skip-invalid", action="store_true", help=skip_help)
-    convert.set_defaults(run=cmd_convert, command_parser=convert)
+    _last_options(convert, cmd_convert)
 
     emit = commands.add_parser(
         "emit-spans",

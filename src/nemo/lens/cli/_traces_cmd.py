@@ -11,11 +11,11 @@ from nemo.lens.cli._common import (
     PERFETTO_URL,
     NotWritable,
     fail,
+    output_file,
     plural,
     print_lines,
     read,
     report_problems,
-    same_file,
     write_output,
 )
 from nemo.lens.cli._trace_io import STDIN, TraceInputError, TraceStream
@@ -39,21 +39,11 @@ def cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 # --- convert --------------------------------------------------------------------------------
 
 
-def _default_output(path: str) -> str:
-    stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
-    return f"{stem}.chrome.json"
-
-
 def cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from nemo.lens.cli._chrome import build_chrome_trace, write_chrome_trace
 
-    output: str | None = args.output
-    if output is None:
-        if args.traces[0] == STDIN:
-            parser.error("reading standard input: name the output file with -o OUT (or -o -)")
-        output = _default_output(args.traces[0])
-    if output != STDIN and any(path != STDIN and same_file(path, output) for path in args.traces):
-        parser.error(f"-o {output} would overwrite an input; choose another output file")
+    unnamed = "name the output file with -o OUT (or -o -)"
+    output = output_file(args, parser, ".chrome.json", unnamed)
 
     trace = read(args.traces, args.skip_invalid)
     if isinstance(trace, int):

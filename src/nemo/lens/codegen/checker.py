@@ -15,7 +15,7 @@ import json
 import keyword
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,14 +124,50 @@ class Checker:
         self.error(path, f"expected {_TYPE_NAMES[kind]}, got {_type_name(value)}")
         return False
 
+    def unknown(
+        self, path: KeyPath, what: str, value: str, known: Collection[str], listed: str = ""
+    ) -> None:
+        """Report *value* as an unknown *what*: the closest of *known*, and all of them when
+        *listed* names them (``"tiers"``)."""
+        listing = f" ({listed}: {', '.join(known)})" if listed else ""
+        self.error(path, f"unknown {what} {value!r}{did_you_mean(value, known)}{listing}")
+
     def known_keys(self, table: Mapping[str, Any], allowed: tuple[str, ...], path: KeyPath) -> None:
         for key in table:
             if key not in allowed:
-                self.error(
-                    (*path, key),
-                    f"unknown key {key!r}{did_you_mean(key, allowed)}"
-                    f" (allowed: {', '.join(allowed)})",
-                )
+                self.unknown((*path, key), "key", key, allowed, "allowed")
+
+    def tables(
+        self,
+        raw: Mapping[str, Any],
+        path: KeyPath,
+        what: str,
+        allowed: tuple[str, ...],
+        longest: int = MAX_NAME,
+    ) -> Iterator[tuple[str, Mapping[str, Any], KeyPath]]:
+        """(key, table, its path) of each entry of *raw* that is a well-named table, its keys
+        checked against *allowed*; every other entry is reported and skipped."""
+        for key, body in raw.items():
+            kpath = (*path, key)
+            if self.name(key, kpath, what, longest) and self.expect(body, dict, kpath):
+                self.known_keys(body, allowed, kpath)
+                yield key, body, kpath
+
+    def choice(
+        self,
+        table: Mapping[str, Any],
+        key: str,
+        path: KeyPath,
+        allowed: Collection[str],
+        what: tuple[str, str],
+    ) -> str:
+        """The required text *key* of *table* when it is one of *allowed*; empty when it is
+        missing or after reporting it. *what* names one and all (``("frequency", "tiers")``)."""
+        value = self.text(table, key, path, required=True)
+        if value and value not in allowed:
+            self.unknown((*path, key), what[0], value, allowed, what[1])
+            return ""
+        return value
 
     def text(self, table: Mapping[str, Any], key: str, path: KeyPath, required: bool) -> str:
         if key not in table:
@@ -163,33 +199,29 @@ class Checker:
         return True
 
     def name(self, name: str, path: KeyPath, what: str, longest: int = MAX_NAME) -> bool:
-        if not NAME_RE.fullmatch(name):
-            suggestion = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
-            hint = f"; try {suggestion!r}" if suggestion and NAME_RE.fullmatch(suggestion) else ""
-            self.error(
-                path,
-                f"{what} name {name!r} is not lowercase snake_case "
-                f"(letters, digits and single underscores, starting with a letter){hint}",
-            )
-            return False
-        if len(name) > longest:
-            self.error(path, f"{what} name {name!r} is longer than {longest} characters")
-            return False
-        if name in _AMBIGUOUS:
-            self.error(
-                path,
-                f"{what} name {name!r} becomes the constant {name.upper()!r}, which reads like "
-                "a digit; pick a longer name",
-            )
-            return False
-        if keyword.iskeyword(name) or keyword.issoftkeyword(name):
-            self.error(path, f"{what} name {name!r} is a Python keyword; pick another word")
-            return False
-        if name in RESERVED_NAMES:
-            self.error(
-                path,
-                f"{what} name {name!r} is reserved "
-                f"({', '.join(sorted(RESERVED_NAMES))} have a meaning already)",
-            )
-            return False
-        return True
+        problem = _name_problem(name, longest)
+        if problem:
+            self.error(path, f"{what} name {name!r} {problem}")
+        return not problem
+
+
+def _name_problem(name: str, longest: int) -> str:
+    """Why *name* cannot name a group, preset, consumer or instrument; empty when it can."""
+    if not NAME_RE.fullmatch(name):
+        suggestion = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+        hint = f"; try {suggestion!r}" if suggestion and NAME_RE.fullmatch(suggestion) else ""
+        return (
+            "is not lowercase snake_case "
+            f"(letters, digits and single underscores, starting with a letter){hint}"
+        )
+    if len(name) > longest:
+        return f"is longer than {longest} characters"
+    if name in _AMBIGUOUS:
+        return (
+            f"becomes the constant {name.upper()!r}, which reads like a digit; pick a longer name"
+        )
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        return "is a Python keyword; pick another word"
+    if name in RESERVED_NAMES:
+        return f"is reserved ({', '.join(sorted(RESERVED_NAMES))} have a meaning already)"
+    return ""

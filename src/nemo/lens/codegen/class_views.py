@@ -113,6 +113,8 @@ class PresetView:
     """The ``goodput`` preset: the class's goodput groups."""
     same_as: str = ""
     """Another preset constant with the very same members (`all` is `profiling`)."""
+    every_group: bool = False
+    """A declared preset that enables every group of the class: rendered as ``ALL_GROUPS``."""
 
 
 @dataclass(frozen=True)
@@ -248,6 +250,7 @@ def class_view(
                 constant=f"{name.upper()}_PRESET",
                 is_goodput=name == GOODPUT,
                 same_as=f"{PROFILING.upper()}_PRESET" if name == ALL_PRESET else "",
+                every_group=len(members) == len(cls.all_groups),
             )
         )
     groups = tuple(
@@ -257,7 +260,7 @@ def class_view(
             doc=docstring(group_doc(g), 4),
             fires=pystr(g.fires),
             since=pystr(g.since),
-            description=pystr_block(g.description, 16, len("description=")),
+            description=pystr_block(g.description, 12, 0),
             deprecated=pystr(g.deprecated_note),
             renamed_to=_expr(cls, g.renamed_to) if g.renamed_to else "",
             category=pystr(g.category) if g.category != PROFILING else "",

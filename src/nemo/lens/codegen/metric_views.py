@@ -51,9 +51,7 @@ def _metric_view(metric: Metric, *, markdown: bool) -> MetricView:
         kind=pystr(metric.kind) if not markdown else metric.kind.replace("_", "-"),
         unit=pystr(metric.unit) if not markdown else (f"`{metric.unit}`" if metric.unit else ""),
         description=(
-            pystr_block(metric.description, 12, len("description="))
-            if not markdown
-            else esc(metric.description)
+            pystr_block(metric.description, 8, 0) if not markdown else esc(metric.description)
         ),
         boundaries=metric.boundaries,
         non_negative=metric.non_negative,

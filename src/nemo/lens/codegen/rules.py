@@ -75,14 +75,7 @@ def read_groups(
             )
         if "\n" in description:
             chk.error((*gpath, "description"), "description must be a single line")
-        fires = chk.text(body, "fires", gpath, required=True)
-        if fires and fires not in TIERS:
-            chk.error(
-                (*gpath, "fires"),
-                f"unknown frequency {fires!r}{did_you_mean(fires, TIERS)}"
-                f" (tiers: {', '.join(TIERS)})",
-            )
-            fires = ""
+        fires = chk.choice(body, "fires", gpath, TIERS, ("frequency", "tiers"))
         since = chk.text(body, "since", gpath, required=True)
         if since and not VERSION_RE.fullmatch(since):
             chk.error((*gpath, "since"), f"'since' must be a version like '0.2.0', got {since!r}")
@@ -114,11 +107,7 @@ def read_category(chk: Checker, value: object, path: KeyPath) -> str | None:
     if not chk.expect(value, str, path):
         return None
     if value not in CATEGORIES:
-        chk.error(
-            path,
-            f"unknown category {value!r}{did_you_mean(str(value), CATEGORIES)}"
-            f" (categories: {', '.join(CATEGORIES)})",
-        )
+        chk.unknown(path, "category", str(value), CATEGORIES, "categories")
         return None
     return str(value)
 
@@ -132,11 +121,7 @@ def read_bucket(chk: Checker, body: Mapping[str, Any], path: KeyPath, category: 
     if not chk.expect(value, str, bpath):
         return ""
     if value not in BUCKETS:
-        chk.error(
-            bpath,
-            f"unknown bucket {value!r}{did_you_mean(str(value), BUCKETS)}"
-            f" (buckets: {', '.join(BUCKETS)})",
-        )
+        chk.unknown(bpath, "bucket", str(value), BUCKETS, "buckets")
         return ""
     if category != GOODPUT:
         chk.error(
@@ -234,13 +219,7 @@ def read_consumers(
     inherited = {g.name: g for g in base.groups}
     base_presets = {p.name: p for p in base.presets}
     consumers = []
-    for key, body in raw.items():
-        cpath = (*path, key)
-        if not chk.name(key, cpath, "consumer"):
-            continue
-        if not chk.expect(body, dict, cpath):
-            continue
-        chk.known_keys(body, CONSUMER_KEYS, cpath)
+    for key, body, cpath in chk.tables(raw, path, "consumer", CONSUMER_KEYS):
         class_name = chk.text(body, "class", cpath, required=True)
         if class_name and not CLASS_RE.fullmatch(class_name):
             chk.error(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from nemo.lens.codegen.checker import Checker, did_you_mean, format_path
+from nemo.lens.codegen.checker import Checker, format_path
 from nemo.lens.codegen.locate import KeyPath
 from nemo.lens.codegen.model import (
     METRIC_KINDS,
@@ -57,11 +57,8 @@ def read_metrics(chk: Checker, raw: object) -> Catalogue | None:
     sections: dict[str, MetricSection] = {}
     raw_sections = raw.get("sections", {})
     if chk.expect(raw_sections, dict, (*path, "sections")):
-        for key, body in raw_sections.items():
-            spath = (*path, "sections", key)
-            if not chk.name(key, spath, "section") or not chk.expect(body, dict, spath):
-                continue
-            chk.known_keys(body, SECTION_KEYS, spath)
+        spaths = (*path, "sections")
+        for key, body, spath in chk.tables(raw_sections, spaths, "section", SECTION_KEYS):
             title = chk.text(body, "title", spath, required=True)
             description = chk.text(body, "description", spath, required=False)
             sections[key] = MetricSection(key, title, description)
@@ -69,13 +66,10 @@ def read_metrics(chk: Checker, raw: object) -> Catalogue | None:
     names: dict[str, KeyPath] = {}
     raw_instruments = raw.get("instruments", {})
     if chk.expect(raw_instruments, dict, (*path, "instruments")):
-        for key, body in raw_instruments.items():
-            ipath = (*path, "instruments", key)
-            if not chk.name(key, ipath, "instrument", longest=64):
-                continue
-            if not chk.expect(body, dict, ipath):
-                continue
-            chk.known_keys(body, INSTRUMENT_KEYS, ipath)
+        ipaths = (*path, "instruments")
+        for key, body, ipath in chk.tables(
+            raw_instruments, ipaths, "instrument", INSTRUMENT_KEYS, longest=64
+        ):
             name = chk.text(body, "name", ipath, required=True)
             if name and not METRIC_NAME_RE.fullmatch(name):
                 chk.error((*ipath, "name"), f"metric name {name!r} is not dotted lowercase")
@@ -84,21 +78,12 @@ def read_metrics(chk: Checker, raw: object) -> Catalogue | None:
                     (*ipath, "name"), f"metric {name!r} is already {format_path(names[name])}"
                 )
             names.setdefault(name, ipath)
-            kind = chk.text(body, "kind", ipath, required=True)
-            if kind and kind not in METRIC_KINDS:
-                chk.error(
-                    (*ipath, "kind"),
-                    f"unknown kind {kind!r}{did_you_mean(kind, METRIC_KINDS)}"
-                    f" (kinds: {', '.join(METRIC_KINDS)})",
-                )
+            kind = chk.choice(body, "kind", ipath, METRIC_KINDS, ("kind", "kinds"))
             unit = chk.text(body, "unit", ipath, required=False)
             description = chk.text(body, "description", ipath, required=True)
             section = chk.text(body, "section", ipath, required=True)
             if section and section not in sections:
-                chk.error(
-                    (*ipath, "section"),
-                    f"unknown section {section!r}{did_you_mean(section, sections)}",
-                )
+                chk.unknown((*ipath, "section"), "section", section, sections)
             recorded_by = chk.text(body, "recorded_by", ipath, required=True)
             bounds = chk.text(body, "boundaries", ipath, required=False)
             if kind == "histogram" and not bounds:
@@ -106,10 +91,7 @@ def read_metrics(chk: Checker, raw: object) -> Catalogue | None:
             elif bounds and kind != "histogram":
                 chk.error((*ipath, "boundaries"), "only a histogram has boundaries")
             elif bounds and bounds not in boundaries:
-                chk.error(
-                    (*ipath, "boundaries"),
-                    f"unknown boundaries {bounds!r}{did_you_mean(bounds, boundaries)}",
-                )
+                chk.unknown((*ipath, "boundaries"), "boundaries", bounds, boundaries)
             non_negative = body.get("non_negative", True)
             if not chk.expect(non_negative, bool, (*ipath, "non_negative")):
                 non_negative = True

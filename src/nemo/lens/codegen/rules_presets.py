@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from nemo.lens.codegen.checker import Checker, did_you_mean
+from nemo.lens.codegen.checker import Checker
 from nemo.lens.codegen.locate import KeyPath
 from nemo.lens.codegen.model import (
     ALL_PRESET,
@@ -110,7 +110,7 @@ def read_presets(
             if member in chk.broken:
                 pass
             elif group is None:
-                chk.error(mpath, f"unknown group {member!r}{did_you_mean(member, groups)}")
+                chk.unknown(mpath, "group", member, groups)
             elif group.renamed_to:
                 chk.error(
                     mpath,
@@ -121,10 +121,7 @@ def read_presets(
                 chk.error(mpath, f"group {member!r} is listed twice")
         for index, parent in enumerate(preset.extends):
             if parent not in declared and parent not in base and parent != ALL_PRESET:
-                chk.error(
-                    (*path, name, "extends", index),
-                    f"unknown preset {parent!r}{did_you_mean(parent, {*declared, *base})}",
-                )
+                chk.unknown((*path, name, "extends", index), "preset", parent, {*declared, *base})
 
     resolved: dict[str, frozenset[str]] = {}
     current = frozenset(n for n, g in groups.items() if not g.renamed_to)

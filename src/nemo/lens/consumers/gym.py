@@ -10,7 +10,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, cast
 
 from nemo.lens.groups import SpanGroup
-from nemo.lens.spec import DynamicSpanGroup, GroupInfo, primitives_getattr
+from nemo.lens.spec import (
+    DynamicSpanGroup,
+    GroupInfo,
+    by_name,
+    primitives_getattr,
+    with_implicit_presets,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -129,7 +135,7 @@ class GymSpanGroup(SpanGroup):
     )
     """The groups whose category is ``goodput``; every other group is ``profiling``."""
 
-    PRESETS: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType(
+    PRESETS: ClassVar[Mapping[str, frozenset[str]]] = with_implicit_presets(
         {
             "default": frozenset(
                 {
@@ -163,10 +169,9 @@ class GymSpanGroup(SpanGroup):
                     SpanGroup.STEP,
                 }
             ),
-            "goodput": GOODPUT_GROUPS,
-            "profiling": ALL_GROUPS,
-            "all": ALL_GROUPS,
-        }
+        },
+        every=ALL_GROUPS,
+        goodput=GOODPUT_GROUPS,
     )
     """Preset name -> the groups it enables."""
 
@@ -176,99 +181,87 @@ class GymSpanGroup(SpanGroup):
     RENAMED: ClassVar[Mapping[str, str]] = MappingProxyType({})
     """Deprecated group name -> its new name; a spec naming the old one still works."""
 
-    GROUP_INFO: ClassVar[Mapping[str, GroupInfo]] = MappingProxyType(
-        {
-            **SpanGroup.GROUP_INFO,
-            AGENT: GroupInfo(
-                name=AGENT,
-                description="Agent turns within a rollout.",
-                fires="per_request",
-                since="0.1.0",
-            ),
-            HTTP_CLIENT: GroupInfo(
-                name=HTTP_CLIENT,
-                description="HTTP egress: requests the gym sends.",
-                fires="per_request",
-                since="0.1.0",
-            ),
-            MODEL_CALL: GroupInfo(
-                name=MODEL_CALL,
-                description="Calls from the agent to the policy model.",
-                fires="per_request",
-                since="0.1.0",
-            ),
-            ROLLOUT: GroupInfo(
-                name=ROLLOUT,
-                description="One rollout from reset to final verification.",
-                fires="per_request",
-                since="0.1.0",
-                category="goodput",
-            ),
-            SANDBOX: GroupInfo(
-                name=SANDBOX,
-                description="Sandboxed tool or code execution.",
-                fires="per_request",
-                since="0.1.0",
-            ),
-            SERVER: GroupInfo(
-                name=SERVER,
-                description="HTTP ingress: requests the gym server handles.",
-                fires="per_request",
-                since="0.1.0",
-            ),
-            VERIFY: GroupInfo(
-                name=VERIFY,
-                description="Verification (scoring) of a rollout's result.",
-                fires="per_request",
-                since="0.1.0",
-            ),
-        }
+    GROUP_INFO: ClassVar[Mapping[str, GroupInfo]] = by_name(
+        *SpanGroup.GROUP_INFO.values(),
+        GroupInfo(
+            AGENT,
+            "Agent turns within a rollout.",
+            "per_request",
+            "0.1.0",
+        ),
+        GroupInfo(
+            HTTP_CLIENT,
+            "HTTP egress: requests the gym sends.",
+            "per_request",
+            "0.1.0",
+        ),
+        GroupInfo(
+            MODEL_CALL,
+            "Calls from the agent to the policy model.",
+            "per_request",
+            "0.1.0",
+        ),
+        GroupInfo(
+            ROLLOUT,
+            "One rollout from reset to final verification.",
+            "per_request",
+            "0.1.0",
+            category="goodput",
+        ),
+        GroupInfo(
+            SANDBOX,
+            "Sandboxed tool or code execution.",
+            "per_request",
+            "0.1.0",
+        ),
+        GroupInfo(
+            SERVER,
+            "HTTP ingress: requests the gym server handles.",
+            "per_request",
+            "0.1.0",
+        ),
+        GroupInfo(
+            VERIFY,
+            "Verification (scoring) of a rollout's result.",
+            "per_request",
+            "0.1.0",
+        ),
     )
     """Group name -> what the schema says about it."""
 
 
-# Each preset of the class as a typed, immutable constant.
-DEFAULT_PRESET: Final[frozenset[GymSpanGroupName]] = cast(
-    "frozenset[GymSpanGroupName]",
-    GymSpanGroup.PRESETS["default"],
+# Each preset of the class as a typed, immutable constant: the very set PRESETS holds.
+_TYPED_PRESETS: Final = cast(
+    "Mapping[GymSpanGroupPresetName, frozenset[GymSpanGroupName]]",
+    GymSpanGroup.PRESETS,
 )
+
+DEFAULT_PRESET: Final = _TYPED_PRESETS["default"]
 """The 'default' preset of GymSpanGroup. Production: the request and rollout boundaries a gym
 operator watches.
 """
 
-PER_ROLLOUT_PRESET: Final[frozenset[GymSpanGroupName]] = cast(
-    "frozenset[GymSpanGroupName]",
-    GymSpanGroup.PRESETS["per_rollout"],
-)
+PER_ROLLOUT_PRESET: Final = _TYPED_PRESETS["per_rollout"]
 """The 'per_rollout' preset of GymSpanGroup. Everything inside a rollout: server, client,
 rollout, verify, agent and model calls.
 """
 
-PER_STEP_PRESET: Final[frozenset[GymSpanGroupName]] = cast(
-    "frozenset[GymSpanGroupName]",
-    GymSpanGroup.PRESETS["per_step"],
-)
+PER_STEP_PRESET: Final = _TYPED_PRESETS["per_step"]
 """The 'per_step' preset of GymSpanGroup. Every iteration: start-up phases, steps,
 forward/backward and optimizer.
 """
 
-GOODPUT_PRESET: Final[frozenset[GymSpanGroupName]] = cast(
-    "frozenset[GymSpanGroupName]",
-    GymSpanGroup.PRESETS["goodput"],
-)
+GOODPUT_PRESET: Final = _TYPED_PRESETS["goodput"]
 """The 'goodput' preset of GymSpanGroup. The goodput groups: semantic boundaries of useful or
 resiliency time.
 """
 
-PROFILING_PRESET: Final[frozenset[GymSpanGroupName]] = cast(
-    "frozenset[GymSpanGroupName]",
-    GymSpanGroup.PRESETS["profiling"],
-)
+PROFILING_PRESET: Final = _TYPED_PRESETS["profiling"]
 """The 'profiling' preset of GymSpanGroup. Every group: the fine-grained detail too, for
 profiling.
 """
 
-ALL_PRESET: Final[frozenset[GymSpanGroupName]] = PROFILING_PRESET
+ALL_PRESET: Final = PROFILING_PRESET
 """The 'all' preset of GymSpanGroup. Every group of the class."""
 
 

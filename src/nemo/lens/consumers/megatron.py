@@ -10,7 +10,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, cast
 
 from nemo.lens.groups import SpanGroup
-from nemo.lens.spec import DynamicSpanGroup, GroupInfo, primitives_getattr
+from nemo.lens.spec import (
+    DynamicSpanGroup,
+    GroupInfo,
+    by_name,
+    primitives_getattr,
+    with_implicit_presets,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -136,7 +142,7 @@ class MegatronSpanGroup(SpanGroup):
     )
     """The groups whose category is ``goodput``; every other group is ``profiling``."""
 
-    PRESETS: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType(
+    PRESETS: ClassVar[Mapping[str, frozenset[str]]] = with_implicit_presets(
         {
             "default": frozenset(
                 {
@@ -163,10 +169,9 @@ class MegatronSpanGroup(SpanGroup):
                     INFERENCE,
                 }
             ),
-            "goodput": GOODPUT_GROUPS,
-            "profiling": ALL_GROUPS,
-            "all": ALL_GROUPS,
-        }
+        },
+        every=ALL_GROUPS,
+        goodput=GOODPUT_GROUPS,
     )
     """Preset name -> the groups it enables."""
 
@@ -176,105 +181,96 @@ class MegatronSpanGroup(SpanGroup):
     RENAMED: ClassVar[Mapping[str, str]] = MappingProxyType({})
     """Deprecated group name -> its new name; a spec naming the old one still works."""
 
-    GROUP_INFO: ClassVar[Mapping[str, GroupInfo]] = MappingProxyType(
-        {
-            **SpanGroup.GROUP_INFO,
-            SpanGroup.EVALUATE: SpanGroup.GROUP_INFO[SpanGroup.EVALUATE]._replace(
-                category="profiling"
+    GROUP_INFO: ClassVar[Mapping[str, GroupInfo]] = by_name(
+        *SpanGroup.GROUP_INFO.values(),
+        SpanGroup.GROUP_INFO[SpanGroup.EVALUATE]._replace(
+            category="profiling",
+        ),
+        GroupInfo(
+            FIRST_ITERATION,
+            (
+                "The first iteration this process executed: warm-up costs (compilation, graph "
+                "capture)."
             ),
-            FIRST_ITERATION: GroupInfo(
-                name=FIRST_ITERATION,
-                description=(
-                    "The first iteration this process executed: warm-up costs (compilation, graph"
-                    " capture)."
-                ),
-                fires="once",
-                since="0.1.0",
-                category="goodput",
-                bucket="initialization",
-            ),
-            DATA_LOADING: GroupInfo(
-                name=DATA_LOADING,
-                description="Batch preparation and data loading.",
-                fires="per_step",
-                since="0.1.0",
-                category="goodput",
-            ),
-            COMMUNICATION: GroupInfo(
-                name=COMMUNICATION,
-                description="P2P send/recv and gradient all-reduce / reduce-scatter.",
-                fires="per_microbatch",
-                since="0.1.0",
-            ),
-            MICROBATCH: GroupInfo(
-                name=MICROBATCH,
-                description="Forward and backward pass of one microbatch.",
-                fires="per_microbatch",
-                since="0.1.0",
-            ),
-            TRACE_REGION: GroupInfo(
-                name=TRACE_REGION,
-                description="Fine-grained markers around regions of interest inside an iteration.",
-                fires="per_microbatch",
-                since="0.2.0",
-            ),
-            ACTIVATION_OFFLOAD: GroupInfo(
-                name=ACTIVATION_OFFLOAD,
-                description="Activation offload to the CPU and reload to the GPU.",
-                fires="per_layer",
-                since="0.1.0",
-            ),
-            LAYER: GroupInfo(
-                name=LAYER,
-                description="Forward pass of one transformer layer.",
-                fires="per_layer",
-                since="0.1.0",
-            ),
-            INFERENCE: GroupInfo(
-                name=INFERENCE,
-                description="Requests served by the inference server.",
-                fires="per_request",
-                since="0.1.0",
-            ),
-        }
+            "once",
+            "0.1.0",
+            category="goodput",
+            bucket="initialization",
+        ),
+        GroupInfo(
+            DATA_LOADING,
+            "Batch preparation and data loading.",
+            "per_step",
+            "0.1.0",
+            category="goodput",
+        ),
+        GroupInfo(
+            COMMUNICATION,
+            "P2P send/recv and gradient all-reduce / reduce-scatter.",
+            "per_microbatch",
+            "0.1.0",
+        ),
+        GroupInfo(
+            MICROBATCH,
+            "Forward and backward pass of one microbatch.",
+            "per_microbatch",
+            "0.1.0",
+        ),
+        GroupInfo(
+            TRACE_REGION,
+            "Fine-grained markers around regions of interest inside an iteration.",
+            "per_microbatch",
+            "0.2.0",
+        ),
+        GroupInfo(
+            ACTIVATION_OFFLOAD,
+            "Activation offload to the CPU and reload to the GPU.",
+            "per_layer",
+            "0.1.0",
+        ),
+        GroupInfo(
+            LAYER,
+            "Forward pass of one transformer layer.",
+            "per_layer",
+            "0.1.0",
+        ),
+        GroupInfo(
+            INFERENCE,
+            "Requests served by the inference server.",
+            "per_request",
+            "0.1.0",
+        ),
     )
     """Group name -> what the schema says about it."""
 
 
-# Each preset of the class as a typed, immutable constant.
-DEFAULT_PRESET: Final[frozenset[MegatronSpanGroupName]] = cast(
-    "frozenset[MegatronSpanGroupName]",
-    MegatronSpanGroup.PRESETS["default"],
+# Each preset of the class as a typed, immutable constant: the very set PRESETS holds.
+_TYPED_PRESETS: Final = cast(
+    "Mapping[MegatronSpanGroupPresetName, frozenset[MegatronSpanGroupName]]",
+    MegatronSpanGroup.PRESETS,
 )
+
+DEFAULT_PRESET: Final = _TYPED_PRESETS["default"]
 """The 'default' preset of MegatronSpanGroup. Production: job-level spans, the first-iteration
 warm-up and inference requests.
 """
 
-PER_STEP_PRESET: Final[frozenset[MegatronSpanGroupName]] = cast(
-    "frozenset[MegatronSpanGroupName]",
-    MegatronSpanGroup.PRESETS["per_step"],
-)
+PER_STEP_PRESET: Final = _TYPED_PRESETS["per_step"]
 """The 'per_step' preset of MegatronSpanGroup. Every iteration, with communication and data
 loading.
 """
 
-GOODPUT_PRESET: Final[frozenset[MegatronSpanGroupName]] = cast(
-    "frozenset[MegatronSpanGroupName]",
-    MegatronSpanGroup.PRESETS["goodput"],
-)
+GOODPUT_PRESET: Final = _TYPED_PRESETS["goodput"]
 """The 'goodput' preset of MegatronSpanGroup. The goodput groups: semantic boundaries of useful
 or resiliency time.
 """
 
-PROFILING_PRESET: Final[frozenset[MegatronSpanGroupName]] = cast(
-    "frozenset[MegatronSpanGroupName]",
-    MegatronSpanGroup.PRESETS["profiling"],
-)
+PROFILING_PRESET: Final = _TYPED_PRESETS["profiling"]
 """The 'profiling' preset of MegatronSpanGroup. Every group: the fine-grained detail too, for
 profiling.
 """
 
-ALL_PRESET: Final[frozenset[MegatronSpanGroupName]] = PROFILING_PRESET
+ALL_PRESET: Final = PROFILING_PRESET
 """The 'all' preset of MegatronSpanGroup. Every group of the class."""
 
 

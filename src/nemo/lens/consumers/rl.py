@@ -10,7 +10,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, cast
 
 from nemo.lens.groups import SpanGroup
-from nemo.lens.spec import DynamicSpanGroup, GroupInfo, primitives_getattr
+from nemo.lens.spec import (
+    DynamicSpanGroup,
+    GroupInfo,
+    by_name,
+    primitives_getattr,
+    with_implicit_presets,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -150,7 +156,7 @@ class RLSpanGroup(SpanGroup):
     )
     """The groups whose category is ``goodput``; every other group is ``profiling``."""
 
-    PRESETS: ClassVar[Mapping[str, frozenset[str]]] = MappingProxyType(
+    PRESETS: ClassVar[Mapping[str, frozenset[str]]] = with_implicit_presets(
         {
             "default": frozenset(
                 {
@@ -183,10 +189,9 @@ class RLSpanGroup(SpanGroup):
                     DATA_PLANE,
                 }
             ),
-            "goodput": GOODPUT_GROUPS,
-            "profiling": ALL_GROUPS,
-            "all": ALL_GROUPS,
-        }
+        },
+        every=ALL_GROUPS,
+        goodput=GOODPUT_GROUPS,
     )
     """Preset name -> the groups it enables."""
 
@@ -196,115 +201,106 @@ class RLSpanGroup(SpanGroup):
     RENAMED: ClassVar[Mapping[str, str]] = MappingProxyType({})
     """Deprecated group name -> its new name; a spec naming the old one still works."""
 
-    GROUP_INFO: ClassVar[Mapping[str, GroupInfo]] = MappingProxyType(
-        {
-            **SpanGroup.GROUP_INFO,
-            SETUP: GroupInfo(
-                name=SETUP,
-                description="Driver start-up phases.",
-                fires="once",
-                since="0.1.0",
-                category="goodput",
-                bucket="initialization",
-            ),
-            ADVANTAGE: GroupInfo(
-                name=ADVANTAGE,
-                description="Advantage estimation.",
-                fires="per_step",
-                since="0.1.0",
-            ),
-            DATA_PROCESSING: GroupInfo(
-                name=DATA_PROCESSING,
-                description="Batch assembly and data processing between phases.",
-                fires="per_step",
-                since="0.1.0",
-            ),
-            EFFICIENCY: GroupInfo(
-                name=EFFICIENCY,
-                description="Idle and wasted-time accounting.",
-                fires="per_step",
-                since="0.1.0",
-                category="goodput",
-            ),
-            GENERATION: GroupInfo(
-                name=GENERATION,
-                description="Generation of responses by the policy.",
-                fires="per_step",
-                since="0.1.0",
-            ),
-            LOGPROB: GroupInfo(
-                name=LOGPROB,
-                description="Log-probability computation for generated responses.",
-                fires="per_step",
-                since="0.1.0",
-            ),
-            POLICY_UPDATE: GroupInfo(
-                name=POLICY_UPDATE,
-                description="Policy update (the training half of an RL step).",
-                fires="per_step",
-                since="0.1.0",
-            ),
-            REWARD: GroupInfo(
-                name=REWARD,
-                description="Reward computation.",
-                fires="per_step",
-                since="0.1.0",
-            ),
-            ROLLOUT: GroupInfo(
-                name=ROLLOUT,
-                description="Rollout phase of an RL step.",
-                fires="per_step",
-                since="0.1.0",
-            ),
-            DATA_PLANE: GroupInfo(
-                name=DATA_PLANE,
-                description="Data-transfer RPCs between workers.",
-                fires="per_request",
-                since="0.1.0",
-            ),
-            PER_PROMPT: GroupInfo(
-                name=PER_PROMPT,
-                description="Per-prompt spans: about two spans for every prompt.",
-                fires="per_item",
-                since="0.1.0",
-            ),
-        }
+    GROUP_INFO: ClassVar[Mapping[str, GroupInfo]] = by_name(
+        *SpanGroup.GROUP_INFO.values(),
+        GroupInfo(
+            SETUP,
+            "Driver start-up phases.",
+            "once",
+            "0.1.0",
+            category="goodput",
+            bucket="initialization",
+        ),
+        GroupInfo(
+            ADVANTAGE,
+            "Advantage estimation.",
+            "per_step",
+            "0.1.0",
+        ),
+        GroupInfo(
+            DATA_PROCESSING,
+            "Batch assembly and data processing between phases.",
+            "per_step",
+            "0.1.0",
+        ),
+        GroupInfo(
+            EFFICIENCY,
+            "Idle and wasted-time accounting.",
+            "per_step",
+            "0.1.0",
+            category="goodput",
+        ),
+        GroupInfo(
+            GENERATION,
+            "Generation of responses by the policy.",
+            "per_step",
+            "0.1.0",
+        ),
+        GroupInfo(
+            LOGPROB,
+            "Log-probability computation for generated responses.",
+            "per_step",
+            "0.1.0",
+        ),
+        GroupInfo(
+            POLICY_UPDATE,
+            "Policy update (the training half of an RL step).",
+            "per_step",
+            "0.1.0",
+        ),
+        GroupInfo(
+            REWARD,
+            "Reward computation.",
+            "per_step",
+            "0.1.0",
+        ),
+        GroupInfo(
+            ROLLOUT,
+            "Rollout phase of an RL step.",
+            "per_step",
+            "0.1.0",
+        ),
+        GroupInfo(
+            DATA_PLANE,
+            "Data-transfer RPCs between workers.",
+            "per_request",
+            "0.1.0",
+        ),
+        GroupInfo(
+            PER_PROMPT,
+            "Per-prompt spans: about two spans for every prompt.",
+            "per_item",
+            "0.1.0",
+        ),
     )
     """Group name -> what the schema says about it."""
 
 
-# Each preset of the class as a typed, immutable constant.
-DEFAULT_PRESET: Final[frozenset[RLSpanGroupName]] = cast(
-    "frozenset[RLSpanGroupName]",
-    RLSpanGroup.PRESETS["default"],
+# Each preset of the class as a typed, immutable constant: the very set PRESETS holds.
+_TYPED_PRESETS: Final = cast(
+    "Mapping[RLSpanGroupPresetName, frozenset[RLSpanGroupName]]",
+    RLSpanGroup.PRESETS,
 )
+
+DEFAULT_PRESET: Final = _TYPED_PRESETS["default"]
 """The 'default' preset of RLSpanGroup. Production: job-level spans, model construction and
 driver set-up.
 """
 
-PER_STEP_PRESET: Final[frozenset[RLSpanGroupName]] = cast(
-    "frozenset[RLSpanGroupName]",
-    RLSpanGroup.PRESETS["per_step"],
-)
+PER_STEP_PRESET: Final = _TYPED_PRESETS["per_step"]
 """The 'per_step' preset of RLSpanGroup. Every RL step phase, without the per-prompt spans."""
 
-GOODPUT_PRESET: Final[frozenset[RLSpanGroupName]] = cast(
-    "frozenset[RLSpanGroupName]",
-    RLSpanGroup.PRESETS["goodput"],
-)
+GOODPUT_PRESET: Final = _TYPED_PRESETS["goodput"]
 """The 'goodput' preset of RLSpanGroup. The goodput groups: semantic boundaries of useful or
 resiliency time.
 """
 
-PROFILING_PRESET: Final[frozenset[RLSpanGroupName]] = cast(
-    "frozenset[RLSpanGroupName]",
-    RLSpanGroup.PRESETS["profiling"],
-)
+PROFILING_PRESET: Final = _TYPED_PRESETS["profiling"]
 """The 'profiling' preset of RLSpanGroup. Every group: the fine-grained detail too, for
 profiling.
 """
 
-ALL_PRESET: Final[frozenset[RLSpanGroupName]] = PROFILING_PRESET
+ALL_PRESET: Final = PROFILING_PRESET
 """The 'all' preset of RLSpanGroup. Every group of the class."""
 
 
