@@ -89,12 +89,7 @@ def recorded_line(span: RecordingSpan) -> str | None:
     if links_text is None:
         return None
     parent = span._parent
-    if parent is None:
-        parent_text = "null"
-    elif isinstance(parent, SpanContext):
-        parent_text = f'"{parent.span_id.to_bytes(8, "big").hex()}"'
-    else:  # a RecordingSpan
-        parent_text = f'"{parent._span_id.to_bytes(8, "big").hex()}"'
+    parent_text = "null" if parent is None else _parent_json(parent)
     kind = span._kind
     start, end = span._start_time, span._end_time
     return (
@@ -108,6 +103,12 @@ def recorded_line(span: RecordingSpan) -> str | None:
         f'"status":{status_text},"attributes":{attributes_text},'
         f'"events":[{events_text}],"links":[{links_text}],{tail}'
     )
+
+
+def _parent_json(parent: RecordingSpan | SpanContext) -> str:
+    # The parent's span id, quoted: a RecordingSpan's, or a SpanContext's (another tracer's).
+    span_id = parent.span_id if isinstance(parent, SpanContext) else parent._span_id
+    return f'"{span_id.to_bytes(8, "big").hex()}"'
 
 
 def _events_json(span: RecordingSpan) -> str | None:
@@ -180,16 +181,10 @@ def recorded_lines(
                     parts = shapes[key] = _line_parts(span)
                 if parts is not None:
                     parent = span._parent
-                    if parent is None:
-                        parent_text = "null"
-                    elif isinstance(parent, SpanContext):
-                        parent_text = f'"{parent.span_id.to_bytes(8, "big").hex()}"'
-                    else:  # a RecordingSpan
-                        parent_text = f'"{parent._span_id.to_bytes(8, "big").hex()}"'
                     values = [
                         span._trace_id.to_bytes(16, "big").hex(),
                         span._span_id.to_bytes(8, "big").hex(),
-                        parent_text,
+                        "null" if parent is None else _parent_json(parent),
                         f"{start}",
                         f"{end}",
                     ]
