@@ -24,6 +24,7 @@ Only the OpenTelemetry API is used here, never the SDK.
 
 from __future__ import annotations
 
+import abc
 import importlib
 import logging
 import threading
@@ -44,6 +45,7 @@ __all__ = [
     "LoggerHub",
     "MeterHub",
     "TracerHub",
+    "TracerSource",
     "publish",
     "restore_otel_globals_for_testing",
     "unpublish",
@@ -127,8 +129,9 @@ class Hub(Generic[_P, _B]):
         return self._hand_out((name, version, schema_url, attributes))
 
 
-class TracerHub(Hub[trace.TracerProvider, DelegatingTracer], trace.TracerProvider):
-    """A tracer provider that forwards to a replaceable delegate (no-op by default)."""
+class TracerSource(trace.TracerProvider):
+    """A tracer provider defined by the tracer it makes for one scope: the hub's, and
+    contrib's gated provider (:class:`~nemo.lens.contrib.GatedTracerProvider`)."""
 
     def get_tracer(
         self,
@@ -137,11 +140,22 @@ class TracerHub(Hub[trace.TracerProvider, DelegatingTracer], trace.TracerProvide
         schema_url: str | None = None,
         attributes: Attributes = None,
     ) -> trace.Tracer:
-        """Return a tracer that follows every later change of delegate."""
+        """Return the tracer for this instrumentation scope."""
         # The API's own parameter names, which callers may pass as keywords.
-        return self._get(
-            instrumenting_module_name, instrumenting_library_version, schema_url, attributes
+        return self._tracer_for(
+            (instrumenting_module_name, instrumenting_library_version, schema_url, attributes)
         )
+
+    @abc.abstractmethod
+    def _tracer_for(self, scope: Scope) -> trace.Tracer:
+        """The tracer for *scope*."""
+
+
+class TracerHub(Hub[trace.TracerProvider, DelegatingTracer], TracerSource):
+    """A tracer provider that forwards to a replaceable delegate (no-op by default);
+    its tracers follow every later change of delegate."""
+
+    _tracer_for = Hub._hand_out
 
 
 class MeterHub(Hub[metrics.MeterProvider, DelegatingMeter], metrics.MeterProvider):
