@@ -94,53 +94,53 @@ class _Rebinding(Generic[_T]):
 
     def __init__(self, create: Callable[[metrics.Meter], _T], meter: metrics.Meter) -> None:
         self._create = create
-        self._real = create(meter)
+        self._bind(meter)
 
     def _bind(self, meter: metrics.Meter) -> None:
-        self._real = self._create(meter)
+        self._real: _T = self._create(meter)
 
 
 _I = TypeVar("_I", bound=_Rebinding[Any])
 
 
-class _Counter(_Rebinding[metrics.Counter], metrics.Counter):
-    def add(
+class _Synchronous(_Rebinding[_T]):
+    """An instrument with one recording method (``add``, ``record`` or ``set``): each
+    subclass names it after its API and forwards it to the real instrument's."""
+
+    _verb: str
+    _forward_to: Callable[[int | float, Attributes, Context | None], None]
+
+    def _bind(self, meter: metrics.Meter) -> None:
+        super()._bind(meter)
+        self._forward_to = getattr(self._real, self._verb)
+
+    def _forward(
         self,
         amount: int | float,
         attributes: Attributes = None,
         context: Context | None = None,
     ) -> None:
-        self._real.add(amount, attributes, context)
+        self._forward_to(amount, attributes, context)
 
 
-class _UpDownCounter(_Rebinding[metrics.UpDownCounter], metrics.UpDownCounter):
-    def add(
-        self,
-        amount: int | float,
-        attributes: Attributes = None,
-        context: Context | None = None,
-    ) -> None:
-        self._real.add(amount, attributes, context)
+class _Counter(_Synchronous[metrics.Counter], metrics.Counter):
+    _verb = "add"
+    add = _Synchronous._forward
 
 
-class _Histogram(_Rebinding[metrics.Histogram], metrics.Histogram):
-    def record(
-        self,
-        amount: int | float,
-        attributes: Attributes = None,
-        context: Context | None = None,
-    ) -> None:
-        self._real.record(amount, attributes, context)
+class _UpDownCounter(_Synchronous[metrics.UpDownCounter], metrics.UpDownCounter):
+    _verb = "add"
+    add = _Synchronous._forward
 
 
-class _Gauge(_Rebinding[Gauge], Gauge):
-    def set(
-        self,
-        amount: int | float,
-        attributes: Attributes = None,
-        context: Context | None = None,
-    ) -> None:
-        self._real.set(amount, attributes, context)
+class _Histogram(_Synchronous[metrics.Histogram], metrics.Histogram):
+    _verb = "record"
+    record = _Synchronous._forward
+
+
+class _Gauge(_Synchronous[Gauge], Gauge):
+    _verb = "set"
+    set = _Synchronous._forward
 
 
 class _ObservableCounter(_Rebinding[metrics.ObservableCounter], metrics.ObservableCounter):

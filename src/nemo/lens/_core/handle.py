@@ -27,8 +27,6 @@ from nemo.lens._core import state as _state
 from nemo.lens.config import NemoLensConfig
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from nemo.lens._sdk.pipeline import Pipeline
 
 __all__ = [
@@ -84,23 +82,23 @@ class TelemetryHandle:
         self._closing = False
         self._closed = threading.Event()
         self._shutdown_ok = True
-        tracer_provider = pipeline.tracer_provider if pipeline is not None else None
-        meter_provider = pipeline.meter_provider if pipeline is not None else None
+        tracer_provider = None if pipeline is None else pipeline.tracer_provider
+        meter_provider = None if pipeline is None else pipeline.meter_provider
+        self._tracer_provider: trace.TracerProvider = (
+            trace.NoOpTracerProvider() if tracer_provider is None else tracer_provider
+        )
+        self._meter_provider: metrics.MeterProvider = (
+            metrics.NoOpMeterProvider() if meter_provider is None else meter_provider
+        )
         version = _state.SCOPE_VERSION if pipeline is not None else None
-        if tracer is None:
-            tracer = (
-                tracer_provider.get_tracer(semconv.SCOPE_NAME, version)
-                if tracer_provider is not None
-                else trace.NoOpTracer()
-            )
-        if meter is None:
-            meter = (
-                meter_provider.get_meter(semconv.SCOPE_NAME, version)
-                if meter_provider is not None
-                else metrics.NoOpMeter(semconv.SCOPE_NAME)
-            )
-        self._tracer: trace.Tracer = tracer
-        self._meter: metrics.Meter = meter
+        self._tracer: trace.Tracer = (
+            self._tracer_provider.get_tracer(semconv.SCOPE_NAME, version)
+            if tracer is None
+            else tracer
+        )
+        self._meter: metrics.Meter = (
+            self._meter_provider.get_meter(semconv.SCOPE_NAME, version) if meter is None else meter
+        )
 
     # -- what users read ------------------------------------------------------------
 
@@ -148,18 +146,12 @@ class TelemetryHandle:
     @property
     def tracer_provider(self) -> trace.TracerProvider:
         """nemo.lens's tracer provider, e.g. for instrumentations that take one."""
-        pipeline = self._pipeline
-        if pipeline is None or pipeline.tracer_provider is None:
-            return trace.NoOpTracerProvider()
-        return pipeline.tracer_provider
+        return self._tracer_provider
 
     @property
     def meter_provider(self) -> metrics.MeterProvider:
         """nemo.lens's meter provider, e.g. for instrumentations that take one."""
-        pipeline = self._pipeline
-        if pipeline is None or pipeline.meter_provider is None:
-            return metrics.NoOpMeterProvider()
-        return pipeline.meter_provider
+        return self._meter_provider
 
     @property
     def resource_attributes(self) -> Mapping[str, AttributeValue]:
@@ -244,12 +236,8 @@ class TelemetryHandle:
     def __enter__(self) -> TelemetryHandle:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
+        # Shut down whether or not the block raised; its exception propagates.
         self.shutdown()
 
     def __repr__(self) -> str:

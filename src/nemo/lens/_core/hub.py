@@ -24,6 +24,8 @@ Only the OpenTelemetry API is used here, never the SDK.
 
 from __future__ import annotations
 
+import abc
+import importlib
 import logging
 import threading
 from collections.abc import Callable, Hashable
@@ -43,6 +45,7 @@ __all__ = [
     "LoggerHub",
     "MeterHub",
     "TracerHub",
+    "TracerSource",
     "publish",
     "restore_otel_globals_for_testing",
     "unpublish",
@@ -115,12 +118,20 @@ class Hub(Generic[_P, _B]):
                 self._by_scope[key] = made
             return made
 
+    def _get(
+        self,
+        name: str,
+        version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Attributes = None,
+    ) -> _B:
+        """Return what follows every later change of delegate, for this scope."""
+        return self._hand_out((name, version, schema_url, attributes))
 
-class TracerHub(Hub[trace.TracerProvider, DelegatingTracer], trace.TracerProvider):
-    """A tracer provider that forwards to a replaceable delegate (no-op by default)."""
 
-    def __init__(self) -> None:
-        super().__init__(trace.NoOpTracerProvider(), DelegatingTracer)
+class TracerSource(trace.TracerProvider):
+    """A tracer provider defined by the tracer it makes for one scope: the hub's, and
+    contrib's gated provider (:class:`~nemo.lens.contrib.GatedTracerProvider`)."""
 
     def get_tracer(
         self,
@@ -129,51 +140,41 @@ class TracerHub(Hub[trace.TracerProvider, DelegatingTracer], trace.TracerProvide
         schema_url: str | None = None,
         attributes: Attributes = None,
     ) -> trace.Tracer:
-        """Return a tracer that follows every later change of delegate."""
-        return self._hand_out(
+        """Return the tracer for this instrumentation scope."""
+        # The API's own parameter names, which callers may pass as keywords.
+        return self._tracer_for(
             (instrumenting_module_name, instrumenting_library_version, schema_url, attributes)
         )
+
+    @abc.abstractmethod
+    def _tracer_for(self, scope: Scope) -> trace.Tracer:
+        """The tracer for *scope*."""
+
+
+class TracerHub(Hub[trace.TracerProvider, DelegatingTracer], TracerSource):
+    """A tracer provider that forwards to a replaceable delegate (no-op by default);
+    its tracers follow every later change of delegate."""
+
+    _tracer_for = Hub._hand_out
 
 
 class MeterHub(Hub[metrics.MeterProvider, DelegatingMeter], metrics.MeterProvider):
     """A meter provider that forwards to a replaceable delegate (no-op by default)."""
 
-    def __init__(self) -> None:
-        super().__init__(metrics.NoOpMeterProvider(), DelegatingMeter)
-
-    def get_meter(
-        self,
-        name: str,
-        version: str | None = None,
-        schema_url: str | None = None,
-        attributes: Attributes = None,
-    ) -> metrics.Meter:
-        """Return a meter that follows every later change of delegate."""
-        return self._hand_out((name, version, schema_url, attributes))
+    get_meter = Hub._get
 
 
 class LoggerHub(Hub[otel_logs.LoggerProvider, DelegatingLogger], otel_logs.LoggerProvider):
     """A logger provider that forwards to a replaceable delegate (no-op by default)."""
 
-    def __init__(self) -> None:
-        super().__init__(otel_logs.NoOpLoggerProvider(), DelegatingLogger)
-
-    def get_logger(
-        self,
-        name: str,
-        version: str | None = None,
-        schema_url: str | None = None,
-        attributes: Attributes = None,
-    ) -> otel_logs.Logger:
-        """Return a logger that follows every later change of delegate."""
-        return self._hand_out((name, version, schema_url, attributes))
+    get_logger = Hub._get
 
 
-TRACER_HUB = TracerHub()
+TRACER_HUB = TracerHub(trace.NoOpTracerProvider(), DelegatingTracer)
 """The tracer provider nemo.lens installs as OpenTelemetry's global."""
-METER_HUB = MeterHub()
+METER_HUB = MeterHub(metrics.NoOpMeterProvider(), DelegatingMeter)
 """The meter provider nemo.lens installs as OpenTelemetry's global."""
-LOGGER_HUB = LoggerHub()
+LOGGER_HUB = LoggerHub(otel_logs.NoOpLoggerProvider(), DelegatingLogger)
 """The logger provider nemo.lens installs as OpenTelemetry's global."""
 
 _CLAIM_LOCK = threading.Lock()
@@ -248,25 +249,15 @@ def restore_otel_globals_for_testing() -> None:
     unpublish()
     from opentelemetry.util._once import Once
 
-    try:
-        if trace._TRACER_PROVIDER is TRACER_HUB:
-            trace._TRACER_PROVIDER = None
-            trace._TRACER_PROVIDER_SET_ONCE = Once()
-    except AttributeError:  # pragma: no cover - other API versions
-        pass
-    try:
-        from opentelemetry.metrics import _internal as metrics_internal
-
-        if metrics_internal._METER_PROVIDER is METER_HUB:
-            metrics_internal._METER_PROVIDER = None
-            metrics_internal._METER_PROVIDER_SET_ONCE = Once()
-    except (ImportError, AttributeError):  # pragma: no cover - other API versions
-        pass
-    try:
-        from opentelemetry._logs import _internal as logs_internal
-
-        if logs_internal._LOGGER_PROVIDER is LOGGER_HUB:
-            logs_internal._LOGGER_PROVIDER = None
-            logs_internal._LOGGER_PROVIDER_SET_ONCE = Once()
-    except (ImportError, AttributeError):  # pragma: no cover - other API versions
-        pass
+    for module_name, slot, hub in (
+        ("opentelemetry.trace", "_TRACER_PROVIDER", TRACER_HUB),
+        ("opentelemetry.metrics._internal", "_METER_PROVIDER", METER_HUB),
+        ("opentelemetry._logs._internal", "_LOGGER_PROVIDER", LOGGER_HUB),
+    ):
+        try:
+            module = importlib.import_module(module_name)
+            if getattr(module, slot) is hub:
+                setattr(module, slot, None)
+                setattr(module, f"{slot}_SET_ONCE", Once())
+        except (ImportError, AttributeError):  # pragma: no cover - other API versions
+            pass

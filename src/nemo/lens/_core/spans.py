@@ -53,7 +53,6 @@ __all__ = [
     "managed_span",
     "span_attributes",
     "span_cm",
-    "start_gated_span",
     "start_span",
 ]
 
@@ -104,7 +103,7 @@ def start_span(
     """Start a span the way every nemo.lens span starts: cleaned attributes, then *group*'s tags.
 
     ``tracer=None`` is the default tracer. This does not gate: callers check the
-    group first (:func:`start_gated_span` does both).
+    group first (``group in state.enabled``).
     """
     if tracer is None:
         tracer = _state.default_tracer()
@@ -119,37 +118,6 @@ def start_span(
         start_time,
         record_exception,
         set_status_on_exception,
-    )
-
-
-def start_gated_span(
-    group: str,
-    tracer: Tracer | None,
-    name: str,
-    kind: SpanKind | None = None,
-    links: Sequence[Link] | None = None,
-    attributes: Mapping[str, object] | None = None,
-    *,
-    context: Context | None = None,
-    start_time: int | None = None,
-    record_exception: bool = True,
-    set_status_on_exception: bool = True,
-) -> Span | None:
-    """:func:`start_span` when *group* is enabled, else ``None``: the gate for code that
-    starts spans itself (contrib helpers, ``emit_span``) rather than through a scope."""
-    if group not in _state.enabled:
-        return None
-    return start_span(
-        tracer,
-        name,
-        kind,
-        links,
-        attributes,
-        group,
-        context=context,
-        start_time=start_time,
-        record_exception=record_exception,
-        set_status_on_exception=set_status_on_exception,
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any, Final, TypeVar, cast
 
 from opentelemetry import context as _context
 from opentelemetry import trace as _trace
-from opentelemetry.trace import Tracer
+from opentelemetry.trace import Span, Tracer
 
 from nemo.lens import _signatures
 from nemo.lens._core import state as _state
@@ -216,6 +216,28 @@ def _wrap_coroutine(
     return traced
 
 
+class _Closing:
+    """A traced generator's body closing: its span current meanwhile, then ended with
+    what the closing raised (``None`` when it finished), even when it raised."""
+
+    __slots__ = ("_context", "_span", "_token")
+
+    def __init__(self, span: Span | None, span_context: _context.Context | None) -> None:
+        self._span = span
+        self._context = span_context
+
+    def __enter__(self) -> None:
+        self._token = None if self._context is None else _context.attach(self._context)
+
+    def __exit__(self, exc_type: object, error: BaseException | None, tb: object) -> None:
+        try:
+            if self._span is not None:
+                end_span(self._span, error)
+        finally:
+            if self._token is not None:
+                _context.detach(self._token)
+
+
 def _wrap_generator(
     fn: Callable[..., Any], group: str, name: str, tracer: Tracer | None
 ) -> Callable[..., Any]:
@@ -249,16 +271,9 @@ def _wrap_generator(
                 sent = yield item
             except GeneratorExit:
                 # close(), or the consumer dropped us: close the body (running its
-                # finally blocks under the span), then end the span without error.
-                token = _context.attach(span_context)
-                try:
+                # finally blocks under the span), then end the span.
+                with _Closing(span, span_context):
                     inner.close()
-                except BaseException as error:
-                    end_span(span, error)
-                    raise
-                finally:
-                    _context.detach(token)
-                end_span(span, None)
                 raise
             except BaseException as error:
                 # throw() from the consumer: deliver it to the body on the next turn.
@@ -302,18 +317,8 @@ def _wrap_async_generator(
             try:
                 sent = yield item
             except GeneratorExit:
-                token = None if span_context is None else _context.attach(span_context)
-                try:
+                with _Closing(span, span_context):
                     await inner.aclose()
-                except BaseException as error:
-                    if span is not None:
-                        end_span(span, error)
-                    raise
-                finally:
-                    if token is not None:
-                        _context.detach(token)
-                if span is not None:
-                    end_span(span, None)
                 raise
             except BaseException as error:
                 thrown, sent = error, None

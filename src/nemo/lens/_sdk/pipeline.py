@@ -85,16 +85,12 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Protocol, TypeVar, cast
 
 from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import (
-    LogRecordExporter,
-)
+from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import (
-    MetricReader,
-)
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
@@ -108,17 +104,15 @@ from nemo.lens._sdk.exporters.factory import (
 )
 from nemo.lens._sdk.exporters.forwarding import ReportingMetricExporter
 from nemo.lens._sdk.exporters.health import ExportHealth
-from nemo.lens._sdk.exporters.quiet import exporter_loggers
 from nemo.lens._sdk.exporters.redaction import Changes, clean_resource
 from nemo.lens._sdk.processors import (
     TRUNCATED_ATTRIBUTE,
     LensIdGenerator,
     OpenSpanTracker,
     bounded_timeout_ms,
-    exporter_after_fork,
+    forwarding_options,
     log_processor,
     metric_reader_for,
-    or_fallback,
     run_bounded,
     span_processor,
 )
@@ -129,6 +123,13 @@ from nemo.lens.resources import build_resource
 from nemo.lens.sampling import RankAwareSampler
 
 __all__ = ["Pipeline", "build_pipeline"]
+
+
+class _Exporter(Protocol):
+    def shutdown(self) -> None: ...
+
+
+_X = TypeVar("_X", bound=_Exporter)
 
 # The logger keeps the name users configure it by (this code's module before it moved).
 _logger = logging.getLogger("nemo.lens.providers")
@@ -316,26 +317,23 @@ def build_pipeline(
     # here are released on failure; the caller's exporter and reader are left
     # untouched so that a corrected call can reuse them.
     created: list[Callable[[], object]] = []
+
+    def create(make: Callable[..., _X | None]) -> _X | None:
+        exporter = make(name, path=trace_path)
+        if exporter is not None:
+            created.append(exporter.shutdown)
+        return exporter
+
     span_exp: SpanExporter | None = None
-    metric_exp = None
+    metric_exp: MetricExporter | None = None
     log_exp: LogRecordExporter | None = None
     try:
         if exporting and config.traces_enabled:
-            span_exp = span_exporter
-            if span_exp is None:
-                span_exp = create_span_exporter(name, path=trace_path)
-                if span_exp is not None:
-                    created.append(span_exp.shutdown)
+            span_exp = span_exporter if span_exporter is not None else create(create_span_exporter)
         if exporting and config.metrics_enabled and metric_reader is None:
-            metric_exp = create_metric_exporter(name, path=trace_path)
-            if metric_exp is not None:
-                created.append(metric_exp.shutdown)
+            metric_exp = create(create_metric_exporter)
         if exporting and config.logs_enabled:
-            log_exp = log_exporter
-            if log_exp is None:
-                log_exp = create_log_exporter(name, path=trace_path)
-                if log_exp is not None:
-                    created.append(log_exp.shutdown)
+            log_exp = log_exporter if log_exporter is not None else create(create_log_exporter)
     except BaseException:
         run_bounded({f"discard exporter {i}": fn for i, fn in enumerate(created)}, 1.0)
         raise
@@ -348,13 +346,15 @@ def build_pipeline(
             if metric_reader is not None:
                 pipeline.metric_reader = metric_reader
             elif metric_exp is not None:
-                recreate, usable = exporter_after_fork(name, "metrics", create_metric_exporter)
+                quiet_loggers, factory, usable = forwarding_options(
+                    metric_exp, name, "metrics", create_metric_exporter
+                )
                 reader = metric_reader_for(
                     ReportingMetricExporter(
                         metric_exp,
                         pipeline.health,
-                        quiet_loggers=exporter_loggers(metric_exp),
-                        factory=or_fallback(recreate, metric_exp),
+                        quiet_loggers=quiet_loggers,
+                        factory=factory,
                         usable_after_fork=usable,
                     )
                 )
@@ -379,15 +379,7 @@ def build_pipeline(
                 pipeline.tracker = OpenSpanTracker()
                 tracer_provider.add_span_processor(pipeline.tracker)
                 processor = span_processor(
-                    span_exp,
-                    name,
-                    pipeline.health,
-                    ours=span_exporter is None,
-                    after_fork=(
-                        exporter_after_fork(name, "traces", create_span_exporter)
-                        if span_exporter is None
-                        else (None, True)
-                    ),
+                    span_exp, name, pipeline.health, ours=span_exporter is None
                 )
                 if isinstance(processor, BatchingSpanProcessor):
                     pipeline.span_batcher = processor
@@ -403,16 +395,7 @@ def build_pipeline(
             pipeline.logger_provider = logger_provider
             if log_exp is not None:
                 logger_provider.add_log_record_processor(
-                    log_processor(
-                        log_exp,
-                        pipeline.health,
-                        ours=log_exporter is None,
-                        after_fork=(
-                            exporter_after_fork(name, "logs", create_log_exporter)
-                            if log_exporter is None
-                            else (None, True)
-                        ),
-                    )
+                    log_processor(log_exp, name, pipeline.health, ours=log_exporter is None)
                 )
     except BaseException:
         # Release what exists: the providers built so far (which may include a
@@ -421,6 +404,3 @@ def build_pipeline(
         run_bounded({f"discard {i}": fn for i, fn in enumerate(created)}, 1.0)
         raise
     return pipeline
-
-
-# -- the 0.1.0 entry points -------------------------------------------------------------

@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from opentelemetry.context import Context
 from opentelemetry.sdk._logs import LogRecordProcessor
@@ -41,14 +41,12 @@ from nemo.lens._core.ids import random_span_id, random_trace_id
 from nemo.lens._core.sanitize import safe_str
 from nemo.lens._core.secrets import scrub
 from nemo.lens._sdk.batching import BatchingSpanProcessor
+from nemo.lens._sdk.exporters.factory import create_log_exporter, create_span_exporter
 from nemo.lens._sdk.exporters.forwarding import ReportingLogExporter, ReportingSpanExporter
 from nemo.lens._sdk.exporters.health import ExportHealth
-from nemo.lens._sdk.exporters.jsonl import JsonLinesLogExporter, JsonLinesSpanExporter, StdoutSink
+from nemo.lens._sdk.exporters.jsonl import JsonLinesSpanExporter, StdoutSink
 from nemo.lens._sdk.exporters.quiet import exporter_loggers
 from nemo.lens._sdk.exporters.redaction import RedactingSpanExporter
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "FILE_MAX_EXPORT_BATCH_SIZE",
@@ -64,10 +62,9 @@ __all__ = [
     "OpenSpanTracker",
     "batch_span_processor",
     "bounded_timeout_ms",
-    "exporter_after_fork",
+    "forwarding_options",
     "log_processor",
     "metric_reader_for",
-    "or_fallback",
     "run_bounded",
     "span_processor",
 ]
@@ -76,9 +73,6 @@ __all__ = [
 _logger = logging.getLogger("nemo.lens.providers")
 
 _E = TypeVar("_E")
-# (a factory a forked child makes its own exporter with, or None to share the
-# parent's; whether the child may use the exporter at all)
-_AfterFork = tuple[Callable[[], _E | None] | None, bool]
 
 TRUNCATED_ATTRIBUTE: Final = semconv.SPAN_TRUNCATED
 """Set to ``True`` on spans that were still open at shutdown and ended by it."""
@@ -304,61 +298,75 @@ def batch_span_processor(
 
 
 def span_processor(
-    exporter: SpanExporter,
-    exporter_name: str,
-    health: ExportHealth | None = None,
-    *,
-    ours: bool = False,
-    after_fork: _AfterFork[SpanExporter] = (None, True),
+    exporter: SpanExporter, exporter_name: str, health: ExportHealth, *, ours: bool = False
 ) -> SpanProcessor:
-    """The processor for *exporter*.
+    """The processor for *exporter*, the one named *exporter_name* or the caller's.
 
-    *ours*: nemo.lens created it, so its own failure logs are quieted.
-    *after_fork*: what a forked child does with it (see :func:`exporter_after_fork`).
+    *ours*: nemo.lens created it (see :func:`forwarding_options`).
     """
-    synchronous = isinstance(exporter, InMemorySpanExporter) or (
-        isinstance(exporter, JsonLinesSpanExporter) and isinstance(exporter.sink, StdoutSink)
+    quiet_loggers, make, usable = forwarding_options(
+        exporter, exporter_name, "traces", create_span_exporter, ours=ours
     )
-    is_file = isinstance(exporter, JsonLinesSpanExporter) and exporter_name == "file"
-    quiet_loggers = exporter_loggers(exporter) if ours else ()
-    on_changes = health.changed if health is not None else None
+    on_changes = health.changed
     redacting = RedactingSpanExporter(exporter, on_changes)
-    if synchronous:
-        if health is None:
-            return SimpleSpanProcessor(redacting)
+    if _watched(exporter):
         # Failures counted and reported once, not a traceback per span (a
         # console whose reader went away fails every one).
         return SimpleSpanProcessor(
             ReportingSpanExporter(redacting, health, quiet_loggers=quiet_loggers)
         )
-    make = or_fallback(after_fork[0], exporter)
     factory = None if make is None else (lambda: RedactingSpanExporter(make(), on_changes))
     return batch_span_processor(
         redacting,
-        file=is_file,
+        file=isinstance(exporter, JsonLinesSpanExporter) and exporter_name == "file",
         health=health,
         quiet_loggers=quiet_loggers,
         exporter_factory=factory,
-        usable_after_fork=after_fork[1],
+        usable_after_fork=usable,
     )
 
 
-def exporter_after_fork(
-    name: str, signal: Signal, create: Callable[[str], _E | None]
-) -> _AfterFork[_E]:
-    """What a forked child exports *signal* through: ``(factory, usable_after_fork)``.
+def _watched(exporter: object) -> bool:
+    """Whether someone watches what *exporter* writes as it comes: the console, or a
+    test's in-memory exporter. It gets each item as it ends, not in batches."""
+    return isinstance(exporter, (InMemorySpanExporter, InMemoryLogRecordExporter)) or isinstance(
+        getattr(exporter, "sink", None), StdoutSink
+    )
 
-    The JSON-lines exporters write through a sink that is safe to share (no
-    factory). Over OTLP/HTTP the child makes its own exporter: its copy of the
-    parent's keep-alive connection is shared with the parent. OTLP over gRPC is
-    not used in a child at all: gRPC is not fork-safe while another thread is
+
+def forwarding_options(
+    exporter: _E,
+    exporter_name: str,
+    signal: Signal,
+    create: Callable[[str], _E | None],
+    *,
+    ours: bool = True,
+) -> tuple[tuple[str, ...], Callable[[], _E] | None, bool]:
+    """How the forwarding wrapper treats *exporter*: ``(quiet_loggers, factory,
+    usable_after_fork)``.
+
+    Only an exporter nemo.lens created (*ours*) has its own failure logs quieted
+    (they are reported once instead) and is replaced in a forked child; the
+    caller's is used as it is. The JSON-lines exporters write through a sink
+    that is safe to share (no factory). Over OTLP/HTTP the child makes its own
+    exporter with *create* (or keeps *exporter* if that makes none): its copy of
+    the parent's keep-alive connection is shared with the parent. OTLP over gRPC
+    is not used in a child at all: gRPC is not fork-safe while another thread is
     calling into it, and a child that used it hung or crashed in our tests.
     """
-    if name != "otlp":
-        return None, True
+    if not ours:
+        return (), None, True
+    quiet_loggers = exporter_loggers(exporter)
+    if exporter_name != "otlp":
+        return quiet_loggers, None, True
     if otlp_protocol(signal) == "grpc":
-        return None, False
-    return (lambda: create(name)), True
+        return quiet_loggers, None, False
+
+    def made() -> _E:
+        fresh = create(exporter_name)
+        return fresh if fresh is not None else exporter
+
+    return quiet_loggers, made, True
 
 
 def metric_reader_for(exporter: MetricExporter) -> PeriodicExportingMetricReader:
@@ -372,36 +380,19 @@ def metric_reader_for(exporter: MetricExporter) -> PeriodicExportingMetricReader
 
 
 def log_processor(
-    exporter: LogRecordExporter,
-    health: ExportHealth | None = None,
-    *,
-    ours: bool = False,
-    after_fork: _AfterFork[LogRecordExporter] = (None, True),
+    exporter: LogRecordExporter, exporter_name: str, health: ExportHealth, *, ours: bool = False
 ) -> LogRecordProcessor:
-    synchronous = isinstance(exporter, InMemoryLogRecordExporter) or (
-        isinstance(exporter, JsonLinesLogExporter) and isinstance(exporter.sink, StdoutSink)
+    """The processor for *exporter*, as :func:`span_processor` chooses one for spans."""
+    quiet_loggers, factory, usable = forwarding_options(
+        exporter, exporter_name, "logs", create_log_exporter, ours=ours
     )
-    if health is not None:
-        exporter = ReportingLogExporter(
-            exporter,
-            health,
-            quiet_loggers=exporter_loggers(exporter) if ours else (),
-            factory=or_fallback(after_fork[0], exporter),
-            usable_after_fork=after_fork[1],
-        )
-    if synchronous:
-        return SimpleLogRecordProcessor(exporter)
-    return BatchLogRecordProcessor(exporter)
-
-
-def or_fallback(make: Callable[[], _E | None] | None, fallback: _E) -> Callable[[], _E] | None:
-    """*make* as a factory that never returns ``None`` (it falls back to *fallback*)."""
-    if make is None:
-        return None
-    factory = make
-
-    def made() -> _E:
-        fresh = factory()
-        return fresh if fresh is not None else fallback
-
-    return made
+    reporting = ReportingLogExporter(
+        exporter,
+        health,
+        quiet_loggers=quiet_loggers,
+        factory=factory,
+        usable_after_fork=usable,
+    )
+    if _watched(exporter):
+        return SimpleLogRecordProcessor(reporting)
+    return BatchLogRecordProcessor(reporting)

@@ -22,7 +22,9 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanKind
 from opentelemetry.util.types import Attributes
 
-from nemo.lens._core.spans import start_gated_span
+from nemo.lens._core import state as _state
+from nemo.lens._core.hub import METER_HUB, TRACER_HUB, Scope, TracerSource
+from nemo.lens._core.spans import start_span
 
 if TYPE_CHECKING:
     from opentelemetry.util._decorator import _AgnosticContextManager
@@ -48,24 +50,23 @@ class _GatedTracer(trace.Tracer):
         record_exception: bool = True,
         set_status_on_exception: bool = True,
     ) -> Span:
-        span = start_gated_span(
-            self._group,
+        if self._group not in _state.enabled:
+            # No span, but the parent's identity passes through: made current, it
+            # parents the application's own spans and is what gets injected into
+            # outgoing headers, so the caller's trace is not cut here.
+            return NonRecordingSpan(trace.get_current_span(context).get_span_context())
+        return start_span(
             self._tracer,
             name,
             kind,
             links,
             attributes,
+            self._group,
             context=context,
             start_time=start_time,
             record_exception=record_exception,
             set_status_on_exception=set_status_on_exception,
         )
-        if span is not None:
-            return span
-        # No span, but the parent's identity passes through: made current, it
-        # parents the application's own spans and is what gets injected into
-        # outgoing headers, so the caller's trace is not cut here.
-        return NonRecordingSpan(trace.get_current_span(context).get_span_context())
 
     def start_as_current_span(
         self,
@@ -97,7 +98,7 @@ class _GatedTracer(trace.Tracer):
         )
 
 
-class GatedTracerProvider(trace.TracerProvider):
+class GatedTracerProvider(TracerSource):
     """A tracer provider whose spans exist only while span group *group* is enabled."""
 
     def __init__(self, delegate: trace.TracerProvider, group: str) -> None:
@@ -111,18 +112,9 @@ class GatedTracerProvider(trace.TracerProvider):
         """The span group that gates this provider's spans."""
         return self._group
 
-    def get_tracer(
-        self,
-        instrumenting_module_name: str,
-        instrumenting_library_version: str | None = None,
-        schema_url: str | None = None,
-        attributes: Attributes = None,
-    ) -> trace.Tracer:
-        """Return a gated tracer over the delegate's tracer for this scope."""
-        tracer = self._delegate.get_tracer(
-            instrumenting_module_name, instrumenting_library_version, schema_url, attributes
-        )
-        return _GatedTracer(tracer, self._group)
+    def _tracer_for(self, scope: Scope) -> trace.Tracer:
+        """A gated tracer over the delegate's tracer for *scope*."""
+        return _GatedTracer(self._delegate.get_tracer(*scope), self._group)
 
 
 def resolve_providers(
@@ -137,8 +129,6 @@ def resolve_providers(
     Raises :class:`TypeError` naming *helper* when a provider is of the wrong kind
     (a common slip: a service name where the provider goes).
     """
-    from nemo.lens._core.hub import METER_HUB, TRACER_HUB
-
     if tracer_provider is not None and not isinstance(tracer_provider, trace.TracerProvider):
         raise TypeError(
             f"{helper}(tracer_provider=...) must be an OpenTelemetry TracerProvider or None "

@@ -7,7 +7,8 @@ job that exports over HTTP never loads gRPC.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.metrics.export import MetricExporter
@@ -19,6 +20,7 @@ from nemo.lens._sdk.exporters.jsonl import (
     JsonLinesLogExporter,
     JsonLinesMetricExporter,
     JsonLinesSpanExporter,
+    LineSink,
     StdoutSink,
 )
 
@@ -85,10 +87,25 @@ def _check_name(name: str) -> str:
     return key
 
 
-def _require_path(path: str | None) -> str:
-    if not path:
-        raise ValueError("the file exporter needs a path (NemoLensConfig.trace_file)")
-    return path
+_X = TypeVar("_X")
+
+
+def _create(
+    signal: Signal, name: str, path: str | None, json_lines: Callable[[LineSink], _X]
+) -> _X | None:
+    """The exporter of *signal* called *name*; for ``file``, *path* is the span file
+    (:func:`~nemo.lens._core.destinations.sibling_path` names the other signals')."""
+    key = _check_name(name)
+    if key == "otlp":
+        exporter: _X = otlp_exporter_class(signal)()
+        return exporter
+    if key == "console":
+        return json_lines(StdoutSink())
+    if key == "file":
+        if not path:
+            raise ValueError("the file exporter needs a path (NemoLensConfig.trace_file)")
+        return json_lines(FileSink(sibling_path(path, signal)))
+    return None
 
 
 def create_span_exporter(name: str, *, path: str | None = None) -> SpanExporter | None:
@@ -96,15 +113,7 @@ def create_span_exporter(name: str, *, path: str | None = None) -> SpanExporter 
 
     *path* is the JSON-lines file for ``file``.
     """
-    key = _check_name(name)
-    if key == "otlp":
-        exporter: SpanExporter = otlp_exporter_class("traces")()
-        return exporter
-    if key == "console":
-        return JsonLinesSpanExporter(StdoutSink())
-    if key == "file":
-        return JsonLinesSpanExporter(FileSink(_require_path(path)))
-    return None
+    return _create("traces", name, path, JsonLinesSpanExporter)
 
 
 def create_metric_exporter(name: str, *, path: str | None = None) -> MetricExporter | None:
@@ -112,15 +121,7 @@ def create_metric_exporter(name: str, *, path: str | None = None) -> MetricExpor
 
     For ``file``, *path* is the span file; metrics go to its ``.metrics.jsonl`` sibling.
     """
-    key = _check_name(name)
-    if key == "otlp":
-        exporter: MetricExporter = otlp_exporter_class("metrics")()
-        return exporter
-    if key == "console":
-        return JsonLinesMetricExporter(StdoutSink())
-    if key == "file":
-        return JsonLinesMetricExporter(FileSink(sibling_path(_require_path(path), "metrics")))
-    return None
+    return _create("metrics", name, path, JsonLinesMetricExporter)
 
 
 def create_log_exporter(name: str, *, path: str | None = None) -> LogRecordExporter | None:
@@ -128,12 +129,4 @@ def create_log_exporter(name: str, *, path: str | None = None) -> LogRecordExpor
 
     For ``file``, *path* is the span file; logs go to its ``.logs.jsonl`` sibling.
     """
-    key = _check_name(name)
-    if key == "otlp":
-        exporter: LogRecordExporter = otlp_exporter_class("logs")()
-        return exporter
-    if key == "console":
-        return JsonLinesLogExporter(StdoutSink())
-    if key == "file":
-        return JsonLinesLogExporter(FileSink(sibling_path(_require_path(path), "logs")))
-    return None
+    return _create("logs", name, path, JsonLinesLogExporter)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
@@ -45,11 +45,15 @@ _R = TypeVar("_R")
 
 
 class Forwarder(Generic[_E]):
-    """What the metric and log wrappers share: quiet forwarding, failure reports, and
-    which exporter a forked child may use.
+    """What the metric, log and span wrappers share: quiet forwarding, failure reports,
+    and which exporter a forked child may use.
 
     With a *factory*, a forked child exports through a new exporter of its own
-    instead of its copy of the parent's (whose connection the parent uses).
+    instead of its copy of the parent's (whose connection the parent uses). With
+    *in_export_thread* (the export thread of
+    :class:`~nemo.lens._sdk.batching.BatchingSpanProcessor`) even ``SystemExit``
+    from an exporter is counted, since it would end the thread, where in the job's
+    own thread a ``KeyboardInterrupt`` must still reach the job.
     """
 
     _signal: str
@@ -57,14 +61,17 @@ class Forwarder(Generic[_E]):
     _catches: tuple[type[BaseException], ...] = (Exception,)
     """What a failed export may raise and still be counted rather than propagated."""
 
-    def _setup(
+    def __init__(
         self,
         inner: _E,
         health: ExportHealth,
-        quiet_loggers: Sequence[str],
-        factory: Callable[[], _E] | None,
-        usable_after_fork: bool,
+        *,
+        quiet_loggers: Sequence[str] = (),
+        factory: Callable[[], _E] | None = None,
+        usable_after_fork: bool = True,
+        in_export_thread: bool = False,
     ) -> None:
+        self._adopt(inner)
         self.inner = inner
         self._health = health
         self._quiet = tuple(quiet_loggers)
@@ -73,8 +80,13 @@ class Forwarder(Generic[_E]):
         self._usable_after_fork = usable_after_fork
         self._inherited = False
         self._disabled = False
+        if in_export_thread:
+            self._catches = (BaseException,)
         if factory is not None or not usable_after_fork:
             _fork.register(self)
+
+    def _adopt(self, inner: _E) -> None:
+        """Take on what the exporter interface needs of *inner* (nothing by default)."""
 
     def _before_fork_in_parent(self) -> None:
         if not self._usable_after_fork:
@@ -132,21 +144,13 @@ class ReportingMetricExporter(Forwarder[MetricExporter], MetricExporter):
 
     _signal = "metrics"
 
-    def __init__(
-        self,
-        inner: MetricExporter,
-        health: ExportHealth,
-        *,
-        quiet_loggers: Sequence[str] = (),
-        factory: Callable[[], MetricExporter] | None = None,
-        usable_after_fork: bool = True,
-    ) -> None:
+    def _adopt(self, inner: MetricExporter) -> None:
+        # The reader asks the exporter it was given which temporality and aggregation to use.
         MetricExporter.__init__(
             self,
             preferred_temporality=inner._preferred_temporality,
             preferred_aggregation=inner._preferred_aggregation,
         )
-        self._setup(inner, health, quiet_loggers, factory, usable_after_fork)
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
@@ -173,21 +177,33 @@ class ReportingMetricExporter(Forwarder[MetricExporter], MetricExporter):
         self._shut_inner_down(lambda: self.inner.shutdown(timeout_millis=timeout_millis, **kwargs))
 
 
-class ReportingLogExporter(Forwarder[LogRecordExporter], LogRecordExporter):
+class _BatchExporter(Protocol):
+    """What the span and log exporter interfaces share: flush and shutdown take the same."""
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool: ...
+
+    def shutdown(self) -> None: ...
+
+
+_B = TypeVar("_B", bound=_BatchExporter)
+
+
+class _BatchForwarder(Forwarder[_B]):
+    """The span and log wrappers' flush and shutdown."""
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Flush *inner* (not a copy inherited from the parent process)."""
+        return self._flush_inner(lambda: self.inner.force_flush(timeout_millis))
+
+    def shutdown(self) -> None:
+        """Shut *inner* down (not a copy inherited from the parent process)."""
+        self._shut_inner_down(self.inner.shutdown)
+
+
+class ReportingLogExporter(_BatchForwarder[LogRecordExporter], LogRecordExporter):
     """Forwards to *inner*, quietly, and reports failures to an :class:`ExportHealth`."""
 
     _signal = "logs"
-
-    def __init__(
-        self,
-        inner: LogRecordExporter,
-        health: ExportHealth,
-        *,
-        quiet_loggers: Sequence[str] = (),
-        factory: Callable[[], LogRecordExporter] | None = None,
-        usable_after_fork: bool = True,
-    ) -> None:
-        self._setup(inner, health, quiet_loggers, factory, usable_after_fork)
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         """Export through *inner*, attributes redacted and made exportable
@@ -203,43 +219,18 @@ class ReportingLogExporter(Forwarder[LogRecordExporter], LogRecordExporter):
             LogRecordExportResult.FAILURE,
         )
 
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush *inner* (not a copy inherited from the parent process)."""
-        return self._flush_inner(lambda: self.inner.force_flush(timeout_millis))
 
-    def shutdown(self) -> None:
-        """Shut *inner* down (not a copy inherited from the parent process)."""
-        self._shut_inner_down(self.inner.shutdown)
-
-
-class ReportingSpanExporter(Forwarder[SpanExporter], SpanExporter):
+class ReportingSpanExporter(_BatchForwarder[SpanExporter], SpanExporter):
     """Forwards to *inner*, quietly, and reports failures to an :class:`ExportHealth`.
 
     Span exporters nemo.lens calls synchronously, from the thread that ends each
     span (``console``, the SDK's in-memory exporter), report this way: a console
     whose reader went away fails every span, and the report is one warning and a
     count, not a traceback per span. So do batched ones, from the export thread of
-    :class:`~nemo.lens._sdk.batching.BatchingSpanProcessor`; there
-    (*in_export_thread*) even ``SystemExit`` from an exporter is counted, since it
-    would end the thread, where in the job's own thread a ``KeyboardInterrupt``
-    must still reach the job.
+    :class:`~nemo.lens._sdk.batching.BatchingSpanProcessor` (*in_export_thread*).
     """
 
     _signal = "traces"
-
-    def __init__(
-        self,
-        inner: SpanExporter,
-        health: ExportHealth,
-        *,
-        quiet_loggers: Sequence[str] = (),
-        factory: Callable[[], SpanExporter] | None = None,
-        usable_after_fork: bool = True,
-        in_export_thread: bool = False,
-    ) -> None:
-        self._setup(inner, health, quiet_loggers, factory, usable_after_fork)
-        if in_export_thread:
-            self._catches = (BaseException,)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Export through *inner*; a failure or exception is counted, not raised."""
@@ -249,11 +240,3 @@ class ReportingSpanExporter(Forwarder[SpanExporter], SpanExporter):
             SpanExportResult.SUCCESS,
             SpanExportResult.FAILURE,
         )
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush *inner* (not a copy inherited from the parent process)."""
-        return self._flush_inner(lambda: self.inner.force_flush(timeout_millis))
-
-    def shutdown(self) -> None:
-        """Shut *inner* down (not a copy inherited from the parent process)."""
-        self._shut_inner_down(self.inner.shutdown)

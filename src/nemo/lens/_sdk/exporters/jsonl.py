@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol
 
 from opentelemetry.sdk._logs import ReadableLogRecord
@@ -152,13 +152,46 @@ class FileSink:
                 os.close(fd)
 
 
-class JsonLinesSpanExporter(SpanExporter):
-    """Writes each span as one JSON object per line (see
-    :mod:`~nemo.lens._sdk.exporters.encoding`)."""
+class _SinkWriter:
+    """What the three exporters share: a sink, writes that fail once shut down, and a
+    failure logged here (the SDK would only log it too) and reported as ``False``."""
 
     def __init__(self, sink: LineSink) -> None:
         self.sink = sink
         self._shut_down = False
+
+    def _attempt(self, write: Callable[[], None], failure: str, *args: object) -> bool:
+        """Run *write*; ``False`` after shutdown or when it raises."""
+        if self._shut_down:
+            return False
+        try:
+            write()
+        except Exception:  # say which exporter failed
+            _logger.exception("nemo.lens: " + failure, *args)
+            return False
+        return True
+
+    def _close(self) -> None:
+        self._shut_down = True
+        self.sink.close()
+
+
+class _BatchSinkWriter(_SinkWriter):
+    """The span and log exporters' flush and shutdown (their interfaces agree on both)."""
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Flush the sink."""
+        self.sink.flush()
+        return True
+
+    def shutdown(self) -> None:
+        """Flush and close the sink; later exports fail."""
+        self._close()
+
+
+class JsonLinesSpanExporter(_BatchSinkWriter, SpanExporter):
+    """Writes each span as one JSON object per line (see
+    :mod:`~nemo.lens._sdk.exporters.encoding`)."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Write one line per span."""
@@ -170,54 +203,39 @@ class JsonLinesSpanExporter(SpanExporter):
         nemo.lens's redacting wrapper encodes as it cleans
         (:class:`~nemo.lens._sdk.exporters.redaction.RedactingSpanExporter`).
         """
-        if self._shut_down:
-            return SpanExportResult.FAILURE
-        if not lines:
+        if self._attempt(
+            lambda: self._write_lines(lines), "writing %d span(s) as JSON lines failed", len(lines)
+        ):
             return SpanExportResult.SUCCESS
-        try:
-            # In writes of at most _LINES_PER_WRITE whole lines: one text of a whole batch
-            # (megabytes) is memory the allocator maps afresh for every batch, and its page
-            # faults cost more than the extra writes (about 1 us a span against 0.3 us).
-            for first in range(0, len(lines), _LINES_PER_WRITE):
-                chunk = list(lines[first : first + _LINES_PER_WRITE])
-                chunk.append("")  # the last line's newline, without copying the text again
-                self.sink.write("\n".join(chunk))
-        except Exception:  # the SDK would only log it too; say which exporter failed
-            _logger.exception("nemo.lens: writing %d span(s) as JSON lines failed", len(lines))
-            return SpanExportResult.FAILURE
-        return SpanExportResult.SUCCESS
+        return SpanExportResult.FAILURE
 
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush the sink."""
-        self.sink.flush()
-        return True
-
-    def shutdown(self) -> None:
-        """Flush and close the sink; later exports fail."""
-        self._shut_down = True
-        self.sink.close()
+    def _write_lines(self, lines: Sequence[str]) -> None:
+        # In writes of at most _LINES_PER_WRITE whole lines: one text of a whole batch
+        # (megabytes) is memory the allocator maps afresh for every batch, and its page
+        # faults cost more than the extra writes (about 1 us a span against 0.3 us).
+        for first in range(0, len(lines), _LINES_PER_WRITE):
+            chunk = list(lines[first : first + _LINES_PER_WRITE])
+            chunk.append("")  # the last line's newline, without copying the text again
+            self.sink.write("\n".join(chunk))
 
 
-class JsonLinesMetricExporter(MetricExporter):
+class JsonLinesMetricExporter(_SinkWriter, MetricExporter):
     """Writes each metrics export as one JSON object per line."""
 
     def __init__(self, sink: LineSink) -> None:
-        super().__init__()
-        self.sink = sink
-        self._shut_down = False
+        MetricExporter.__init__(self)
+        _SinkWriter.__init__(self, sink)
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
         """Write one line for this collection."""
-        if self._shut_down:
-            return MetricExportResult.FAILURE
-        try:
-            self.sink.write(metrics_data.to_json(indent=None) + "\n")
-        except Exception:
-            _logger.exception("nemo.lens: writing metrics as JSON lines failed")
-            return MetricExportResult.FAILURE
-        return MetricExportResult.SUCCESS
+        if self._attempt(
+            lambda: self.sink.write(metrics_data.to_json(indent=None) + "\n"),
+            "writing metrics as JSON lines failed",
+        ):
+            return MetricExportResult.SUCCESS
+        return MetricExportResult.FAILURE
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         """Flush the sink."""
@@ -226,34 +244,20 @@ class JsonLinesMetricExporter(MetricExporter):
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
         """Flush and close the sink."""
-        self._shut_down = True
-        self.sink.close()
+        self._close()
 
 
-class JsonLinesLogExporter(LogRecordExporter):
+class JsonLinesLogExporter(_BatchSinkWriter, LogRecordExporter):
     """Writes each log record as one JSON object per line (the SDK's own record shape)."""
-
-    def __init__(self, sink: LineSink) -> None:
-        self.sink = sink
-        self._shut_down = False
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         """Write one line per record."""
-        if self._shut_down:
-            return LogRecordExportResult.FAILURE
-        try:
-            self.sink.write("".join(record.to_json(indent=None) + "\n" for record in batch))
-        except Exception:
-            _logger.exception("nemo.lens: writing %d log record(s) failed", len(batch))
-            return LogRecordExportResult.FAILURE
-        return LogRecordExportResult.SUCCESS
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush the sink."""
-        self.sink.flush()
-        return True
-
-    def shutdown(self) -> None:
-        """Flush and close the sink."""
-        self._shut_down = True
-        self.sink.close()
+        if self._attempt(
+            lambda: self.sink.write(
+                "".join(record.to_json(indent=None) + "\n" for record in batch)
+            ),
+            "writing %d log record(s) failed",
+            len(batch),
+        ):
+            return LogRecordExportResult.SUCCESS
+        return LogRecordExportResult.FAILURE
