@@ -78,3 +78,24 @@ def test_wrong_arguments_are_named() -> None:
         resolve_providers(None, object(), None, helper="instrument_x")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="group must be a span-group name"):
         resolve_providers(None, None, "", helper="instrument_x")
+
+
+def test_start_as_current_span_as_a_decorator_makes_a_span_for_every_call() -> None:
+    provider, exporter = _sdk()
+    tracer = GatedTracerProvider(provider, "server").get_tracer("t")
+    set_enabled_span_groups(["server"])
+
+    @tracer.start_as_current_span("handler")
+    def handler(value: int) -> int:
+        current = trace.get_current_span()
+        assert current.is_recording()
+        current.set_attribute("value", value)
+        return value
+
+    assert [handler(1), handler(2)] == [1, 2]
+    spans = exporter.get_finished_spans()
+    assert [(span.name, dict(span.attributes or {})) for span in spans] == [
+        ("handler", {"value": 1, "lens.group": "server", "lens.span_category": "profiling"}),
+        ("handler", {"value": 2, "lens.group": "server", "lens.span_category": "profiling"}),
+    ]
+    assert spans[0].context.span_id != spans[1].context.span_id

@@ -257,3 +257,50 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written() -
     sdk_span = recorded[0].readable()
     lines = RecordingSpan.json_lines([sdk_span, *recorded], encode)
     assert lines == [encode_span(sdk_span), *expected]
+
+
+def test_a_block_that_begins_after_set_up_changed_is_traced_by_the_new_set_up() -> None:
+    first = InMemorySpanExporter()
+    handle = setup_telemetry(_config(), span_exporter=first)
+    scope = managed_span("step", "begun.late", n=1)  # made while the first set-up records
+    handle.shutdown()
+    second = InMemorySpanExporter()
+    handle = setup_telemetry(_config(), span_exporter=second)
+    try:
+        with pytest.raises(ValueError), scope as span:
+            assert span is not None and span.is_recording()
+            raise ValueError("inside")
+    finally:
+        handle.shutdown()
+    assert first.get_finished_spans() == ()
+    (late,) = second.get_finished_spans()
+    assert late.name == "begun.late"
+    assert late.attributes is not None and late.attributes["n"] == 1
+    assert late.status.status_code is StatusCode.ERROR
+    assert trace.get_current_span() is trace.INVALID_SPAN  # detached on the way out
+
+
+def test_the_recording_tracer_as_a_decorator_records_a_span_for_every_call() -> None:
+    from nemo.lens._core import state
+    from nemo.lens._sdk.recording import RecordingTracer
+
+    memory = InMemorySpanExporter()
+    handle = setup_telemetry(_config(), span_exporter=memory)
+    tracer = state.recorder
+    assert isinstance(tracer, RecordingTracer)
+    try:
+
+        @tracer.start_as_current_span("decorated")
+        def work(value: int) -> int:
+            trace.get_current_span().set_attribute("value", value)
+            return value
+
+        assert [work(1), work(2)] == [1, 2]
+    finally:
+        handle.shutdown()
+    spans = memory.get_finished_spans()
+    assert [(s.name, (s.attributes or {}).get("value")) for s in spans] == [
+        ("decorated", 1),
+        ("decorated", 2),
+    ]
+    assert spans[0].context.span_id != spans[1].context.span_id

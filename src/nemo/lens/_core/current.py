@@ -18,6 +18,7 @@ Only the OpenTelemetry API is used here.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
 from contextvars import ContextVar, Token
 from typing import Final
 
@@ -25,12 +26,15 @@ from opentelemetry import context as _context_api
 from opentelemetry import trace as _trace
 from opentelemetry.context import Context
 from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
-from opentelemetry.trace import Span
+from opentelemetry.trace import Link, Span, SpanKind, Tracer
+from opentelemetry.util._decorator import _agnosticcontextmanager
+from opentelemetry.util.types import Attributes
 
 __all__ = [
     "CONTEXT_VARIABLE",
     "DEFAULT_RUNTIME",
     "SPAN_KEY",
+    "CurrentSpanTracer",
     "attach_span",
     "current_context",
     "detach",
@@ -107,3 +111,45 @@ def detach(token: Token[Context]) -> None:
             _api_logger.exception("Failed to detach context")
         return
     _context_api.detach(token)
+
+
+class CurrentSpanTracer(Tracer):
+    """A tracer whose ``start_as_current_span`` is its own ``start_span``, made current.
+
+    As the SDK's tracer does it: the span is made current for the ``with`` block
+    and ended after it; used as a decorator, every call of the function gets a
+    span of its own (the ``use_span`` of one span made up front would serve them
+    all the same span). Subclasses implement ``start_span``.
+    """
+
+    @_agnosticcontextmanager
+    def start_as_current_span(
+        self,
+        name: str,
+        context: Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+        end_on_exit: bool = True,
+    ) -> Iterator[Span]:
+        """Start a span with ``start_span`` and make it current for the block."""
+        span = self.start_span(
+            name,
+            context,
+            kind,
+            attributes,
+            links,
+            start_time,
+            record_exception,
+            set_status_on_exception,
+        )
+        with _trace.use_span(
+            span,
+            end_on_exit=end_on_exit,
+            record_exception=record_exception,
+            set_status_on_exception=set_status_on_exception,
+        ) as current:
+            yield current

@@ -89,8 +89,6 @@ from nemo.lens._sdk.scopes import ScopeRecording
 from nemo.lens.sampling import RankAwareSampler
 
 if TYPE_CHECKING:
-    from opentelemetry.util._decorator import _AgnosticContextManager
-
     from nemo.lens._sdk.processors import OpenSpanTracker
 
 __all__ = ["RecordingTracer"]
@@ -362,45 +360,3 @@ class RecordingTracer(ScopeRecording):
             if link and is_valid_link(link.context, link.attributes)
         ]
         return BoundedList.from_seq(self.max_links, valid)
-
-    def start_as_current_span(
-        self,
-        name: str,
-        context: Context | None = None,
-        kind: SpanKind = _INTERNAL,
-        attributes: types.Attributes = None,
-        links: Sequence[Link] | None = (),
-        start_time: int | None = None,
-        record_exception: bool = True,
-        set_status_on_exception: bool = True,
-        end_on_exit: bool = True,
-    ) -> _AgnosticContextManager[trace_api.Span]:
-        """Start a span and make it current for the ``with`` block."""
-        if not self._active:
-            return self._sdk.start_as_current_span(
-                name,
-                context,
-                kind,
-                attributes,
-                links,
-                start_time,
-                record_exception,
-                set_status_on_exception,
-                end_on_exit,
-            )
-        span = self.start_span(
-            name,
-            context,
-            kind,
-            attributes,
-            links,
-            start_time,
-            record_exception,
-            set_status_on_exception,
-        )
-        return trace_api.use_span(
-            span,
-            end_on_exit=end_on_exit,
-            record_exception=record_exception,
-            set_status_on_exception=set_status_on_exception,
-        )

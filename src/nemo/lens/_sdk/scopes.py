@@ -14,7 +14,6 @@ attributes -- is made here without a call.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from contextvars import Token
 from time import time_ns
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
@@ -31,6 +30,7 @@ from nemo.lens._core.current import (
     CONTEXT_VARIABLE,
     DEFAULT_RUNTIME,
     SPAN_KEY,
+    CurrentSpanTracer,
     attach_span,
     detach,
 )
@@ -58,7 +58,7 @@ _bits = _ids.draw_bits
 _set_item = dict.__setitem__
 
 
-class ScopeRecording(trace_api.Tracer):
+class ScopeRecording(CurrentSpanTracer):
     """The recording tracer's side that serves span scopes (see the module docstring)."""
 
     # Set by the recording tracer (nemo.lens._sdk.recording.RecordingTracer).
@@ -68,18 +68,20 @@ class ScopeRecording(trace_api.Tracer):
     _samples_all: bool
     _tag_room: int
 
-    def _start(
-        self,
-        name: str,
-        context: Context | None,
-        kind: SpanKind,
-        attributes: types.Attributes,
-        owned: bool,
-        links: Sequence[Link] | None,
-        start_time: int | None,
-        on_exit: int,
-    ) -> trace_api.Span:
-        raise NotImplementedError  # the recording tracer's
+    # RecordingTracer._start(name, context, kind, attributes, owned, links, start_time, on_exit).
+    _start: Callable[
+        [
+            str,
+            Context | None,
+            SpanKind,
+            types.Attributes,
+            bool,
+            Sequence[Link] | None,
+            int | None,
+            int,
+        ],
+        trace_api.Span,
+    ]
 
     def scope(
         self,
@@ -99,40 +101,25 @@ class ScopeRecording(trace_api.Tracer):
         scope._attributes = attributes
         scope._record = record_exception
         scope._group = group
+        scope._delegate = None
         return scope
 
 
-class RecordedScope:
+class RecordedScope(SpanScope):
     """A primitive's span, start to end: :class:`~nemo.lens._core.spans.SpanScope`'s
     work done the recording tracer's way (see the module docstring).
 
     The span is the one ``start_span`` of :mod:`nemo.lens._core.spans` would
     start through the tracer -- attributes cleaned and redacted, then the
     group's tags -- made without the steps between; it ends as ``end_span``
-    ends it. Single use. Made by :meth:`ScopeRecording.scope` (no ``__init__``).
+    ends it. Single use. Made by :meth:`ScopeRecording.scope` (no ``__init__``),
+    with the fields of a ``SpanScope``.
     """
 
-    __slots__ = (
-        "_attributes",
-        "_group",
-        "_kind",
-        "_links",
-        "_name",
-        "_record",
-        "_span",
-        "_token",
-        "_tracer",
-    )
+    __slots__ = ()
 
     _tracer: ScopeRecording
-    _name: str
-    _kind: SpanKind | None
-    _links: Sequence[Link] | None
-    _attributes: Mapping[str, object] | None
-    _record: bool
-    _group: str | None
-    _span: Any  # the span; a SpanScope when the recorder changed before the block began
-    _token: Token[Context] | None
+    _span: Any  # the span
 
     def __enter__(self) -> trace_api.Span:
         tracer = self._tracer
@@ -143,8 +130,9 @@ class RecordedScope:
         group = self._group
         if _state.recorder is not tracer:
             # Set-up changed between the primitive's call and its block: the generic way.
-            scope = self._span = SpanScope(None, name, kind, links, attributes, self._record, group)
-            self._token = None
+            scope = self._delegate = SpanScope(
+                None, name, kind, links, attributes, self._record, group
+            )
             return scope.__enter__()
         if not tracer._owns_attributes:
             # Not recording, a sampler to consult, or limits to apply: step by step.
@@ -245,10 +233,9 @@ class RecordedScope:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self._delegate is not None:  # the generic way began the block: it ends it
+            return SpanScope.__exit__(self, exc_type, error, tb)
         span, token, tracer = self._span, self._token, self._tracer
-        if token is None:
-            span.__exit__(exc_type, error, tb)
-            return
         try:
             variable = CONTEXT_VARIABLE
             if variable is None or _context_api._RUNTIME_CONTEXT is not DEFAULT_RUNTIME:

@@ -15,7 +15,6 @@ the spans it lets through carry ``lens.group`` and ``lens.span_category``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -23,16 +22,14 @@ from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanKind
 from opentelemetry.util.types import Attributes
 
 from nemo.lens._core import state as _state
+from nemo.lens._core.current import CurrentSpanTracer
 from nemo.lens._core.hub import METER_HUB, TRACER_HUB, Scope, TracerSource
 from nemo.lens._core.spans import start_span
-
-if TYPE_CHECKING:
-    from opentelemetry.util._decorator import _AgnosticContextManager
 
 __all__ = ["GatedTracerProvider", "resolve_providers"]
 
 
-class _GatedTracer(trace.Tracer):
+class _GatedTracer(CurrentSpanTracer):
     """Starts real spans while *group* is enabled, pass-through ones otherwise."""
 
     def __init__(self, tracer: trace.Tracer, group: str) -> None:
@@ -64,35 +61,6 @@ class _GatedTracer(trace.Tracer):
             self._group,
             context=context,
             start_time=start_time,
-            record_exception=record_exception,
-            set_status_on_exception=set_status_on_exception,
-        )
-
-    def start_as_current_span(
-        self,
-        name: str,
-        context: Context | None = None,
-        kind: SpanKind = SpanKind.INTERNAL,
-        attributes: Attributes = None,
-        links: Sequence[Link] | None = None,
-        start_time: int | None = None,
-        record_exception: bool = True,
-        set_status_on_exception: bool = True,
-        end_on_exit: bool = True,
-    ) -> _AgnosticContextManager[Span]:
-        span = self.start_span(
-            name,
-            context,
-            kind,
-            attributes,
-            links,
-            start_time,
-            record_exception,
-            set_status_on_exception,
-        )
-        return trace.use_span(
-            span,
-            end_on_exit=end_on_exit,
             record_exception=record_exception,
             set_status_on_exception=set_status_on_exception,
         )
