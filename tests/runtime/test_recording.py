@@ -154,6 +154,7 @@ def test_a_span_exporter_receives_the_same_spans_on_both_paths() -> None:
     assert len(exported[True]) == 11
     for fast, sdk in zip(exported[True], exported[False], strict=True):
         assert fast == sdk
+        assert list(fast["attributes"]) == list(sdk["attributes"])  # in the same order
 
 
 def test_the_file_exporter_writes_the_same_lines_on_both_paths(tmp_path: Path) -> None:
@@ -168,6 +169,7 @@ def test_the_file_exporter_writes_the_same_lines_on_both_paths(tmp_path: Path) -
     assert len(written[True]) == 11
     for fast, sdk in zip(written[True], written[False], strict=True):
         assert fast == sdk
+        assert list(fast["attributes"]) == list(sdk["attributes"])
     outer = next(r for r in written[True] if r["name"] == "outer")
     assert outer["attributes"]["password"] == "[REDACTED]"
 
@@ -206,6 +208,12 @@ def _batch_workload() -> None:
                 pass
     with managed_span("step", "no.attributes.at.all"):
         pass
+    given: dict[str, Any] = {semconv.SPAN_GROUP: "mine", "n": 1}
+    with managed_span("step", "tag.given", **given):
+        pass  # a keyword that is also a tag: the tag's value, in the keyword's place
+    with managed_span("step", "tagged.then.set", n=1) as span:
+        assert span is not None
+        span.set_attribute("later", 2)  # after the group's tags, as on the SDK's span
     span_cm_names = ("plain", "ünïcode", "two\nlines", '%s %d {} \\ "quoted"')
     for name in span_cm_names:
         with span_cm(name, size=2**70 if name == "plain" else 1) as span:
@@ -240,23 +248,31 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written() -
     finally:
         handle.shutdown()
     assert recorded and all(type(span) is RecordingSpan for span in recorded)
-    expected = [encode_span(clean_span(span.readable(), {})) for span in recorded]
     general: list[Any] = []
 
     def encode(span: Any) -> str:
         general.append(span)
         return encode_cleaned(span, {})
 
-    assert RecordingSpan.json_lines(recorded, encode) == expected
+    # First, while the primitives' spans still keep their group's tags apart.
+    lines = RecordingSpan.json_lines(recorded, encode)
+    expected = [encode_span(clean_span(span.readable(), {})) for span in recorded]
+    assert lines == expected
     # The common shapes took the fast way; only the ones the docstring names did not.
     fast = {span._name for span in recorded} - {span._name for span in general}
-    assert {"loop", "no.attributes.at.all", "under.sdk"} <= fast
+    assert {"loop", "no.attributes.at.all", "under.sdk", "tagged.then.set"} <= fast
     slow = {span._name for span in general}
-    assert {"secret", "kinds", "flags", "status", "event", "plain"} <= slow
+    assert {"secret", "kinds", "flags", "status", "event", "plain", "tag.given"} <= slow
+    given = next(span for span in recorded if span._name == "tag.given")
+    assert list(given.attributes.items())[:2] == [(semconv.SPAN_GROUP, "step"), ("n", 1)]
+    later = next(span for span in recorded if span._name == "tagged.then.set")
+    assert list(later.attributes) == ["n", semconv.SPAN_GROUP, semconv.SPAN_CATEGORY, "later"]
     # A batch that begins with an SDK span is written the same way.
     sdk_span = recorded[0].readable()
-    lines = RecordingSpan.json_lines([sdk_span, *recorded], encode)
-    assert lines == [encode_span(sdk_span), *expected]
+    assert RecordingSpan.json_lines([sdk_span, *recorded], encode) == [
+        encode_span(sdk_span),
+        *expected,
+    ]
 
 
 def test_a_block_that_begins_after_set_up_changed_is_traced_by_the_new_set_up() -> None:

@@ -107,6 +107,7 @@ class RecordingSpan(trace_api.Span):
         "_parent",
         "_span_id",
         "_start_time",
+        "_tags",
         "_trace_id",
         "_trace_state",
         "_tracer",
@@ -121,6 +122,10 @@ class RecordingSpan(trace_api.Span):
     _parent: RecordingSpan | SpanContext | None
     _span_id: int
     _start_time: int
+    # A group's tags not yet merged into _attributes: a primitive's span keeps them apart
+    # (no copy per span) and they are merged in, once, when the attributes are first read
+    # or changed (attributes_dict); the JSON lines write them from their shape's pieces.
+    _tags: Mapping[str, str] | None
     _trace_id: int
     _trace_state: TraceState | None
     _tracer: RecordingTracer
@@ -167,8 +172,20 @@ class RecordingSpan(trace_api.Span):
             return
         self._store(key, value)
 
+    def attributes_dict(self) -> dict[str, Any] | None:
+        """The attributes, as the SDK's span holds them: the group's tags merged in (once)."""
+        tags = self._tags
+        if tags is not None:
+            attributes = self._attributes
+            if attributes is None:
+                self._attributes = dict(tags)
+            else:
+                attributes.update(tags)  # as the recorded scope would have, at the start
+            self._tags = None
+        return self._attributes
+
     def _store(self, key: str, value: Any) -> None:
-        attributes = self._attributes
+        attributes = self.attributes_dict()
         if attributes is None:
             attributes = self._attributes = {}
         if key in attributes:
@@ -366,7 +383,7 @@ class RecordingSpan(trace_api.Span):
     @property
     def attributes(self) -> types.Attributes:
         """A read-only view of the attributes."""
-        return MappingProxyType(self._attributes or {})
+        return MappingProxyType(self.attributes_dict() or {})
 
     @property
     def events(self) -> Sequence[Event]:
@@ -418,7 +435,7 @@ class RecordingSpan(trace_api.Span):
         """The finished span as the SDK would have handed it to its exporters."""
         tracer = self._tracer
         attributes = BoundedAttributes(
-            tracer.max_attributes, self._attributes, immutable=True, max_value_len=None
+            tracer.max_attributes, self.attributes_dict(), immutable=True, max_value_len=None
         )
         attributes.dropped += self._dropped_attributes
         events = self._events if self._events is not None else BoundedList(tracer.max_events)

@@ -54,7 +54,7 @@ set-up.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from time import time_ns
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
@@ -135,7 +135,10 @@ class RecordingTracer(ScopeRecording):
         self._json_tail: str | None = None
         # The fixed pieces of each shape of line this tracer's spans take (export thread;
         # see nemo.lens._sdk.exporters.recorded_lines.recorded_lines).
-        self.line_shapes: dict[tuple[object, ...], list[str] | None] = {}
+        # (a shape's tags object, held so that its id in the key stays its own; the pieces)
+        self.line_shapes: dict[
+            tuple[object, ...], tuple[Mapping[str, str] | None, list[str] | None]
+        ] = {}
         self._sdk = sdk_tracer
         self.resource = resource
         self.instrumentation_scope = scope
@@ -313,6 +316,7 @@ class RecordingTracer(ScopeRecording):
         span._kind = kind
         span._end_time = None
         span._tracer = self
+        span._tags = None
         if links:
             span._links = self._start_links(links)
         if on_exit != _BOTH:

@@ -175,24 +175,26 @@ class RecordedScope(SpanScope):
                 self._span = span
                 self._token = attach_span(span)
                 return span
-            if tags is not None:
-                owned.update(tags)
         else:
-            owned = dict(tags) if tags is not None else None
+            owned = None
         variable = CONTEXT_VARIABLE
-        if variable is None or _context_api._RUNTIME_CONTEXT is not DEFAULT_RUNTIME:
-            span = tracer._start(name, None, _INTERNAL if kind is None else kind, owned, True,
-                               links, None, _BOTH)  # fmt: skip
-            self._span = span
-            self._token = attach_span(span)
-            return span
-        context = variable.get()
-        parent: Any = context.get(SPAN_KEY)
-        if (
-            links
-            or not tracer._samples_all
-            or not (parent is None or (type(parent) is RecordingSpan and parent._flags & _SAMPLED))
-        ):
+        if variable is not None and _context_api._RUNTIME_CONTEXT is DEFAULT_RUNTIME:
+            context = variable.get()
+            parent: Any = context.get(SPAN_KEY)
+            common = (
+                not links
+                and tracer._samples_all
+                and (parent is None or (type(parent) is RecordingSpan and parent._flags & _SAMPLED))
+            )
+        else:
+            common = False
+        if not common:
+            # Another runtime context, links, a sampler to ask, a parent not recorded here.
+            if tags is not None:
+                if owned is None:
+                    owned = dict(tags)
+                else:
+                    owned.update(tags)
             span = tracer._start(name, None, _INTERNAL if kind is None else kind, owned, True,
                                links, None, _BOTH)  # fmt: skip
             self._span = span
@@ -215,7 +217,8 @@ class RecordedScope(SpanScope):
         span._kind = _INTERNAL if kind is None else kind
         span._end_time = None
         span._tracer = tracer  # type: ignore[assignment]  # (the recording tracer: its one subclass)
-        span._attributes = owned or None
+        span._attributes = owned
+        span._tags = tags  # merged into the attributes when first read (RecordingSpan)
         span._start_time = time_ns()
         tracker = tracer.tracker
         if tracker is not None:
@@ -224,7 +227,7 @@ class RecordedScope(SpanScope):
         context = Context(context)
         _set_item(context, SPAN_KEY, span)
         self._span = span
-        self._token = variable.set(context)
+        self._token = variable.set(context)  # type: ignore[union-attr]  # (common: it is set)
         return span
 
     def __exit__(

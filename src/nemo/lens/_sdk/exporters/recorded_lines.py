@@ -61,7 +61,7 @@ def recorded_line(span: RecordingSpan) -> str | None:
     name = span._name
     if type(name) is not str or not (name.isascii() or is_clean_text(name)):
         return None
-    attributes = span._attributes
+    attributes = span.attributes_dict()
     if not attributes:
         attributes_text = "{}"
     else:
@@ -161,7 +161,7 @@ def recorded_lines(
     for span in spans:
         line = None
         try:
-            attributes = span._attributes
+            attributes, tags = span._attributes, span._tags
             start, end = span._start_time, span._end_time
             if (
                 type(span) is recorded
@@ -173,12 +173,14 @@ def recorded_lines(
                 and type(end) is int
             ):
                 shapes = span._tracer.line_shapes
-                key = (span._name, *attributes) if attributes else (span._name,)
-                parts = shapes.get(key)
-                if parts is None and key not in shapes:
+                # The tags object is held by its entry, so its id stands for it.
+                key = (span._name, id(tags), *attributes) if attributes else (span._name, id(tags))
+                shape = shapes.get(key)
+                if shape is None:
                     if len(shapes) >= _SHAPES_MAX:
                         shapes.clear()
-                    parts = shapes[key] = _line_parts(span)
+                    shape = shapes[key] = (tags, _line_parts(span))
+                parts = shape[1]
                 if parts is not None:
                     parent = span._parent
                     values = [
@@ -219,12 +221,29 @@ def _line_parts(span: RecordingSpan) -> list[str] | None:
         "",
     ]
     opening = f',"status":{_UNSET_STATUS_JSON},"attributes":{{'
-    for key in span._attributes or ():
+    attributes = span._attributes or {}
+    for key in attributes:
         prefix = plain_key_json(key)
         if not prefix:
             return None
         parts += (opening + prefix, "")
         opening = ","
-    closing = "}" if opening == "," else opening + "}"
+    # The group's tags the span keeps apart (RecordingSpan._tags) are fixed text, after
+    # the attributes as the merged dict has them (a key in both: the general path).
+    tags = span._tags or {}
+    texts: list[str] = []
+    if not plain_values_json(dict(tags), texts) or not attributes.keys().isdisjoint(tags):
+        return None
+    written = []
+    for key, text in zip(tags, texts, strict=True):
+        prefix = plain_key_json(key)
+        if not prefix:
+            return None
+        written.append(prefix + text)
+    tags_text = ",".join(written)
+    if opening == ",":  # after an attribute's value
+        closing = f",{tags_text}}}" if tags_text else "}"
+    else:  # no attribute of its own: the object opens here
+        closing = f"{opening}{tags_text}}}"
     parts.append(f'{closing},"events":[],"links":[],{tail}')
     return parts
