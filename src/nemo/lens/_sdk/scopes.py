@@ -101,7 +101,6 @@ class ScopeRecording(CurrentSpanTracer):
         scope._attributes = attributes
         scope._record = record_exception
         scope._group = group
-        scope._delegate = None
         return scope
 
 
@@ -133,6 +132,7 @@ class RecordedScope(SpanScope):
             scope = self._delegate = SpanScope(
                 None, name, kind, links, attributes, self._record, group
             )
+            self._span = None  # (so __exit__ knows)
             return scope.__enter__()
         if not tracer._owns_attributes:
             # Not recording, a sampler to consult, or limits to apply: step by step.
@@ -236,9 +236,10 @@ class RecordedScope(SpanScope):
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._delegate is not None:  # the generic way began the block: it ends it
+        span = self._span
+        if span is None:  # the generic way began the block (its delegate): it ends it
             return SpanScope.__exit__(self, exc_type, error, tb)
-        span, token, tracer = self._span, self._token, self._tracer
+        token, tracer = self._token, self._tracer
         try:
             variable = CONTEXT_VARIABLE
             if variable is None or _context_api._RUNTIME_CONTEXT is not DEFAULT_RUNTIME:
