@@ -231,16 +231,10 @@ def _line_parts(span: RecordingSpan) -> list[str] | None:
     # The group's tags the span keeps apart (RecordingSpan._tags) are fixed text, after
     # the attributes as the merged dict has them (a key in both: the general path).
     tags = span._tags or {}
-    texts: list[str] = []
-    if not plain_values_json(dict(tags), texts) or not attributes.keys().isdisjoint(tags):
+    tags_json = plain_attributes_json(dict(tags))
+    if tags_json is None or not attributes.keys().isdisjoint(tags):
         return None
-    written = []
-    for key, text in zip(tags, texts, strict=True):
-        prefix = plain_key_json(key)
-        if not prefix:
-            return None
-        written.append(prefix + text)
-    tags_text = ",".join(written)
+    tags_text = tags_json[1:-1]  # the members, without the braces
     if opening == ",":  # after an attribute's value
         closing = f",{tags_text}}}" if tags_text else "}"
     else:  # no attribute of its own: the object opens here
