@@ -13,13 +13,12 @@ from nemo.lens.consumers.megatron import MegatronSpanGroup
 from nemo.lens.groups import SpanGroup
 from nemo.lens.strategies import register_export_strategy, unregister_export_strategy
 
-_ENV_PREFIXES = ("NEMO_LENS_", "MYAPP_", "FALLBACK_", "OTEL_", "WANDB_", "SLURM_", "TORCHELASTIC_")
-
 
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def _clean_env(clean_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # And the prefixes these tests make up themselves.
     for key in list(os.environ):
-        if key.startswith(_ENV_PREFIXES):
+        if key.startswith(("MYAPP_", "FALLBACK_")):
             monkeypatch.delenv(key)
 
 

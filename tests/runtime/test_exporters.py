@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +26,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
-from opentelemetry.util._once import Once
 
-from nemo.lens import state
+from nemo.lens import state, testing
 from nemo.lens._core.destinations import otlp_protocol, sibling_path
 from nemo.lens._sdk.batching import BatchingSpanProcessor
 from nemo.lens._sdk.exporters.factory import create_metric_exporter, create_span_exporter
@@ -42,24 +39,13 @@ from nemo.lens.providers import (
     FILE_MAX_QUEUE_SIZE,
     OTLP_MAX_QUEUE_SIZE,
 )
-from nemo.lens.testing import reset as _reset_for_testing
-
-_ENV_PREFIXES = ("NEMO_LENS_", "OTEL_", "SLURM_", "TORCHELASTIC_")
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in list(os.environ):
-        if key.startswith(_ENV_PREFIXES):
-            monkeypatch.delenv(key)
+def _isolated(clean_env: None, unset_providers: None, monkeypatch: pytest.MonkeyPatch) -> None:
     # Anything that tries the network goes to a closed local port.
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
-    _reset_for_testing()
-    # A pristine OpenTelemetry trace global for each test; restored afterwards.
-    monkeypatch.setattr(trace, "_TRACER_PROVIDER_SET_ONCE", Once())
-    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
-    yield
-    _reset_for_testing()
+    testing.reset()  # (it reads the variables)
 
 
 def _strict_json(line: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,6 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.util._once import Once
 
 from nemo.lens import helpers, state
 from nemo.lens._core import state as core_state
@@ -38,25 +37,13 @@ from nemo.lens.handle import (
 from nemo.lens.helpers import managed_span
 from nemo.lens.state import is_span_group_enabled
 from nemo.lens.testing import reset as _reset_for_testing
-
-_ENV_PREFIXES = ("NEMO_LENS_", "OTEL_", "SLURM_", "TORCHELASTIC_", "LOCAL_RANK")
+from tests.runtime.conftest import JOB_ENV_PREFIXES
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in list(os.environ):
-        if key.startswith(_ENV_PREFIXES):
-            monkeypatch.delenv(key)
+def _isolated(clean_env: None, unset_providers: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
-    _reset_for_testing()
-    # Every test starts with OpenTelemetry's globals unset; monkeypatch puts the
-    # previous values back afterwards, so a provider a test installs does not leak.
-    monkeypatch.setattr(trace, "_TRACER_PROVIDER_SET_ONCE", Once())
-    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
-    monkeypatch.setattr(metrics_internal, "_METER_PROVIDER_SET_ONCE", Once())
-    monkeypatch.setattr(metrics_internal, "_METER_PROVIDER", None)
-    yield
-    _reset_for_testing()
+    _reset_for_testing()  # (it reads the variables)
 
 
 def _memory_config(**fields: Any) -> NemoLensConfig:
@@ -612,7 +599,7 @@ print(json.dumps(sdk_ids))
 
 
 def _run_python(code: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_ENV_PREFIXES)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(JOB_ENV_PREFIXES)}
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code), *args],
         capture_output=True,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
 import textwrap
@@ -32,14 +31,9 @@ from nemo.lens.instruments import (
     record_rl_step_metrics,
 )
 
-_ENV_PREFIXES = ("NEMO_LENS_", "OTEL_", "SLURM_")
-
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in list(os.environ):
-        if key.startswith(_ENV_PREFIXES):
-            monkeypatch.delenv(key)
+def _isolated(clean_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     # Each test sees the first problem with a metric as the first one.
     monkeypatch.setattr(_recording, "_reported", set())
     yield

@@ -13,8 +13,7 @@ recording path writes from the recorded fields).
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,19 +30,7 @@ from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import TelemetryHandle, setup_telemetry
 from nemo.lens.testing import reset as _reset_for_testing
 
-_ENV_PREFIXES = ("NEMO_LENS_", "OTEL_", "SLURM_", "TORCHELASTIC_")
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in list(os.environ):
-        if key.startswith(_ENV_PREFIXES):
-            monkeypatch.delenv(key)
-    _reset_for_testing()
-    monkeypatch.setattr(trace, "_TRACER_PROVIDER_SET_ONCE", Once())
-    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
-    yield
-    _reset_for_testing()
+pytestmark = pytest.mark.usefixtures("clean_env", "unset_providers")
 
 
 @trace_fn("step", "work.traced")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,29 +23,8 @@ from nemo.lens.resources import (
     package_version,
     visible_gpu_count,
 )
-from nemo.lens.testing import reset as _reset_for_testing
 
-_ENV_PREFIXES = (
-    "NEMO_LENS_",
-    "OTEL_",
-    "SLURM_",
-    "KUBERNETES_",
-    "POD_NAMESPACE",
-    "DEPLOYMENT_ENVIRONMENT",
-    "CUDA_VISIBLE_DEVICES",
-    "LOCAL_RANK",
-    "TORCHELASTIC_",
-)
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in list(os.environ):
-        if key.startswith(_ENV_PREFIXES):
-            monkeypatch.delenv(key)
-    _reset_for_testing()
-    yield
-    _reset_for_testing()
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 # -- detection ----------------------------------------------------------------------------

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -32,25 +29,7 @@ from nemo.lens.strategies import (
 )
 from nemo.lens.testing import reset as _reset_for_testing
 
-_ENV_PREFIXES = (
-    "NEMO_LENS_",
-    "OTEL_",
-    "SLURM_",
-    "LOCAL_RANK",
-    "TORCHELASTIC_",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "MPI_LOCALRANKID",
-)
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in list(os.environ):
-        if key.startswith(_ENV_PREFIXES):
-            monkeypatch.delenv(key)
-    _reset_for_testing()
-    yield
-    _reset_for_testing()
+pytestmark = pytest.mark.usefixtures("clean_env")
 
 
 def _exporting_ranks(strategy: ExportStrategy, world_size: int, cfg: NemoLensConfig) -> list[int]:
