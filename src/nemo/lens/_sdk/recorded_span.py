@@ -1,7 +1,8 @@
 """The light span nemo.lens's primitives record (see :mod:`nemo.lens._sdk.recording`).
 
 :class:`RecordingSpan` holds in ``__slots__`` what every span sets -- name, ids,
-flags, parent, kind, times, the attributes in a plain ``dict`` -- and implements
+flags, parent, kind, times, the attributes in a plain ``dict`` (a primitive's
+group tags beside it until first needed) -- and implements
 the whole ``Span`` API with the SDK's rules, limits and warnings (a value the SDK
 would clean is cleaned through the SDK's own ``BoundedAttributes``). After it
 ends it reads like a finished SDK span (``name``, ``attributes``, ``parent``,

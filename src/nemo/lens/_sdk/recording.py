@@ -133,9 +133,9 @@ class RecordingTracer(ScopeRecording):
     ) -> None:
         self._active = True
         self._json_tail: str | None = None
-        # The fixed pieces of each shape of line this tracer's spans take (export thread;
-        # see nemo.lens._sdk.exporters.recorded_lines.recorded_lines).
-        # (a shape's tags object, held so that its id in the key stays its own; the pieces)
+        # Each shape of line this tracer's spans take: its tags object (held, so that the
+        # id in the key stays its own) and its fixed pieces. Export thread only; see
+        # nemo.lens._sdk.exporters.recorded_lines.recorded_lines.
         self.line_shapes: dict[
             tuple[object, ...], tuple[Mapping[str, str] | None, list[str] | None]
         ] = {}

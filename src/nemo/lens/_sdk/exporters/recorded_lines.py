@@ -7,11 +7,11 @@ slots (:class:`~nemo.lens._sdk.recorded_span.RecordingSpan`) directly -- this
 module is that span's encoder, kept apart for size.
 
 :func:`recorded_lines` writes a whole batch. Spans of a hot loop share their
-shape -- name, attribute keys, no events, links or status -- so it keeps each
-shape's line as its fixed pieces (made once per tracer and shape) and fills
-in the ids, times and values: one ``str.join`` a span, with no pass over the
-fixed text. A ``%`` template would read all of it, character by character:
-more than the rest of the line's work put together.
+shape -- name, group tags, attribute keys, no events, links or status -- so it
+keeps each shape's line as its fixed pieces (made once per tracer and shape,
+the tags among them) and fills in the ids, times and values: one ``str.join``
+a span, with no pass over the fixed text. A ``%`` template would read all of
+it, character by character: more than the rest of the line's work put together.
 """
 
 from __future__ import annotations
