@@ -37,6 +37,15 @@ Three phases, run in this order because each changes process-wide state:
     verifies, from the line written to the file, that each candidate makes the
     span its baseline makes.
 
+``otlp``
+    In the same set-up: the export thread's work for OpenTelemetry's OTLP
+    exporter, a batch of 64 spans cleaned as nemo.lens's exporter wrapper hands
+    them over and encoded with the OTLP encoder. The candidate is a batch of
+    recorded spans (handed over as they are); the baseline, the same spans
+    made by the SDK on a ``TracerProvider`` of the application's own with the
+    same resource attributes (a plain ``Resource``). Informational: the issue
+    asks that the OTLP encoder gain, not for a figure.
+
 Statements are written as an instrumented module writes them
 (``SpanGroup.STEP`` looked up at each call, keyword attributes).
 """
@@ -56,7 +65,7 @@ from bench.throughput import file_config
 
 __all__ = ["MicroCase", "MicroResult", "Timing", "run_micro"]
 
-Phase = Literal["disabled", "gating", "enabled", "recording"]
+Phase = Literal["disabled", "gating", "enabled", "recording", "otlp"]
 
 
 @dataclass(frozen=True)
@@ -227,6 +236,15 @@ def _cases(enabled_attributes: Mapping[str, str]) -> list[MicroCase]:
             "recording",
         ),
         MicroCase(
+            "otlp_encode_batch",
+            "OTLP export thread: 64 recorded spans, handed over and encoded",
+            "otlp_encode(RECORDED)",
+            "64 SDK spans, plain Resource",
+            "otlp_encode(SDK_SPANS)",
+            "otlp",
+            informational=True,
+        ),
+        MicroCase(
             "enabled_managed_span_held_tracer",
             "enabled managed_span, held tracer, 1 attribute",
             "with managed_span(SpanGroup.STEP, 'bench.span', tracer, iteration=1): pass",
@@ -344,6 +362,55 @@ def _check_recorded_spans(
     probe_provider.shutdown()
 
 
+_OTLP_BATCH = 64
+
+
+def _otlp_namespace(namespace: dict[str, object]) -> None:
+    """``RECORDED`` and ``SDK_SPANS``: the same spans recorded by nemo.lens's set-up and
+    made by the SDK on a provider with the same resource attributes; ``otlp_encode``."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from nemo.lens import managed_span
+    from nemo.lens._core import state
+    from nemo.lens._sdk.exporters.redacting import RedactingSpanExporter
+    from nemo.lens.groups import SpanGroup
+
+    recorder: Any = state.recorder
+    recorded: list[Any] = []
+    sink, recorder.sink = recorder.sink, recorded.append
+    try:
+        for iteration in range(_OTLP_BATCH):
+            with managed_span(SpanGroup.STEP, "bench.span", iteration=iteration):
+                pass
+    finally:
+        recorder.sink = sink
+    memory = InMemorySpanExporter()
+    resource = recorded[0].resource
+    provider = TracerProvider(resource=Resource(resource.attributes, resource.schema_url))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    scope = recorded[0].instrumentation_scope
+    tracer = provider.get_tracer(scope.name, scope.version, scope.schema_url)
+    for span in recorded:
+        with tracer.start_as_current_span(span.name, attributes=span.attributes):
+            pass
+    provider.shutdown()
+    redacting = RedactingSpanExporter(OTLPSpanExporter())
+
+    def otlp_encode(spans: list[Any]) -> bytes:
+        encoded: bytes = encode_spans(redacting.cleaned(spans, {})).SerializeToString()
+        return encoded
+
+    sdk_spans = list(memory.get_finished_spans())
+    if len(otlp_encode(recorded)) != len(otlp_encode(sdk_spans)):
+        raise RuntimeError("otlp_encode_batch: the recorded and SDK batches encode differently")
+    namespace.update(RECORDED=recorded, SDK_SPANS=sdk_spans, otlp_encode=otlp_encode)
+
+
 def _run_recording(
     cases: list[MicroCase],
     namespace: dict[str, object],
@@ -369,7 +436,9 @@ def _run_recording(
                 processor.force_flush(60_000)
 
             _check_recorded_spans(cases, namespace, flush, path)
-            return _run_phase(cases, "recording", namespace, timing, flush, progress)
+            results = _run_phase(cases, "recording", namespace, timing, flush, progress)
+            _otlp_namespace(namespace)
+            return results + _run_phase(cases, "otlp", namespace, timing, None, progress)
         finally:
             handle.shutdown()
             provider.shutdown()

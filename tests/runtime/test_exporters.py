@@ -30,7 +30,11 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from nemo.lens import state, testing
 from nemo.lens._core.destinations import otlp_protocol, sibling_path
 from nemo.lens._sdk.batching import BatchingSpanProcessor
-from nemo.lens._sdk.exporters.factory import create_metric_exporter, create_span_exporter
+from nemo.lens._sdk.exporters.factory import (
+    create_metric_exporter,
+    create_span_exporter,
+    is_otlp_span_exporter,
+)
 from nemo.lens._sdk.exporters.jsonl import JsonLinesSpanExporter
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import setup_telemetry
@@ -294,6 +298,44 @@ def test_otlp_per_signal_protocol_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(create_metric_exporter("otlp"), HttpMetricExporter)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", " GRPC ")
     assert isinstance(create_metric_exporter("otlp"), GrpcMetricExporter)
+
+
+def test_only_opentelemetrys_own_otlp_span_exporters_are_handed_recorded_spans() -> None:
+    # Their encoder reads a span only through a finished span's public fields; a
+    # subclass may read more, so it gets the SDK's span as any other exporter does.
+    class Custom(HttpSpanExporter):
+        pass
+
+    assert is_otlp_span_exporter(GrpcSpanExporter())
+    assert is_otlp_span_exporter(HttpSpanExporter())
+    assert not is_otlp_span_exporter(Custom())
+    assert not is_otlp_span_exporter(InMemorySpanExporter())
+    assert not is_otlp_span_exporter(GrpcMetricExporter())
+
+
+def test_the_job_resource_is_hashed_once_and_as_the_sdks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The OTLP encoders hash the resource once per span; the SDK's hash is a JSON dump.
+    from opentelemetry.sdk.resources import Resource
+
+    calls: list[object] = []
+
+    def dumps(value: object, **options: Any) -> str:
+        calls.append(value)
+        return json.dumps(value, **options)
+
+    monkeypatch.setattr("opentelemetry.sdk.resources.dumps", dumps)
+    handle = setup_telemetry(NemoLensConfig(enabled=True, run_id="r", metrics_enabled=False))
+    try:
+        provider: Any = handle.tracer_provider
+        resource = provider.resource
+        plain = Resource(resource.attributes, resource.schema_url)
+        calls.clear()
+        assert [hash(resource) for _ in range(3)] == [hash(plain)] * 3
+        assert len(calls) == 2  # one for the job's resource, one for the plain one
+        assert resource == plain and plain == resource
+        assert resource.merge(Resource({"x": 1})).attributes["x"] == 1
+    finally:
+        handle.shutdown()
 
 
 def test_set_up_picks_the_otlp_transport_from_the_environment(

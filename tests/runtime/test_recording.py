@@ -161,6 +161,61 @@ def test_the_file_exporter_writes_the_same_lines_on_both_paths(tmp_path: Path) -
     assert outer["attributes"]["password"] == "[REDACTED]"
 
 
+def _otlp_records(receiver: Any) -> list[dict[str, Any]]:
+    """Every span the receiver got, as a dict keyed as the file's lines are (with the
+    resource's attributes under ``resource``), values as protobuf's JSON mapping gives them."""
+    from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    records = []
+    for request in receiver.requests:
+        message = ExportTraceServiceRequest.FromString(request.body)
+        for resource_spans in message.resource_spans:
+            resource = {
+                pair.key: MessageToDict(pair.value) for pair in resource_spans.resource.attributes
+            }
+            for scope_spans in resource_spans.scope_spans:
+                scope = MessageToDict(scope_spans.scope)
+                for span in scope_spans.spans:
+                    record = MessageToDict(span, preserving_proto_field_name=True)
+                    record.setdefault("parent_span_id", None)
+                    record.setdefault("events", [])
+                    record.setdefault("links", [])
+                    records.append({**record, "resource": resource, "scope": scope})
+    return records
+
+
+def test_an_otlp_exporter_receives_the_same_spans_on_both_paths(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # OpenTelemetry's OTLP exporters are handed the recorded spans as they are (no SDK
+    # span is built for them): what they send must not change.
+    from tests.reliability.conftest import OtlpReceiver
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+    received: dict[bool, list[dict[str, Any]]] = {}
+    for recording in (True, False):
+        receiver = OtlpReceiver()
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        try:
+            received[recording] = _run(
+                lambda: setup_telemetry(_config(exporter="otlp")),
+                recording,
+                lambda receiver=receiver: _otlp_records(receiver),  # type: ignore[misc]
+            )
+        finally:
+            receiver.close()
+    assert len(received[True]) == 11
+    for fast, sdk in zip(received[True], received[False], strict=True):
+        assert fast == sdk
+    outer = next(r for r in received[True] if r["name"] == "outer")
+    attributes = {pair["key"]: pair["value"] for pair in outer["attributes"]}
+    assert attributes["password"] == {"string_value": "[REDACTED]"}
+    assert any(r["events"] for r in received[True]) and any(r["links"] for r in received[True])
+
+
 def test_spans_nest_across_the_application_tracer_on_the_recording_path() -> None:
     memory = InMemorySpanExporter()
     handle = setup_telemetry(_config(), span_exporter=memory)
@@ -222,7 +277,8 @@ def _batch_workload() -> None:
 def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written() -> None:
     from nemo.lens._core import state
     from nemo.lens._sdk.exporters.encoding import encode_span
-    from nemo.lens._sdk.exporters.redaction import clean_span, encode_cleaned
+    from nemo.lens._sdk.exporters.redacting import encode_cleaned
+    from nemo.lens._sdk.exporters.redaction import clean_span
     from nemo.lens._sdk.recorded_span import RecordingSpan
 
     handle = setup_telemetry(_config(), span_exporter=InMemorySpanExporter())

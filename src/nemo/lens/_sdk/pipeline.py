@@ -36,7 +36,7 @@ Choices made here, and why:
   drops the new span (so a dead collector never holds the job up). Failures and
   drops are logged once and totalled at shutdown
   (:mod:`nemo.lens._sdk.exporters.health`), and every span exporter sees spans
-  through :class:`~nemo.lens._sdk.exporters.redaction.RedactingSpanExporter`, which
+  through :class:`~nemo.lens._sdk.exporters.redacting.RedactingSpanExporter`, which
   redacts them and makes every value exportable (one bad value must not cost
   the batch it travels in). In a worker process -- forked after set-up, or
   started by ``multiprocessing`` -- the ``file`` exporter writes each span as it
@@ -46,9 +46,10 @@ Choices made here, and why:
   the moment it ends, which is what a person at a terminal or a test wants,
   and neither can block on a network. Their failures are reported like the
   batched exporters' (once, then counted), not as a traceback per span.
-* **The resource** is made exportable once, here: a value no exporter could
-  write (a ``SLURM_JOB_NAME`` that is not UTF-8) would otherwise cost every
-  batch of the job.
+* **The resource** is made exportable once, and its hash kept
+  (:mod:`~nemo.lens._sdk.resource`): a value no exporter could write would
+  otherwise cost every batch of the job, and the OTLP encoders hash the
+  resource once per record.
 * **Metrics** are read by a ``PeriodicExportingMetricReader`` every
   ``OTEL_METRIC_EXPORT_INTERVAL`` ms (default :data:`METRIC_EXPORT_INTERVAL_MILLIS`),
   each export bounded by ``OTEL_METRIC_EXPORT_TIMEOUT`` ms (default
@@ -104,7 +105,6 @@ from nemo.lens._sdk.exporters.factory import (
 )
 from nemo.lens._sdk.exporters.forwarding import ReportingMetricExporter
 from nemo.lens._sdk.exporters.health import ExportHealth
-from nemo.lens._sdk.exporters.redaction import Changes, clean_resource
 from nemo.lens._sdk.processors import (
     TRUNCATED_ATTRIBUTE,
     LensIdGenerator,
@@ -118,8 +118,8 @@ from nemo.lens._sdk.processors import (
 )
 from nemo.lens._sdk.provider import LensTracerProvider
 from nemo.lens._sdk.recorded_span import RecordingSpan
+from nemo.lens._sdk.resource import job_resource
 from nemo.lens.config import NemoLensConfig
-from nemo.lens.resources import build_resource
 from nemo.lens.sampling import RankAwareSampler
 
 __all__ = ["Pipeline", "build_pipeline"]
@@ -266,28 +266,6 @@ class Pipeline:
         return not pending and summary is None
 
 
-def _exportable_resource(resource: Resource) -> tuple[Resource, tuple[Changes, str] | None]:
-    """*resource* made exportable, and what changed with the warning that says so.
-
-    Every span, metric and log record carries the resource: one value in it
-    that no exporter can write (a ``SLURM_JOB_NAME`` or ``WANDB_PROJECT`` that
-    is not valid Unicode) would otherwise cost every batch of the job.
-    """
-    cleaned, changes = clean_resource(resource)
-    if not changes:
-        return resource, None
-    keys = sorted(
-        key for key, value in resource.attributes.items() if cleaned.attributes.get(key) != value
-    )
-    shown = ", ".join(repr(key) for key in keys) or "(keys that were not valid text)"
-    explanation = (
-        f"nemo.lens: resource attribute(s) {shown} held values no exporter can write as they "
-        f"are ({next(iter(changes))}); exported changed. They come from the job's "
-        "configuration or environment (SLURM_*, WANDB_*, OTEL_RESOURCE_ATTRIBUTES, ...)."
-    )
-    return cleaned, (changes, explanation)
-
-
 def build_pipeline(
     config: NemoLensConfig,
     *,
@@ -308,8 +286,7 @@ def build_pipeline(
     *log_exporter* replace the configured exporter for their signal only. On failure,
     everything already built is shut down before the exception propagates.
     """
-    resource = build_resource(config, rank, world_size, resource_attributes)
-    resource, resource_changes = _exportable_resource(resource)
+    resource, resource_changes = job_resource(config, rank, world_size, resource_attributes)
     name = config.exporter.strip().lower()
 
     # Exporters first: they are what can fail (a file that cannot be opened, a

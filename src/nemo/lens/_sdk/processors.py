@@ -46,7 +46,7 @@ from nemo.lens._sdk.exporters.forwarding import ReportingLogExporter, ReportingS
 from nemo.lens._sdk.exporters.health import ExportHealth
 from nemo.lens._sdk.exporters.jsonl import JsonLinesSpanExporter, StdoutSink
 from nemo.lens._sdk.exporters.quiet import exporter_loggers
-from nemo.lens._sdk.exporters.redaction import RedactingSpanExporter
+from nemo.lens._sdk.exporters.redacting import RedactingSpanExporter
 
 __all__ = [
     "FILE_MAX_EXPORT_BATCH_SIZE",

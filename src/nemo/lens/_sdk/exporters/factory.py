@@ -28,6 +28,7 @@ __all__ = [
     "create_log_exporter",
     "create_metric_exporter",
     "create_span_exporter",
+    "is_otlp_span_exporter",
     "otlp_exporter_class",
 ]
 
@@ -130,3 +131,13 @@ def create_log_exporter(name: str, *, path: str | None = None) -> LogRecordExpor
     For ``file``, *path* is the span file; logs go to its ``.logs.jsonl`` sibling.
     """
     return _create("logs", name, path, JsonLinesLogExporter)
+
+
+def is_otlp_span_exporter(exporter: object) -> bool:
+    """Whether *exporter* is one of OpenTelemetry's OTLP span exporters (gRPC or HTTP),
+    exactly: a subclass may read more of a span than their encoder does."""
+    kind = type(exporter)
+    return any(
+        signal == "traces" and kind.__module__ == module and kind.__qualname__ == name
+        for (_, signal), (module, name) in _OTLP_CLASSES.items()
+    )

@@ -201,7 +201,7 @@ class JsonLinesSpanExporter(_BatchSinkWriter, SpanExporter):
         """Write *lines*, spans already encoded (each without its newline), a few hundred a write.
 
         nemo.lens's redacting wrapper encodes as it cleans
-        (:class:`~nemo.lens._sdk.exporters.redaction.RedactingSpanExporter`).
+        (:class:`~nemo.lens._sdk.exporters.redacting.RedactingSpanExporter`).
         """
         if self._attempt(
             lambda: self._write_lines(lines), "writing %d span(s) as JSON lines failed", len(lines)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from opentelemetry.attributes import BoundedAttributes
@@ -40,7 +40,6 @@ from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk.metrics.export import MetricsData
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link
 from opentelemetry.trace.status import Status
@@ -55,17 +54,14 @@ from nemo.lens._core.sanitize import (
     is_clean_text,
     needs_cleaning,
 )
-from nemo.lens._sdk.exporters.encoding import encode_span
 
 __all__ = [
     "Changes",
-    "RedactingSpanExporter",
     "clean_attributes",
     "clean_log_record",
     "clean_metrics_data",
     "clean_resource",
     "clean_span",
-    "encode_cleaned",
     "redact_span",
 ]
 
@@ -301,32 +297,6 @@ def clean_span(span: ReadableSpan, changes: Changes) -> ReadableSpan:
     return _CleanSpan(span, **replaced)
 
 
-def _readable(span: ReadableSpan) -> ReadableSpan:
-    # A span recorded by nemo.lens's primitives builds the SDK's span it stands for.
-    if type(span) is ReadableSpan:
-        return span
-    readable: Callable[[], ReadableSpan] | None = getattr(span, "readable", None)
-    return readable() if readable is not None else span
-
-
-def encode_cleaned(span: ReadableSpan, changes: Changes) -> str:
-    """*span* redacted, made exportable and encoded as one JSON line (see ``encode_span``).
-
-    A span nemo.lens's primitives recorded is written straight from its fields
-    when nothing in it needs changing (``RecordingSpan.json_line``), which is
-    the same line :func:`clean_span` and ``encode_span`` would write.
-    """
-    json_line: Callable[[], str | None] | None = getattr(span, "json_line", None)
-    if json_line is not None:
-        try:
-            line = json_line()
-        except Exception:  # whatever it could not write, the general path writes
-            line = None
-        if line is not None:
-            return line
-    return encode_span(clean_span(_readable(span), changes))
-
-
 def redact_span(span: ReadableSpan) -> ReadableSpan:
     """Return *span* with redact-key text hidden in its span, event and link attributes.
 
@@ -420,58 +390,3 @@ def clean_log_record(record: ReadableLogRecord, changes: Changes) -> ReadableLog
         replaced.attributes = bounded
     replaced.body = body  # type: ignore[assignment]
     return dataclasses.replace(record, log_record=replaced)
-
-
-class RedactingSpanExporter(SpanExporter):
-    """Passes spans to *inner* after :func:`clean_span`.
-
-    *on_changes* is told, per batch, how many names and values had to be made
-    exportable (by reason); nemo.lens reports the totals at shutdown.
-
-    Spans recorded by nemo.lens's primitives
-    (:class:`~nemo.lens._sdk.recorded_span.RecordingSpan`) reach *inner* as the
-    SDK's ``ReadableSpan`` they describe. An exporter that writes JSON lines
-    (one with ``export_lines``, the ``file`` and ``console`` exporters) gets
-    every span encoded instead, a recorded one straight from its fields when
-    it needs no cleaning: the same line, without building the SDK's span.
-    """
-
-    def __init__(
-        self, inner: SpanExporter, on_changes: Callable[[Changes], object] | None = None
-    ) -> None:
-        self.inner = inner
-        self._on_changes = on_changes
-        export_lines: Callable[[Sequence[str]], SpanExportResult] | None = getattr(
-            inner, "export_lines", None
-        )
-        self._export_lines = export_lines
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Export the cleaned spans through *inner*."""
-        changes: Changes = {}
-        export_lines = self._export_lines
-        if export_lines is not None:
-            # A batch of recorded spans is written by their own batch encoder.
-            json_lines: Callable[..., list[str]] | None = (
-                getattr(spans[0], "json_lines", None) if spans else None
-            )
-            lines = (
-                json_lines(spans, lambda span: encode_cleaned(span, changes))
-                if json_lines is not None
-                else [encode_cleaned(span, changes) for span in spans]
-            )
-            if changes and self._on_changes is not None:
-                self._on_changes(changes)
-            return export_lines(lines)
-        cleaned = [clean_span(_readable(span), changes) for span in spans]
-        if changes and self._on_changes is not None:
-            self._on_changes(changes)
-        return self.inner.export(cleaned)
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush *inner*."""
-        return self.inner.force_flush(timeout_millis)
-
-    def shutdown(self) -> None:
-        """Shut *inner* down."""
-        self.inner.shutdown()
