@@ -118,8 +118,9 @@ from nemo.lens._sdk.processors import (
 )
 from nemo.lens._sdk.provider import LensTracerProvider
 from nemo.lens._sdk.recorded_span import RecordingSpan
-from nemo.lens._sdk.resource import job_resource
+from nemo.lens._sdk.resource import exportable_resource
 from nemo.lens.config import NemoLensConfig
+from nemo.lens.resources import build_resource
 from nemo.lens.sampling import RankAwareSampler
 
 __all__ = ["Pipeline", "build_pipeline"]
@@ -286,7 +287,9 @@ def build_pipeline(
     *log_exporter* replace the configured exporter for their signal only. On failure,
     everything already built is shut down before the exception propagates.
     """
-    resource, resource_changes = job_resource(config, rank, world_size, resource_attributes)
+    resource, resource_changes = exportable_resource(
+        build_resource(config, rank, world_size, resource_attributes)
+    )
     name = config.exporter.strip().lower()
 
     # Exporters first: they are what can fail (a file that cannot be opened, a

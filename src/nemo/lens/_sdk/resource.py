@@ -1,9 +1,10 @@
 """The job's resource as set-up hands it to the providers: exportable, and hashed once.
 
-:func:`job_resource` builds the resource (:func:`nemo.lens.resources.build_resource`),
-makes every value in it exportable -- one value no exporter can write (a
-``SLURM_JOB_NAME`` that is not valid Unicode) would otherwise cost every batch
-of the job -- and returns it as a :class:`HashedResource`.
+:func:`exportable_resource` takes the job's resource
+(:func:`nemo.lens.resources.build_resource`), makes every value in it
+exportable -- one value no exporter can write (a ``SLURM_JOB_NAME`` that is not
+valid Unicode) would otherwise cost every batch of the job -- and returns it as
+a :class:`HashedResource`.
 
 Why hashed once: OpenTelemetry's OTLP encoders group every span, metric point
 and log record by its resource, a ``dict`` lookup that hashes the resource for
@@ -16,16 +17,11 @@ read-only ``BoundedAttributes``), so its hash may be kept.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.util.types import AttributeValue
 
 from nemo.lens._sdk.exporters.redaction import Changes, clean_resource
-from nemo.lens.config import NemoLensConfig
-from nemo.lens.resources import build_resource
 
-__all__ = ["HashedResource", "job_resource"]
+__all__ = ["HashedResource", "exportable_resource"]
 
 
 class HashedResource(Resource):
@@ -44,15 +40,11 @@ class HashedResource(Resource):
         return value
 
 
-def job_resource(
-    config: NemoLensConfig,
-    rank: int,
-    world_size: int,
-    resource_attributes: Mapping[str, AttributeValue] | None = None,
+def exportable_resource(
+    resource: Resource,
 ) -> tuple[HashedResource, tuple[Changes, str] | None]:
-    """This process's resource, and -- when a value had to be made exportable -- what
-    changed, with the warning that says so (see the module docstring)."""
-    resource = build_resource(config, rank, world_size, resource_attributes)
+    """*resource* as the providers get it, and -- when a value had to be made
+    exportable -- what changed, with the warning that says so (see the module docstring)."""
     cleaned, changes = clean_resource(resource)
     report = None
     if changes:
