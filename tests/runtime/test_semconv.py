@@ -18,9 +18,11 @@ from nemo.lens.groups import SpanGroup
 from nemo.lens.handle import setup_telemetry
 from nemo.lens.helpers import managed_span
 from nemo.lens.resources import attributes as resource_attributes
-from nemo.lens.semconv import metrics
+from nemo.lens.semconv import metrics, resource
 
 _SOURCE = Path(semconv.__file__)
+_RESOURCE = Path(resource.__file__)
+"""The resource attributes: a module of their own, re-exported."""
 _GENERATED = Path(metrics.__file__)
 """The metric names: generated from the schema's [metrics] catalogue."""
 _PACKAGE = Path(nemo.lens.__file__).parent
@@ -37,16 +39,18 @@ def _constants() -> dict[str, str]:
 def test_every_name_is_a_documented_final_string_listed_in_all() -> None:
     defined: list[str] = []
     undocumented: list[str] = []
-    for source in (_SOURCE, _GENERATED):
+    for source in (_SOURCE, _RESOURCE, _GENERATED):
         tree = ast.parse(source.read_text(encoding="utf-8"))
         found, missing = _documented_finals(tree)
         defined += found
         undocumented += missing
     assert undocumented == []
     assert sorted(defined) == sorted(n for n in semconv.__all__ if n in _constants())
-    hand_written = semconv.__all__[: -len(metrics.__all__)]
-    assert hand_written == sorted(hand_written)
-    assert semconv.__all__[len(hand_written) :] == metrics.__all__
+    # Each module's names in order: this module's, then the resource's, then the catalogue's.
+    own = semconv.__all__[: -len(resource.__all__) - len(metrics.__all__)]
+    assert own == sorted(own)
+    assert resource.__all__ == sorted(resource.__all__)
+    assert semconv.__all__[len(own) :] == [*resource.__all__, *metrics.__all__]
 
 
 def _documented_finals(tree: ast.Module) -> tuple[list[str], list[str]]:
@@ -163,7 +167,7 @@ def test_the_library_spells_no_name_as_a_literal() -> None:
     }
     found: list[str] = []
     for path in sorted(_PACKAGE.rglob("*.py")):
-        if path in (_SOURCE, _GENERATED):
+        if path in (_SOURCE, _RESOURCE, _GENERATED):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and node.value in names:

@@ -23,8 +23,9 @@ Sections:
 * span attributes: :data:`SPAN_GROUP`, :data:`SPAN_CATEGORY`, :data:`SPAN_TRUNCATED`,
   :data:`SPAN_ENCODE_ERROR`, the ``inverted.*`` marks of ``emit_span`` (and
   :data:`LEGACY_SPAN_GROUP`, read only);
-* resource attributes: :data:`SERVICE_NAME` ... :data:`K8S_NAMESPACE_NAME`
-  (also importable from :mod:`nemo.lens.resources.attributes`);
+* resource attributes: :data:`SERVICE_NAME` ... :data:`K8S_NAMESPACE_NAME`, re-exported
+  from :mod:`nemo.lens.semconv.resource` (and importable from
+  :mod:`nemo.lens.resources.attributes`);
 * logs: the trace-context fields the logging bridge adds to standard-library
   ``logging.LogRecord`` objects (:data:`LOG_TRACE_ID` ...) and the attributes
   it puts on exported log records (``code.*``, ``exception.*``, the latter also on the
@@ -42,14 +43,14 @@ from typing import Final
 
 # The metric names, units and descriptions are the schema's catalogue, generated.
 from nemo.lens.semconv import metrics as _metrics
+from nemo.lens.semconv import resource as _resource
 from nemo.lens.semconv.metrics import *  # noqa: F403
+from nemo.lens.semconv.resource import *  # noqa: F403
 
 __all__ = [
     "CODE_FILE_PATH",
     "CODE_FUNCTION_NAME",
     "CODE_LINE_NUMBER",
-    "DEPLOYMENT_ENVIRONMENT",
-    "DEPLOYMENT_ENVIRONMENT_NAME",
     "ERROR_TYPE",
     "EXCEPTION_ESCAPED",
     "EXCEPTION_MESSAGE",
@@ -62,50 +63,23 @@ __all__ = [
     "GEN_AI_TOKEN_TYPE",
     "GEN_AI_TOKEN_TYPE_INPUT",
     "GEN_AI_TOKEN_TYPE_OUTPUT",
-    "GPU_COUNT",
     "GYM_AGENT",
     "GYM_ENVIRONMENT",
     "GYM_VERIFY_PASSED",
-    "HOST_GPU_COUNT",
-    "HOST_NAME",
     "INVERTED_DELTA_SECONDS",
     "INVERTED_END_EPOCH_SECONDS",
     "INVERTED_SKEW",
     "INVERTED_START_EPOCH_SECONDS",
-    "K8S_NAMESPACE_NAME",
-    "K8S_POD_NAME",
     "LEGACY_SPAN_GROUP",
-    "LIFETIME_ID",
-    "LOCAL_RANK",
     "LOG_SPAN_ID",
     "LOG_TRACE_ID",
     "LOG_TRACE_SAMPLED",
-    "PROCESS_PID",
-    "RANK",
-    "RUN_ID",
     "SCOPE_NAME",
-    "SERVICE_INSTANCE_ID",
-    "SERVICE_NAME",
-    "SERVICE_VERSION",
-    "SLURM_ARRAY_JOB_ID",
-    "SLURM_ARRAY_TASK_ID",
-    "SLURM_CLUSTER_NAME",
-    "SLURM_JOB_ID",
-    "SLURM_JOB_NAME",
-    "SLURM_JOB_NUM_NODES",
-    "SLURM_LOCALID",
-    "SLURM_NODEID",
-    "SLURM_NTASKS",
-    "SLURM_PROCID",
-    "SLURM_STEP_ID",
     "SPAN_CATEGORY",
     "SPAN_ENCODE_ERROR",
     "SPAN_GROUP",
     "SPAN_TRUNCATED",
-    "USER",
-    "WANDB_ENTITY",
-    "WANDB_PROJECT",
-    "WORLD_SIZE",
+    *_resource.__all__,
     *_metrics.__all__,
 ]
 
@@ -162,77 +136,6 @@ Its end time is the shutdown time, not the end of the work it traced.
 SPAN_ENCODE_ERROR: Final = "nemo.span.encode_error"
 """On the stand-in line the JSON exporters write for a span they could not encode at all
 (a custom span object whose fields raise): why. Never seen with the SDK's spans."""
-
-# -- resource attributes --------------------------------------------------------------
-
-SERVICE_NAME: Final = "service.name"
-"""``NemoLensConfig.service_name`` (``OTEL_SERVICE_NAME``, default ``nemo``)."""
-SERVICE_VERSION: Final = "service.version"
-"""Version of the nemo-lens package."""
-SERVICE_INSTANCE_ID: Final = "service.instance.id"
-"""``"{run_id}-rank{rank}"``: one instance per rank of a run."""
-RANK: Final = "nemo.rank"
-"""Global rank passed to ``setup_telemetry``."""
-WORLD_SIZE: Final = "nemo.world_size"
-"""World size passed to ``setup_telemetry``."""
-RUN_ID: Final = "nemo.run_id"
-"""``NemoLensConfig.run_id`` (resolved: ``SLURM_JOB_ID``, else a random 12-hex id)."""
-USER: Final = "nemo.user"
-"""``NemoLensConfig.user`` (``NEMO_LENS_USER_ID``), when set."""
-WANDB_ENTITY: Final = "wandb.entity"
-"""``NemoLensConfig.wandb_entity`` (``WANDB_ENTITY``), when set."""
-WANDB_PROJECT: Final = "wandb.project"
-"""``NemoLensConfig.wandb_project`` (``WANDB_PROJECT``), when set."""
-DEPLOYMENT_ENVIRONMENT: Final = "deployment.environment"
-"""From ``NEMO_LENS_ENVIRONMENT``, else ``DEPLOYMENT_ENVIRONMENT``."""
-DEPLOYMENT_ENVIRONMENT_NAME: Final = "deployment.environment.name"
-"""Same value as :data:`DEPLOYMENT_ENVIRONMENT`, under the name newer semantic conventions use."""
-HOST_NAME: Final = "host.name"
-"""The machine's host name."""
-PROCESS_PID: Final = "process.pid"
-"""The process id."""
-LIFETIME_ID: Final = "nemo.lifetime.id"
-"""A random id drawn at every ``setup_telemetry``: one per process lifetime.
-
-A job that crashed and resumed keeps its run id and rank, and may get the same pid (a
-container's first process); this tells its lifetimes apart (``nemo-lens goodput``'s restarts).
-"""
-HOST_GPU_COUNT: Final = "host.gpu.count"
-"""The GPU count under the name 0.1.0's ``detect_local()`` gives it (the resource uses
-:data:`GPU_COUNT`)."""
-GPU_COUNT: Final = "nemo.gpu.count"
-"""Number of GPUs: those ``CUDA_VISIBLE_DEVICES`` exposes when set, else what ``nvidia-smi`` finds.
-
-Left out when neither can tell.
-"""
-LOCAL_RANK: Final = "nemo.local_rank"
-"""``LOCAL_RANK`` as set by torchrun, when set."""
-SLURM_JOB_ID: Final = "slurm.job.id"
-"""``SLURM_JOB_ID``."""
-SLURM_JOB_NAME: Final = "slurm.job.name"
-"""``SLURM_JOB_NAME``."""
-SLURM_PROCID: Final = "slurm.procid"
-"""``SLURM_PROCID``: the task's global rank within the step."""
-SLURM_NODEID: Final = "slurm.nodeid"
-"""``SLURM_NODEID``: the node's index within the allocation."""
-SLURM_LOCALID: Final = "slurm.localid"
-"""``SLURM_LOCALID``: the task's index on its node."""
-SLURM_NTASKS: Final = "slurm.ntasks"
-"""``SLURM_NTASKS``."""
-SLURM_JOB_NUM_NODES: Final = "slurm.job.num_nodes"
-"""``SLURM_JOB_NUM_NODES``."""
-SLURM_STEP_ID: Final = "slurm.step.id"
-"""``SLURM_STEP_ID``."""
-SLURM_ARRAY_JOB_ID: Final = "slurm.array.job.id"
-"""``SLURM_ARRAY_JOB_ID``."""
-SLURM_ARRAY_TASK_ID: Final = "slurm.array.task.id"
-"""``SLURM_ARRAY_TASK_ID``."""
-SLURM_CLUSTER_NAME: Final = "slurm.cluster.name"
-"""``SLURM_CLUSTER_NAME``."""
-K8S_POD_NAME: Final = "k8s.pod.name"
-"""The pod name (``HOSTNAME``) when running under Kubernetes."""
-K8S_NAMESPACE_NAME: Final = "k8s.namespace.name"
-"""``POD_NAMESPACE``, else the service account's namespace file, under Kubernetes."""
 
 # -- logs -----------------------------------------------------------------------------
 # The first three are fields of the standard library's logging.LogRecord (so a
