@@ -274,7 +274,15 @@ def _batch_workload() -> None:
         pass
 
 
-def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written() -> None:
+@pytest.mark.parametrize("writer_after", [1, 10**9], ids=["compiled-writers", "pieces-only"])
+def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
+    writer_after: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A shape's lines are joined from its pieces until a writer is compiled for it:
+    # with 1, every shape's second line on is the compiled writer's; with 10**9, none is.
+    from nemo.lens._sdk.exporters import recorded_lines
+
+    monkeypatch.setattr(recorded_lines, "_WRITER_AFTER", writer_after)
     from nemo.lens._core import state
     from nemo.lens._sdk.exporters.encoding import encode_span
     from nemo.lens._sdk.exporters.redacting import encode_cleaned
@@ -301,6 +309,8 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written() -
     lines = RecordingSpan.json_lines(recorded, encode)
     expected = [encode_span(clean_span(span.readable(), {})) for span in recorded]
     assert lines == expected
+    writers = [shape[2] for shape in tracer.line_shapes.values() if shape[2] is not None]
+    assert len(writers) >= (5 if writer_after == 1 else 0) and (writer_after == 1 or not writers)
     # The common shapes took the fast way; only the ones the docstring names did not.
     fast = {span._name for span in recorded} - {span._name for span in general}
     assert {"loop", "no.attributes.at.all", "under.sdk", "tagged.then.set"} <= fast

@@ -54,7 +54,7 @@ set-up.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from time import time_ns
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
@@ -133,12 +133,10 @@ class RecordingTracer(ScopeRecording):
     ) -> None:
         self._active = True
         self._json_tail: str | None = None
-        # Each shape of line this tracer's spans take: its tags object (held, so that the
-        # id in the key stays its own) and its fixed pieces. Export thread only; see
-        # nemo.lens._sdk.exporters.recorded_lines.recorded_lines.
-        self.line_shapes: dict[
-            tuple[object, ...], tuple[Mapping[str, str] | None, list[str] | None]
-        ] = {}
+        # Each shape of line this tracer's spans take: [its tags object (held, so that the
+        # id in the key stays its own), its fixed pieces, its compiled writer, lines written
+        # before it]. Export thread only; see nemo.lens._sdk.exporters.recorded_lines.
+        self.line_shapes: dict[tuple[object, ...], list[Any]] = {}
         self._sdk = sdk_tracer
         self.resource = resource
         self.instrumentation_scope = scope

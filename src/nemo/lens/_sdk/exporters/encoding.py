@@ -58,6 +58,7 @@ __all__ = [
     "int_json",
     "plain_attributes_json",
     "plain_key_json",
+    "plain_value_json",
     "plain_values_json",
     "span_to_dict",
     "tail_json",
@@ -271,33 +272,36 @@ def plain_key_json(key: str) -> str:
 def plain_values_json(attributes: dict[str, Any], into: list[str]) -> bool:
     """Append the JSON text of each value of *attributes* to *into*, in order.
 
-    False at the first value :func:`plain_attributes_json` would not write (a
-    sequence, ``None``, text that is not valid Unicode, an int beyond 64 bits, a
-    non-finite float, another type); *into* then holds the values before it.
+    False at the first value :func:`plain_value_json` would not write; *into*
+    then holds the values before it.
     """
     append = into.append
     for value in attributes.values():
-        kind = type(value)
-        if kind is str:
-            text = _PLAIN_TEXT.get(value)
-            if text is None:
-                text = _plain_text(value)
-            if not text:
-                return False
-            append(text)
-        elif kind is int:
-            if not _INT64_MIN <= value <= _INT64_MAX:
-                return False
-            append(f"{value!r}")
-        elif kind is float:
-            if value != value or value in _INFINITIES:
-                return False
-            append(f"{value!r}")
-        elif kind is bool:
-            append("true" if value else "false")
-        else:
+        if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
+            append(f"{value!r}")  # the common value, without the call
+            continue
+        text = plain_value_json(value)
+        if not text:
             return False
+        append(text)
     return True
+
+
+def plain_value_json(value: Any) -> str:
+    """The JSON text of an attribute value as :func:`plain_attributes_json` writes it,
+    or ``""`` for a value it does not write: a sequence, ``None``, text that is not
+    valid Unicode, an int beyond 64 bits, a non-finite float, another type."""
+    kind = type(value)
+    if kind is str:
+        text = _PLAIN_TEXT.get(value)
+        return text if text is not None else _plain_text(value)
+    if kind is int:
+        return f"{value!r}" if _INT64_MIN <= value <= _INT64_MAX else ""
+    if kind is float:
+        return "" if value != value or value in _INFINITIES else f"{value!r}"
+    if kind is bool:
+        return "true" if value else "false"
+    return ""
 
 
 def plain_attributes_json(attributes: dict[str, Any]) -> str | None:

@@ -30,6 +30,7 @@ from nemo.lens._sdk.exporters.encoding import (
     int_json,
     plain_attributes_json,
     plain_key_json,
+    plain_value_json,
     plain_values_json,
 )
 from nemo.lens._sdk.exporters.redaction import clean_attributes
@@ -42,6 +43,12 @@ __all__ = ["recorded_line", "recorded_lines"]
 _UNSET_STATUS_JSON: Final = '{"code":"UNSET","description":null}'
 _INTERNAL: Final = SpanKind.INTERNAL
 _SHAPES_MAX: Final = 1024  # line shapes kept per tracer (span names are few; this bounds the rest)
+# Lines of a shape joined from its pieces before a writer is compiled for it, so that a
+# shape seen a few times (a span name with an id in it) never costs a compilation.
+_WRITER_AFTER: Final = 8
+
+# A shape's compiled writer: (span, start, end, attributes, parent) -> its line, or None.
+LineWriter = Callable[[Any, int, int, Any, Any], "str | None"]
 
 
 def recorded_line(span: RecordingSpan) -> str | None:
@@ -179,9 +186,11 @@ def recorded_lines(
                 if shape is None:
                     if len(shapes) >= _SHAPES_MAX:
                         shapes.clear()
-                    shape = shapes[key] = (tags, _line_parts(span))
-                parts = shape[1]
-                if parts is not None:
+                    shape = shapes[key] = [tags, _line_parts(span), None, 0]
+                writer = shape[2]
+                if writer is not None:
+                    line = writer(span, start, end, attributes, span._parent)
+                elif (parts := shape[1]) is not None:
                     parent = span._parent
                     values = [
                         span._trace_id.to_bytes(16, "big").hex(),
@@ -194,6 +203,9 @@ def recorded_lines(
                         parts = parts.copy()
                         parts[1::2] = values
                         line = "".join(parts)
+                    shape[3] += 1
+                    if shape[3] == _WRITER_AFTER:
+                        shape[2] = _shape_writer(shape[1], len(attributes) if attributes else 0)
         except Exception:  # whatever this could not write, the general path writes
             line = None
         append(line if line is not None else general(span))
@@ -241,3 +253,50 @@ def _line_parts(span: RecordingSpan) -> list[str] | None:
         closing = f"{opening}{tags_text}}}"
     parts.append(f'{closing},"events":[],"links":[],{tail}')
     return parts
+
+
+# A shape's fields between its fixed pieces, in order: the ids, the parent, the times.
+_FIELDS: Final = (
+    "{span._trace_id.to_bytes(16, 'big').hex()}",
+    "{span._span_id.to_bytes(8, 'big').hex()}",
+    "{'null' if parent is None else parent_json(parent)}",
+    "{start}",
+    "{end}",
+)
+
+
+def _shape_writer(parts: list[str], count: int) -> LineWriter:
+    # The line of a span of this shape as one f-string of its fixed pieces (read from the
+    # function's globals: no text of theirs is ever parsed as code) with the fields and
+    # the *count* attribute values between them, each value checked as plain_value_json
+    # checks it (None: a value the general path writes). The same text as the pieces
+    # joined by recorded_lines, with no list to fill and copy.
+    namespace: dict[str, Any] = {
+        "INT64_MIN": -(2**63),
+        "INT64_MAX": 2**63 - 1,
+        "parent_json": _parent_json,
+        "value_json": plain_value_json,
+    }
+    fields = [*_FIELDS, *(f"{{t{index}}}" for index in range(count))]
+    body = ["def write(span, start, end, attributes, parent):"]
+    if count:
+        body.append(f"    {''.join(f'v{index}, ' for index in range(count))}= attributes.values()")
+    for index in range(count):
+        body += [
+            f"    if type(v{index}) is int and INT64_MIN <= v{index} <= INT64_MAX:",
+            f"        t{index} = f'{{v{index}!r}}'",
+            "    else:",
+            f"        t{index} = value_json(v{index})",
+            f"        if not t{index}:",
+            "            return None",
+        ]
+    text = []
+    for index, piece in enumerate(parts[0::2]):
+        namespace[f"p{index}"] = piece
+        text.append(f"{{p{index}}}{fields[index] if index < len(fields) else ''}")
+    body.append(f'    return f"{"".join(text)}"')
+    # Not registered with linecache (unlike trace_fn's wrappers, which user code runs
+    # through): nothing it raises leaves recorded_lines, and shapes come and go.
+    exec(compile("\n".join(body) + "\n", "<nemo.lens line writer>", "exec"), namespace)
+    writer: LineWriter = namespace["write"]
+    return writer
