@@ -12,6 +12,8 @@ keeps each shape's line as its fixed pieces (made once per tracer and shape,
 the tags among them) and fills in the ids, times and values: one ``str.join``
 a span, with no pass over the fixed text. A ``%`` template would read all of
 it, character by character: more than the rest of the line's work put together.
+A shape seen often gets a writer compiled for it (one f-string of the same
+pieces and values, without a list to fill and copy per span).
 """
 
 from __future__ import annotations
