@@ -216,6 +216,38 @@ def test_an_otlp_exporter_receives_the_same_spans_on_both_paths(
     assert any(r["events"] for r in received[True]) and any(r["links"] for r in received[True])
 
 
+def test_otlp_exporters_are_handed_recorded_spans_as_they_are_and_others_the_sdks() -> None:
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as Grpc
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Http
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    from nemo.lens._core import state
+    from nemo.lens._sdk.exporters.redacting import RedactingSpanExporter
+    from nemo.lens._sdk.recorded_span import RecordingSpan
+
+    handle = setup_telemetry(_config(), span_exporter=InMemorySpanExporter())
+    recorded: list[Any] = []
+    tracer: Any = state.recorder
+    tracer.sink = recorded.append
+    try:
+        with managed_span("step", "plain", n=1):
+            pass
+        with managed_span("step", "secret") as span:
+            assert span is not None
+            span.set_attribute("api_key", "hunter2")  # redacted on its way out
+    finally:
+        handle.shutdown()
+    plain, secret = recorded
+    assert type(plain) is RecordingSpan and type(secret) is RecordingSpan
+    for exporter in (Grpc(), Http()):
+        handed: list[Any] = RedactingSpanExporter(exporter).cleaned(recorded, {})
+        assert handed[0] is plain
+        # One that needs redacting is copied, as the SDK's span would be.
+        assert handed[1] is not secret and handed[1].attributes["api_key"] == "[REDACTED]"
+    for other in RedactingSpanExporter(InMemorySpanExporter()).cleaned(recorded, {}):
+        assert isinstance(other, ReadableSpan) and not isinstance(other, RecordingSpan)
+
+
 def test_spans_nest_across_the_application_tracer_on_the_recording_path() -> None:
     memory = InMemorySpanExporter()
     handle = setup_telemetry(_config(), span_exporter=memory)
