@@ -342,6 +342,8 @@ class RecordingSpan(trace_api.Span):
         return f'{type(self).__name__}(name="{self._name}", context={self.get_span_context()})'
 
     # -- what a finished SDK span offers to read -------------------------------------
+    # OpenTelemetry's OTLP encoder reads a recorded span through these, as it is
+    # (nemo.lens._sdk.exporters.redacting): each must read as the ReadableSpan's does.
 
     @property
     def name(self) -> str:
