@@ -310,10 +310,13 @@ class GrpcReceiver:
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
         self._spans: list[Any] = []
-        spans = self._spans
+        self.requests: list[Any] = []
+        """Every ``ExportTraceServiceRequest`` received, whole (resource and scope too)."""
+        spans, requests = self._spans, self.requests
 
         class Service(trace_service_pb2_grpc.TraceServiceServicer):
             def Export(self, request: Any, context: Any) -> Any:
+                requests.append(request)
                 for resource_spans in request.resource_spans:
                     for scope_spans in resource_spans.scope_spans:
                         spans.extend(scope_spans.spans)

@@ -6,8 +6,10 @@ run once on the recording path (nemo.lens built the pipeline) and once on the
 SDK path (a span processor of the application's own switches recording off).
 Every exported record is compared field by field, ids replaced by their order
 of appearance and times by their order: through a ``span_exporter=`` (which
-receives ``ReadableSpan`` s) and through the ``file`` exporter (whose lines the
-recording path writes from the recorded fields).
+receives ``ReadableSpan`` s), through the ``file`` and ``console`` exporters
+(whose lines the recording path writes from the recorded fields) and through
+OpenTelemetry's OTLP exporters over HTTP and gRPC (which are handed the
+recorded spans as they are), as a receiver gets them.
 """
 
 from __future__ import annotations
@@ -161,17 +163,14 @@ def test_the_file_exporter_writes_the_same_lines_on_both_paths(tmp_path: Path) -
     assert outer["attributes"]["password"] == "[REDACTED]"
 
 
-def _otlp_records(receiver: Any) -> list[dict[str, Any]]:
-    """Every span the receiver got, as a dict keyed as the file's lines are (with the
-    resource's attributes under ``resource``), values as protobuf's JSON mapping gives them."""
+def _otlp_records(requests: list[Any]) -> list[dict[str, Any]]:
+    """Every span of these ``ExportTraceServiceRequest`` s, as a dict keyed as the file's
+    lines are (the resource's attributes under ``resource``), values as protobuf's JSON
+    mapping gives them."""
     from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-        ExportTraceServiceRequest,
-    )
 
     records = []
-    for request in receiver.requests:
-        message = ExportTraceServiceRequest.FromString(request.body)
+    for message in requests:
         for resource_spans in message.resource_spans:
             resource = {
                 pair.key: MessageToDict(pair.value) for pair in resource_spans.resource.attributes
@@ -187,23 +186,37 @@ def _otlp_records(receiver: Any) -> list[dict[str, Any]]:
     return records
 
 
+def _http_requests(receiver: Any) -> list[Any]:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    return [ExportTraceServiceRequest.FromString(request.body) for request in receiver.requests]
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
 def test_an_otlp_exporter_receives_the_same_spans_on_both_paths(
-    monkeypatch: pytest.MonkeyPatch,
+    protocol: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # OpenTelemetry's OTLP exporters are handed the recorded spans as they are (no SDK
     # span is built for them): what they send must not change.
-    from tests.reliability.conftest import OtlpReceiver
+    from tests.reliability.conftest import GrpcReceiver, OtlpReceiver
 
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
     received: dict[bool, list[dict[str, Any]]] = {}
     for recording in (True, False):
-        receiver = OtlpReceiver()
+        receiver: Any = OtlpReceiver() if protocol == "http/protobuf" else GrpcReceiver()
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        requests = (
+            (lambda receiver=receiver: _http_requests(receiver))
+            if protocol == "http/protobuf"
+            else (lambda receiver=receiver: list(receiver.requests))
+        )
         try:
             received[recording] = _run(
                 lambda: setup_telemetry(_config(exporter="otlp")),
                 recording,
-                lambda receiver=receiver: _otlp_records(receiver),  # type: ignore[misc]
+                lambda requests=requests: _otlp_records(requests()),  # type: ignore[misc]
             )
         finally:
             receiver.close()
@@ -214,6 +227,23 @@ def test_an_otlp_exporter_receives_the_same_spans_on_both_paths(
     attributes = {pair["key"]: pair["value"] for pair in outer["attributes"]}
     assert attributes["password"] == {"string_value": "[REDACTED]"}
     assert any(r["events"] for r in received[True]) and any(r["links"] for r in received[True])
+
+
+def test_the_console_exporter_prints_the_same_lines_on_both_paths(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    printed: dict[bool, list[dict[str, Any]]] = {}
+    for recording in (True, False):
+        capsys.readouterr()
+        printed[recording] = _run(
+            lambda: setup_telemetry(_config(exporter="console")),
+            recording,
+            lambda: [json.loads(line) for line in capsys.readouterr().out.splitlines()],
+        )
+    assert len(printed[True]) == 11
+    for fast, sdk in zip(printed[True], printed[False], strict=True):
+        assert fast == sdk
+        assert list(fast["attributes"]) == list(sdk["attributes"])
 
 
 def test_otlp_exporters_are_handed_recorded_spans_as_they_are_and_others_the_sdks() -> None:
