@@ -10,7 +10,7 @@ Why hashed once: OpenTelemetry's OTLP encoders group every span, metric point
 and log record by its resource, a ``dict`` lookup that hashes the resource for
 each record, and the SDK's ``Resource.__hash__`` serialises all of its
 attributes to JSON each time. For a job's resource (a dozen attributes: the
-rank, SLURM, Kubernetes, GPUs) that was a third of the OTLP encoder's work per
+rank, SLURM, Kubernetes, GPUs) that was a quarter to a third of the OTLP encoder's work per
 span. A resource never changes after it is made (its attributes are a
 read-only ``BoundedAttributes``), so its hash may be kept.
 """
