@@ -101,3 +101,23 @@ def test_the_fallbacks_work_where_opentelemetry_cannot_be_imported() -> None:
     assert result["enabled"] is False
     assert result["redacted"] == "[REDACTED]"
     assert result["otel"] == []
+
+
+def _modules_after(statement: str) -> set[str]:
+    found = _run(f"import json, sys\n{statement}\nprint(json.dumps({{'m': sorted(sys.modules)}}))")
+    modules = found["m"]
+    assert isinstance(modules, list)
+    return set(modules)
+
+
+def test_an_instrumented_module_imports_nothing_the_api_does_not() -> None:
+    # The import cost target is judged against `import opentelemetry.trace`: whatever
+    # else the primitives' import pulls in (difflib, for an error message's "did you
+    # mean", once did) every instrumented module of every job pays for.
+    baseline = _modules_after("import opentelemetry.trace")
+    instrumented = _modules_after("from nemo.lens import managed_span, SpanGroup")
+
+    extra = instrumented - baseline
+    assert "nemo.lens.groups" in extra  # the probe sees what it should
+    ours = {"nemo", "nemo.lens"}
+    assert sorted(m for m in extra if m not in ours and not m.startswith("nemo.lens.")) == []

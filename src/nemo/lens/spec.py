@@ -27,7 +27,6 @@ Nothing here imports OpenTelemetry.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -154,6 +153,8 @@ def _unknown(name: str, owner: str, groups: frozenset[str], presets: Mapping[str
         f"unknown span group or preset {name!r} for {owner} "
         f"(Unknown span group or preset: {name!r})"
     )
+    import difflib  # only here: an unknown name is a set-up error, not the import path
+
     found = difflib.get_close_matches(name, preset_names + group_names, n=1, cutoff=0.6)
     if found:
         message += f"; did you mean {found[0]!r}?"
@@ -292,11 +293,10 @@ def _classes(classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> tuple[type
     return tuple(classes)
 
 
-class _Union(NamedTuple):
-    owner: str
-    groups: frozenset[str]
-    presets: Mapping[str, frozenset[str]]
-    renamed: Mapping[str, str]
+# What a spec is resolved against for one class or several: their owner's name (for
+# messages), every group, every preset and every renamed group's new name. A plain
+# tuple: a NamedTuple class costs more to create at import than this is worth.
+_Union: TypeAlias = tuple[str, frozenset[str], Mapping[str, frozenset[str]], Mapping[str, str]]
 
 
 def _union(classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> _Union:
@@ -315,21 +315,15 @@ def _union(classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> _Union:
         for old, new in getattr(cls, "RENAMED", {}).items():
             renamed.setdefault(old, new)
     owner = " + ".join(cls.__name__ for cls in chosen)
-    return _Union(owner, groups, presets, renamed)
+    return owner, groups, presets, renamed
 
 
 def explain_for(
     spec: str, classes: type[SpanGroup] | Sequence[type[SpanGroup]]
 ) -> tuple[frozenset[str], tuple[SpecStep, ...]]:
     """:func:`explain_spec` against one class or the union of several (see :func:`resolve_for`)."""
-    union = _union(classes)
-    return explain_spec(
-        spec,
-        owner=union.owner,
-        groups=union.groups,
-        presets=union.presets,
-        renamed=union.renamed,
-    )
+    owner, groups, presets, renamed = _union(classes)
+    return explain_spec(spec, owner=owner, groups=groups, presets=presets, renamed=renamed)
 
 
 def resolve_for(spec: str, classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> frozenset[str]:

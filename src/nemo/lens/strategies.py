@@ -51,7 +51,6 @@ This module imports nothing from the OpenTelemetry SDK.
 from __future__ import annotations
 
 import abc
-import difflib
 import hashlib
 import inspect
 import os
@@ -298,6 +297,8 @@ def _unknown_message(name: str, *, unregistering: bool = False) -> str:
     # Ours, then 0.1.0's phrase (which callers match on), then the suggestion and list.
     registered = f": {name!r} is not registered" if unregistering else ""
     message = f"unknown export strategy {name!r} (Unknown export_strategy {name!r}{registered})"
+    import difflib  # only here: an unknown name is a set-up error, not the import path
+
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     if close:
         message += f"; did you mean {close[0]!r}?"
