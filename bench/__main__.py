@@ -41,6 +41,8 @@ class Plan:
     import_rounds: int
     memory_calls: int
     burst_spans: int
+    bursts: int
+    """Bursts run; the target is judged on the median one (a single burst moves with the VM)."""
     sustained_rate: int
     sustained_seconds: float
     cli_spans: int
@@ -52,6 +54,7 @@ FULL = Plan(
     import_rounds=21,
     memory_calls=1_000_000,
     burst_spans=200_000,
+    bursts=5,
     sustained_rate=20_000,
     sustained_seconds=10.0,
     cli_spans=1_000_000,
@@ -62,6 +65,7 @@ QUICK = Plan(
     import_rounds=11,
     memory_calls=200_000,
     burst_spans=100_000,
+    bursts=1,
     sustained_rate=20_000,
     sustained_seconds=3.0,
     cli_spans=100_000,
@@ -121,7 +125,7 @@ def _measurements(results: dict[str, Any]) -> dict[str, float]:
     burst = results.get("throughput", {}).get("burst")
     if burst:
         values["burst_spans_per_s"] = burst["spans_per_s"]
-        values["burst_dropped"] = burst["dropped"]
+        values["burst_dropped"] = burst.get("dropped_worst", burst["dropped"])
     queued = results.get("throughput", {}).get("queued")
     if queued:
         values["queued_span_bytes"] = queued["bytes_per_queued_span"]
@@ -140,6 +144,20 @@ QUEUED_SPANS = 20_000
 
 SUSTAINED_ATTEMPTS = 3
 """How often the sustained run is tried before its shortfall is reported."""
+
+
+def _bursts(plan: Plan) -> dict[str, Any]:
+    """The median of ``plan.bursts`` bursts (the lower one of an even count), with every
+    burst's rate, and the most spans any burst dropped: none may drop one."""
+    runs = []
+    for number in range(1, plan.bursts + 1):
+        _progress(f"throughput: burst {number} of {plan.bursts}, {plan.burst_spans:,} spans")
+        runs.append(_child("bench.throughput", "burst", "--spans", str(plan.burst_spans)))
+    ordered = sorted(runs, key=lambda run: float(run["spans_per_s"]))
+    median = dict(ordered[(len(ordered) - 1) // 2])
+    median["burst_rates"] = [round(float(run["spans_per_s"])) for run in runs]
+    median["dropped_worst"] = max(int(run["dropped"]) for run in runs)
+    return median
 
 
 def _sustained(plan: Plan) -> dict[str, Any]:
@@ -197,6 +215,7 @@ def run(plan: Plan, sections: Sequence[str], quick: bool) -> dict[str, Any]:
                 "import_rounds": plan.import_rounds,
                 "memory_calls": plan.memory_calls,
                 "burst_spans": plan.burst_spans,
+                "bursts": plan.bursts,
                 "sustained_rate": plan.sustained_rate,
                 "sustained_seconds": plan.sustained_seconds,
                 "cli_spans": plan.cli_spans,
@@ -211,8 +230,7 @@ def run(plan: Plan, sections: Sequence[str], quick: bool) -> dict[str, Any]:
         _progress("memory: tracemalloc over the disabled paths")
         results["memory"] = _child("bench.memory", "--calls", str(plan.memory_calls))["allocations"]
     if "throughput" in sections:
-        _progress(f"throughput: burst of {plan.burst_spans:,} spans")
-        burst = _child("bench.throughput", "burst", "--spans", str(plan.burst_spans))
+        burst = _bursts(plan)
         _progress("throughput: the same burst of SDK spans (the baseline)")
         sdk_burst = _child("bench.throughput", "burst", "--sdk", "--spans", str(plan.burst_spans))
         _progress(f"throughput: memory per queued span ({QUEUED_SPANS:,} spans, export stalled)")

@@ -98,6 +98,9 @@ def _throughput(runs: Mapping[str, Mapping[str, Any]]) -> str:
         tries = r.get("attempt_rates", [])
         if len(tries) > 1:
             rate += f" (try {len(tries)}: {', '.join(f'{t:,}' for t in tries)})"
+        bursts = r.get("burst_rates", [])
+        if len(bursts) > 1:
+            rate += f" (the median of {len(bursts)}: {', '.join(f'{b:,}/s' for b in bursts)})"
         rows.append(
             [
                 name,

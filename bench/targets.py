@@ -96,14 +96,15 @@ TARGETS: Final = (
     ),
     Target(
         "burst_spans_per_s",
-        "file exporter end to end: a burst of spans emitted, shut down, all in the file",
+        "file exporter end to end: a burst of spans emitted, shut down, all in the file "
+        "(the median burst)",
         100_000,
         "spans/s",
         hint="the emitting thread and the export thread share one interpreter lock: their CPU "
         "per span (the burst row's 'emit+export') adds up; compare the load average too",
         at_least=True,
     ),
-    Target("burst_dropped", "spans missing from the file after the burst", 0, "spans"),
+    Target("burst_dropped", "spans missing from the file after a burst (the worst)", 0, "spans"),
     Target(
         "queued_span_bytes",
         "memory held per queued span (tracemalloc, export stalled)",
