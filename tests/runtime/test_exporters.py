@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 from pathlib import Path
@@ -35,7 +36,7 @@ from nemo.lens._sdk.exporters.factory import (
     create_span_exporter,
     is_otlp_span_exporter,
 )
-from nemo.lens._sdk.exporters.jsonl import JsonLinesSpanExporter
+from nemo.lens._sdk.exporters.jsonl import FileSink, JsonLinesSpanExporter
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import setup_telemetry
 from nemo.lens.providers import (
@@ -188,6 +189,87 @@ def test_a_large_batch_is_written_in_whole_lines_in_order() -> None:
     assert len(sink.writes) > 1
     assert all(text.endswith("\n") for text in sink.writes)
     assert "".join(sink.writes) == "\n".join(lines) + "\n"
+
+
+class _Writes:
+    """os.write, recording what each call to one descriptor wrote."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.data: list[bytes] = []
+        self.fd: int | None = None
+        real = os.write
+
+        def write(fd: int, data: Any) -> int:
+            if fd == self.fd:
+                self.data.append(bytes(data))
+            return real(fd, data)
+
+        monkeypatch.setattr(os, "write", write)
+
+
+def _sink(path: Path, writes: _Writes, **kwargs: Any) -> FileSink:
+    sink = FileSink(path, **kwargs)
+    writes.fd = sink._fd
+    return sink
+
+
+def test_a_file_sink_writes_a_batch_in_one_system_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each write hands the interpreter lock to the emitting threads: a batch is one.
+    writes = _Writes(monkeypatch)
+    sink = _sink(tmp_path / "t.jsonl", writes)
+    lines = [json.dumps({"n": n, "pad": "x" * 700}) for n in range(4096)]
+
+    assert JsonLinesSpanExporter(sink).export_lines(lines) == SpanExportResult.SUCCESS
+    assert JsonLinesSpanExporter(sink).export_lines(lines[:10]) == SpanExportResult.SUCCESS
+
+    assert len(writes.data) == 2
+    expected = "\n".join(lines) + "\n" + "\n".join(lines[:10]) + "\n"
+    assert (tmp_path / "t.jsonl").read_text(encoding="utf-8") == expected
+
+
+def test_a_file_sink_writes_whole_texts_in_order_whatever_their_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes = _Writes(monkeypatch)
+    sink = _sink(tmp_path / "t.jsonl", writes, buffer_bytes=100)
+    texts = ["a" * 30 + "\n", "b" * 60 + "\n", "c" * 10 + "\n", "d" * 250 + "\n", "e\n"]
+
+    sink.write_texts(iter(texts))
+
+    # Gathered while they fit, then afresh; the one larger than the buffer on its own.
+    assert [len(data) for data in writes.data] == [92, 11, 251, 2]
+    assert all(data.endswith(b"\n") for data in writes.data)
+    assert (tmp_path / "t.jsonl").read_text(encoding="utf-8") == "".join(texts)
+
+
+def test_a_file_sink_writes_texts_one_by_one_while_another_thread_gathers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes = _Writes(monkeypatch)
+    sink = _sink(tmp_path / "t.jsonl", writes)
+    assert sink._buffer_lock.acquire(blocking=False)  # as a gathering thread holds it
+    try:
+        sink.write_texts(["one\n", "two\n"])
+    finally:
+        sink._buffer_lock.release()
+
+    assert writes.data == [b"one\n", b"two\n"]
+
+
+def test_a_forked_child_gathers_as_its_parent_did(tmp_path: Path) -> None:
+    sink = FileSink(tmp_path / "t.jsonl")
+    assert sink._buffer_lock.acquire(blocking=False)  # held by a thread the child lacks
+    sink._after_fork_in_child()
+    assert sink._buffer_lock.acquire(blocking=False)
+
+
+def test_a_file_sink_refuses_a_buffer_of_nothing(tmp_path: Path) -> None:
+    with pytest.raises(
+        ValueError, match=r"FileSink\(buffer_bytes=\.\.\.\) must be at least 1, got 0"
+    ):
+        FileSink(tmp_path / "t.jsonl", buffer_bytes=0)
 
 
 def test_file_exporter_default_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
