@@ -236,6 +236,39 @@ def test_reinit_flushes_the_old_setup_and_switches_transport(
         assert stored["name"] == f"phase.{suffix}"
 
 
+def test_a_backend_processor_added_to_the_global_provider_gets_the_job(
+    phoenix: PhoenixServer, project: str, otel_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """What a backend's ``register()`` helper does: add its own exporting processor to
+    OpenTelemetry's global provider, here beside nemo.lens's own ``file`` exporter."""
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    path = tmp_path / "trace.jsonl"
+    config = NemoLensConfig(
+        enabled=True,
+        exporter="file",
+        trace_file=str(path),
+        span_groups=SPAN_GROUPS,
+        metrics_enabled=False,
+    )
+    handle = setup_telemetry(config, resource_attributes={PROJECT_ATTRIBUTE: project})
+    provider = trace.get_tracer_provider()
+    assert isinstance(provider, TracerProvider)
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{phoenix.http_url}/v1/traces"))
+    )
+    trace_id = run_job()
+    assert handle.shutdown(timeout_ms=SHUTDOWN_TIMEOUT_MS)
+
+    spans = phoenix.wait_for_spans(project, trace_id, count=sum(EXPECTED_NAMES.values()))
+    assert collections.Counter(span["name"] for span in spans) == EXPECTED_NAMES
+    written = [line for line in path.read_text().splitlines() if line.strip()]
+    assert len(written) == sum(EXPECTED_NAMES.values())
+
+
 def _listening_addresses(port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
     """The local addresses of the TCP sockets listening on *port* (Linux ``/proc/net``)."""
     found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []

@@ -43,6 +43,18 @@ def test_the_fallbacks_export_the_primitives_and_nothing_else() -> None:
     assert sorted(fallbacks.__all__) == sorted([*PUBLIC, "DEFAULT_REDACT_KEYS"])
 
 
+def test_the_namespace_holds_only_what_it_documents() -> None:
+    # `from nemo.lens.fallbacks import *`, dir() and an IDE's completion show the stand-ins,
+    # not the typing helpers they are written with.
+    public = {name for name in vars(fallbacks) if not name.startswith("_")}
+    assert public == set(fallbacks.__all__)
+    for helper in ("Any", "Final", "TypeVar", "cast", "TYPE_CHECKING", "annotations"):
+        assert not hasattr(fallbacks, helper), helper
+    namespace: dict[str, object] = {}
+    exec("from nemo.lens.fallbacks import *", namespace)
+    assert set(namespace) - {"__builtins__"} == set(fallbacks.__all__)
+
+
 def test_managed_span_yields_none_and_runs_the_body() -> None:
     ran = []
     with fallbacks.managed_span(SpanGroup.STEP, "step", None, iteration=1) as span:

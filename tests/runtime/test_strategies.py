@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -9,11 +14,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
-from nemo.lens import is_span_group_enabled
+from nemo.lens import is_span_group_enabled, managed_span
 from nemo.lens.config import NemoLensConfig
+from nemo.lens.groups import SpanGroup
 from nemo.lens.handle import TelemetryHandle, setup_telemetry
 from nemo.lens.sampling import RankAwareSampler
+from nemo.lens.state import enabled_span_groups
 from nemo.lens.strategies import (
+    BUILTIN_STRATEGIES,
     LOCAL_RANK_VARIABLES,
     AllRanksStrategy,
     ExportStrategy,
@@ -275,13 +283,88 @@ def test_only_the_selected_rank_exports() -> None:
     assert [s.name for s in exporter.get_finished_spans()] == ["work"]
 
 
-def test_non_exporting_rank_still_makes_real_propagatable_spans() -> None:
-    handle, _ = _setup(rank=0, world_size=2)
+def test_a_non_exporting_rank_enables_no_group_and_makes_no_span() -> None:
+    # v0.2.0's rule: the ranks that send nothing pay nothing.
+    cfg = NemoLensConfig(enabled=True, exporter="none", span_groups="all")
+    handle = setup_telemetry(cfg, rank=0, world_size=2, span_exporter=InMemorySpanExporter())
+    assert handle.is_exporting is False
+    assert handle.enabled_groups == frozenset()
+    assert enabled_span_groups() == frozenset()
+    assert not is_span_group_enabled(SpanGroup.JOB)
+    with managed_span(SpanGroup.STEP, "step") as span:
+        assert span is None
+    assert not handle.tracer.start_span("x").get_span_context().is_valid
+    assert "not exporting" in repr(handle)
+    # It is set up all the same: a second set-up is refused as on any rank.
+    with pytest.raises(RuntimeError, match="has already been initialised"):
+        setup_telemetry(cfg, rank=0, world_size=2)
+    handle.shutdown()
+
+
+def test_a_non_exporting_rank_imports_nothing_of_the_sdk(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        from nemo.lens import NemoLensConfig, managed_span, setup_telemetry
+        handle = setup_telemetry(
+            NemoLensConfig(enabled=True, exporter="file", span_groups="all"), rank=0, world_size=8
+        )
+        with managed_span("step", "step") as span:
+            assert span is None
+        handle.shutdown()
+        sdk = ("opentelemetry.sdk", "nemo.lens._sdk")
+        print(sorted(m for m in sys.modules if m.startswith(sdk)))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert out.stdout.strip() == "[]", out.stderr
+    assert list(tmp_path.iterdir()) == []  # no trace file either
+
+
+def test_spans_on_every_rank_keeps_real_propagatable_spans_on_non_exporting_ranks() -> None:
+    handle, exporter = _setup(rank=0, world_size=2, spans_on_every_rank=True)
+    assert handle.is_exporting is False
+    assert handle.enabled_groups == SpanGroup.resolve("default")
     span = handle.tracer.start_span("ctx")
     context = span.get_span_context()
     span.end()
     assert context.is_valid
     assert context.trace_flags.sampled  # children on exporting ranks are not silenced
+    assert exporter.get_finished_spans() == ()  # and nothing leaves the rank
+
+
+@pytest.mark.parametrize("export_rank", [4, 100])
+def test_an_export_rank_beyond_the_world_is_no_rank(export_rank: int) -> None:
+    # v0.2.0: not an error; no rank matches it under single_rank ...
+    for rank in range(4):
+        handle, exporter = _setup(rank=rank, world_size=4, export_rank=export_rank)
+        assert handle.is_exporting is False
+        assert exporter.get_finished_spans() == ()
+        handle.shutdown()
+    # ... and an export_strategy= override still decides.
+    handle = setup_telemetry(
+        NemoLensConfig(enabled=True, exporter="none", export_rank=export_rank),
+        rank=1,
+        world_size=4,
+        span_exporter=InMemorySpanExporter(),
+        export_strategy="all_ranks",
+    )
+    assert handle.is_exporting is True
+    handle.shutdown()
+
+
+def test_builtin_strategies_is_a_frozenset_of_the_four_names() -> None:
+    assert isinstance(BUILTIN_STRATEGIES, frozenset)
+    assert BUILTIN_STRATEGIES == frozenset(
+        {"single_rank", "all_ranks", "sampled", "first_rank_per_node"}
+    )
+    # Still a mapping to the strategies, as it was here before.
+    assert isinstance(BUILTIN_STRATEGIES["all_ranks"], AllRanksStrategy)
+    assert dict(BUILTIN_STRATEGIES.items()) == {
+        name: get_export_strategy(name) for name in BUILTIN_STRATEGIES
+    }
 
 
 def test_strategy_by_config_name_and_by_argument() -> None:
@@ -435,7 +518,7 @@ def test_rank_aware_sampler_from_the_strategy() -> None:
 
 
 def test_sampler_enabled_makes_non_exporting_ranks_record_nothing() -> None:
-    handle, _ = _setup(rank=0, world_size=2, sampler_enabled=True)
+    handle, _ = _setup(rank=0, world_size=2, sampler_enabled=True, spans_on_every_rank=True)
     with handle.tracer.start_as_current_span("x") as span:
         assert span.is_recording() is False
         assert span.get_span_context().is_valid

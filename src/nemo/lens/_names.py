@@ -10,10 +10,11 @@ generated code uses live in :mod:`nemo.lens.spec`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterable, MutableMapping
 from typing import TypeVar
 
-__all__ = ["signature_of"]
+__all__ = ["rehome", "signature_of"]
 
 _F = TypeVar("_F")
 
@@ -33,3 +34,18 @@ def signature_of(signature: _F) -> Callable[[_F], _F]:
         return function
 
     return keep
+
+
+def rehome(namespace: MutableMapping[str, object], names: Iterable[str]) -> None:
+    """Make the functions and classes *names* of a public module's *namespace* say they
+    are that module's (``__module__``), as httpx does for what it re-exports.
+
+    The implementations live in private modules (``nemo.lens._core``); ``help()``,
+    reprs, tracebacks and code that checks ``managed_span.__module__`` then show the
+    module users import them from. Pickling by reference still finds them there.
+    """
+    module = namespace["__name__"]
+    for name in names:
+        value = namespace[name]
+        if isinstance(value, (types.FunctionType, type)):
+            value.__module__ = str(module)

@@ -18,7 +18,7 @@ import os
 import re
 import string
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import Any, Final, TypeAlias
 
 from nemo.lens._core.destinations import EXPORTER_NAMES
@@ -70,6 +70,7 @@ _PREFIXED_ENV: Final[Mapping[str, str]] = {
     "user": "USER_ID",
     "trace_file": "TRACE_FILE",
     "handle_signals": "HANDLE_SIGNALS",
+    "spans_on_every_rank": "SPANS_ON_EVERY_RANK",
 }
 _FIXED_ENV: Final[Mapping[str, str]] = {
     "service_name": "OTEL_SERVICE_NAME",
@@ -83,6 +84,7 @@ _BOOL_FIELDS: Final = (
     "metrics_enabled",
     "logs_enabled",
     "handle_signals",
+    "spans_on_every_rank",
 )
 _STR_FIELDS: Final = (
     "service_name",
@@ -176,8 +178,8 @@ class NemoLensConfig:
     export_sample_rate: float = 1.0
     """Fraction of ranks that export under ``sampled``, in [0, 1]."""
     sampler_enabled: bool = False
-    """Use :class:`nemo.lens.sampling.RankAwareSampler`: non-exporting ranks do not
-    record spans at all (cheaper), exporting ranks sample every span."""
+    """Use :class:`nemo.lens.sampling.RankAwareSampler`: exporting ranks sample every span;
+    with :attr:`spans_on_every_rank`, non-exporting ranks then record none (cheaper)."""
     traces_enabled: bool = True
     """Install a tracer provider. When ``False`` every span group is off."""
     metrics_enabled: bool = True
@@ -210,8 +212,23 @@ class NemoLensConfig:
     process goes (see :mod:`nemo.lens._core.signals`); a handler already installed is
     chained, not replaced. Needs set-up from the main thread. Off by default:
     signal handling belongs to the application unless it opts in."""
+    spans_on_every_rank: bool = False
+    """Make real spans on the ranks the export strategy leaves out, too.
 
-    def __post_init__(self) -> None:
+    Off (the default, as in nemo-lens v0.2.0), a rank that does not export enables no
+    span group: its primitives yield ``None`` and cost one set lookup, and set-up
+    imports nothing of the SDK there. On, such a rank builds the SDK providers without
+    exporters and every enabled group makes spans that go nowhere: each costs the
+    enabled path (a few microseconds) and the SDK's import and providers are paid at
+    start-up, in exchange for a valid, sampled trace context on every rank (a context
+    broadcast from rank 0 when rank 0 does not export, or linked pipeline stages)."""
+    _span_group_cls: InitVar[SpanGroupClasses | None] = None
+    """nemo-lens v0.2.0's keyword for :attr:`span_group_cls` (``NemoLensConfig(
+    _span_group_cls=MegatronSpanGroup)``); it sets that field, and reading it reads it."""
+
+    def __post_init__(self, _span_group_cls: SpanGroupClasses | None) -> None:
+        if _span_group_cls is not None and not isinstance(_span_group_cls, property):
+            self.span_group_cls = _span_group_cls
         self._check_fields()
 
     # -- validation -----------------------------------------------------------------
@@ -397,6 +414,21 @@ class NemoLensConfig:
             if source is None:
                 raise
             raise ValueError(f"{source}={env.get(source, '')!r}: {exc}") from None
+
+
+def _get_span_group_cls(config: NemoLensConfig) -> SpanGroupClasses:
+    return config.span_group_cls
+
+
+def _set_span_group_cls(config: NemoLensConfig, value: SpanGroupClasses) -> None:
+    config.span_group_cls = value
+
+
+# v0.2.0 named the field _span_group_cls: the dataclass takes that keyword (an InitVar,
+# above), and code reading or assigning the attribute reaches span_group_cls.
+NemoLensConfig._span_group_cls = property(  # type: ignore[attr-defined]
+    _get_span_group_cls, _set_span_group_cls, doc="v0.2.0's name of ``span_group_cls``."
+)
 
 
 def _is_span_group_class(value: object) -> bool:

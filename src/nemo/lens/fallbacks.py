@@ -27,9 +27,15 @@ it is copied into a project on its own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
+# Imported under private names: the module's namespace holds only its stand-ins (__all__)
+# and private helpers, so `from nemo.lens.fallbacks import *` and dir() give what it documents.
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+from typing import Final as _Final
+from typing import TypeVar as _TypeVar
+from typing import cast as _cast
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from collections.abc import Set as AbstractSet
     from contextlib import AbstractContextManager
@@ -49,10 +55,10 @@ __all__ = [
     "trace_fn",
 ]
 
-_F = TypeVar("_F", bound="Callable[..., Any]")
-_T = TypeVar("_T")
+_F = _TypeVar("_F", bound="Callable[..., _Any]")
+_T = _TypeVar("_T")
 
-DEFAULT_REDACT_KEYS: Final[frozenset[str]] = frozenset(
+DEFAULT_REDACT_KEYS: _Final[frozenset[str]] = frozenset(
     {
         "prompt",
         "input_text",
@@ -84,7 +90,7 @@ class _NoSpan:
         return None
 
 
-_NO_SPAN: Final = _NoSpan()
+_NO_SPAN: _Final = _NoSpan()
 
 
 def managed_span(
@@ -112,7 +118,7 @@ def span_cm(
     The annotation is the real one's so the two stay interchangeable for type
     checkers; at run time the value is ``None``.
     """
-    return cast("AbstractContextManager[Span]", _NO_SPAN)
+    return _cast("AbstractContextManager[Span]", _NO_SPAN)
 
 
 def trace_fn(group: str, name: str, tracer: Tracer | None = None) -> Callable[[_F], _F]:
@@ -165,8 +171,13 @@ def redact_value(key: str, value: _T, redact_keys: AbstractSet[str] = DEFAULT_RE
     if lowered not in lowered_keys and lowered.rpartition(".")[2] not in lowered_keys:
         return value
     if isinstance(value, str):
-        return cast(_T, "[REDACTED]")
+        return _cast(_T, "[REDACTED]")
     if isinstance(value, (list, tuple)):
         hidden = ["[REDACTED]" if isinstance(item, str) else item for item in value]
-        return cast(_T, hidden if isinstance(value, list) else tuple(hidden))
+        return _cast(_T, hidden if isinstance(value, list) else tuple(hidden))
     return value
+
+
+# `from __future__ import annotations` binds the name `annotations` here; the feature
+# works at compile time, so the name can go with the other non-stand-ins.
+del annotations

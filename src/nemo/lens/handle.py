@@ -6,12 +6,23 @@ touching global state, then publishes it in one step (see
 :mod:`nemo.lens._core.setup`). A disabled config builds nothing: the handle's
 tracer and meter are no-ops and OpenTelemetry's globals stay untouched. The SDK
 is imported only when set-up enables telemetry.
+
+``_INITIALIZED`` is nemo-lens v0.2.0's flag, which its users' test fixtures read (has
+set-up run?) and reset (``nemo.lens.handle._INITIALIZED = False`` between tests, so that
+the next test may set up again): reading it says whether an enabled set-up is active;
+assigning ``False`` shuts that set-up down and forgets it.
 """
 
 from __future__ import annotations
 
+import sys
+import types
+from typing import TYPE_CHECKING
+
+from nemo.lens._core import setup as _setup
 from nemo.lens._core.handle import DEFAULT_SHUTDOWN_TIMEOUT_MS, TelemetryHandle
 from nemo.lens._core.setup import StrategyArgument, get_meter, get_tracer, setup_telemetry
+from nemo.lens._names import rehome
 
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT_MS",
@@ -21,3 +32,22 @@ __all__ = [
     "get_tracer",
     "setup_telemetry",
 ]
+
+if TYPE_CHECKING:
+    _INITIALIZED: bool
+
+
+class _HandleModule(types.ModuleType):
+    """This module, with v0.2.0's ``_INITIALIZED`` flag read from and written to set-up's state."""
+
+    @property
+    def _INITIALIZED(self) -> bool:
+        return _setup.initialised()
+
+    @_INITIALIZED.setter
+    def _INITIALIZED(self, value: object) -> None:
+        _setup.set_initialised(bool(value))
+
+
+sys.modules[__name__].__class__ = _HandleModule
+rehome(globals(), __all__)

@@ -12,9 +12,16 @@ only ``opentelemetry-api``; the SDK stays out of ``import nemo.lens``.
 
 from __future__ import annotations
 
+# v0.2.0's helpers looked their default tracer up with trace.get_tracer, and its users'
+# tests hand tracer=None spans a tracer by monkeypatching nemo.lens.helpers.trace.get_tracer
+# (which patches opentelemetry.trace itself): the default tracer honours that
+# (nemo.lens._core.state.default_tracer).
+from opentelemetry import trace  # noqa: F401 (see above)
+
 from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, redact_value, safe_set_span_attributes
 from nemo.lens._core.spans import managed_span, span_cm
 from nemo.lens._core.trace_fn import trace_fn
+from nemo.lens._names import rehome
 
 __all__ = [
     "DEFAULT_REDACT_KEYS",
@@ -24,3 +31,5 @@ __all__ = [
     "span_cm",
     "trace_fn",
 ]
+
+rehome(globals(), __all__)

@@ -12,6 +12,7 @@ from opentelemetry.sdk.metrics.export import MetricReader
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.types import AttributeValue
 
+from nemo.lens._names import rehome
 from nemo.lens._sdk.pipeline import Pipeline, build_pipeline
 from nemo.lens._sdk.processors import (
     FILE_MAX_EXPORT_BATCH_SIZE,
@@ -86,3 +87,6 @@ def build_noop_providers() -> None:
     current = state.current_handle()
     if current is not None:
         current.shutdown()
+
+
+rehome(globals(), __all__)

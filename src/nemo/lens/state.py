@@ -20,6 +20,7 @@ from nemo.lens._core.state import (
     set_span_group_classes,
     span_group_classes,
 )
+from nemo.lens._names import rehome
 
 __all__ = [
     "enabled_span_groups",
@@ -31,3 +32,5 @@ __all__ = [
     "set_span_group_classes",
     "span_group_classes",
 ]
+
+rehome(globals(), __all__)

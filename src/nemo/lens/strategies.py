@@ -56,18 +56,18 @@ import inspect
 import os
 import re
 import threading
-from collections.abc import Callable, ItemsView, KeysView, Mapping, ValuesView
-from types import MappingProxyType
+from collections.abc import Callable
 from typing import (
     TYPE_CHECKING,
     Any,
     Final,
     Protocol,
-    SupportsIndex,
     TypeAlias,
-    overload,
     runtime_checkable,
 )
+
+from nemo.lens._core.strategy_names import BuiltinStrategyNames, StrategyNames
+from nemo.lens._names import rehome
 
 if TYPE_CHECKING:
     from nemo.lens.config import NemoLensConfig
@@ -76,6 +76,7 @@ __all__ = [
     "BUILTIN_STRATEGIES",
     "LOCAL_RANK_VARIABLES",
     "AllRanksStrategy",
+    "BuiltinStrategyNames",
     "ExportStrategy",
     "ExportStrategyFunction",
     "ExportStrategyObject",
@@ -269,7 +270,7 @@ class FirstRankPerNodeStrategy(_BuiltinStrategy):
         return "FirstRankPerNodeStrategy()"
 
 
-BUILTIN_STRATEGIES: Mapping[str, _BuiltinStrategy] = MappingProxyType(
+BUILTIN_STRATEGIES: Final[BuiltinStrategyNames[_BuiltinStrategy]] = BuiltinStrategyNames(
     {
         "single_rank": SingleRankStrategy(),
         "all_ranks": AllRanksStrategy(),
@@ -277,12 +278,12 @@ BUILTIN_STRATEGIES: Mapping[str, _BuiltinStrategy] = MappingProxyType(
         "first_rank_per_node": FirstRankPerNodeStrategy(),
     }
 )
-"""The strategies every process starts with; they cannot be unregistered.
-
-Iterating gives their names, as 0.1.0's set of names did."""
+"""The names of the strategies every process starts with (they cannot be unregistered):
+a ``frozenset``, that also maps each name to its strategy (see
+:class:`BuiltinStrategyNames`)."""
 
 _LOCK = threading.Lock()
-_REGISTRY: dict[str, _Registrable] = dict(BUILTIN_STRATEGIES)
+_REGISTRY: dict[str, _Registrable] = dict(BUILTIN_STRATEGIES.items())
 _NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.\-]*")
 
 
@@ -381,51 +382,7 @@ def unregister_export_strategy(name: str) -> None:
         del _REGISTRY[key]
 
 
-class StrategyNames(list[str]):
-    """The sorted names of the registered strategies (what 0.1.0 returned).
-
-    It also reads like the ``name -> strategy`` mapping that nemo.lens 0.2
-    returned: ``names["sampled"]``, ``names.get(...)``, ``.keys()``,
-    ``.values()``, ``.items()`` and ``dict(names)`` give the strategies. A
-    snapshot: later registrations do not change it.
-    """
-
-    def __init__(self, registry: Mapping[str, _Registrable]) -> None:
-        super().__init__(sorted(registry))
-        self._strategies: Mapping[str, _Registrable] = MappingProxyType(dict(registry))
-
-    @overload
-    def __getitem__(self, key: SupportsIndex) -> str: ...
-
-    @overload
-    def __getitem__(self, key: slice) -> list[str]: ...
-
-    @overload
-    def __getitem__(self, key: str) -> _Registrable: ...
-
-    def __getitem__(self, key: SupportsIndex | slice | str) -> Any:
-        if isinstance(key, str):
-            return self._strategies[key]
-        return super().__getitem__(key)
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """The strategy registered under *name* when the snapshot was taken, else *default*."""
-        return self._strategies.get(name, default)
-
-    def keys(self) -> KeysView[str]:
-        """The names, as a mapping's keys."""
-        return self._strategies.keys()
-
-    def values(self) -> ValuesView[_Registrable]:
-        """The strategies, in name order."""
-        return MappingProxyType(dict(sorted(self._strategies.items()))).values()
-
-    def items(self) -> ItemsView[str, _Registrable]:
-        """``(name, strategy)`` pairs, in name order."""
-        return MappingProxyType(dict(sorted(self._strategies.items()))).items()
-
-
-def registered_strategies() -> StrategyNames:
+def registered_strategies() -> StrategyNames[_Registrable]:
     """Return the sorted names of every registered strategy, built-ins included.
 
     The result is a ``list[str]`` (0.1.0); it also maps each name to its
@@ -452,3 +409,6 @@ def get_export_strategy(name: str) -> Any:
         if found is None:
             raise ValueError(_unknown_message(key))
         return found
+
+
+rehome(globals(), __all__)

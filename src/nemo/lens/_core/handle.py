@@ -242,6 +242,12 @@ class TelemetryHandle:
 
     def __repr__(self) -> str:
         if self._pipeline is None:
+            if self._config.enabled:
+                # A rank the export strategy leaves out (see spans_on_every_rank).
+                return (
+                    f"<TelemetryHandle rank={self._rank}/{self._world_size} not exporting: "
+                    "no span group enabled>"
+                )
             return "<TelemetryHandle disabled>"
         state_text = "shut down" if self._closing else "active"
         return (

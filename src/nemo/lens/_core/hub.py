@@ -19,6 +19,11 @@ When the application already set a global provider of its own, nemo.lens leaves
 it alone: the claim fails, a warning is logged, and nemo.lens's spans go to its
 own provider through ``TelemetryHandle.tracer`` and the helpers' default tracer.
 
+Set-up claims the tracer and meter globals with SDK providers that forward to these
+hubs (``nemo.lens._sdk.global_providers``: the SDK side plugs them in, as
+:func:`publish`'s *tracer_global* and *meter_global*), so that OpenTelemetry's globals are
+SDK providers, as other tools expect; the logger global is the hub itself.
+
 Only the OpenTelemetry API is used here, never the SDK.
 """
 
@@ -179,18 +184,23 @@ LOGGER_HUB = LoggerHub(otel_logs.NoOpLoggerProvider(), DelegatingLogger)
 
 _CLAIM_LOCK = threading.Lock()
 
+# What nemo.lens installed as OpenTelemetry's globals (by id): only these are its to
+# release in restore_otel_globals_for_testing.
+_claimed: set[int] = set()
+
 
 def _claim(
     signal: str,
-    hub: object,
+    claimant: object,
     get: Callable[[], object],
     set_global: Callable[[Any], None],
 ) -> bool:
     with _CLAIM_LOCK:
-        if get() is hub:
+        if get() is claimant:
             return True
-        set_global(hub)  # ignored, with OpenTelemetry's own warning, when already set
-        if get() is hub:
+        set_global(claimant)  # ignored, with OpenTelemetry's own warning, when already set
+        if get() is claimant:
+            _claimed.add(id(claimant))
             return True
     _logger.warning(
         "nemo.lens: the process already has a global %s provider of its own (%r); it is "
@@ -206,12 +216,17 @@ def publish(
     tracer_provider: trace.TracerProvider | None,
     meter_provider: metrics.MeterProvider | None,
     logger_provider: otel_logs.LoggerProvider | None,
+    *,
+    tracer_global: trace.TracerProvider | None = None,
+    meter_global: metrics.MeterProvider | None = None,
 ) -> dict[str, bool]:
     """Make the given providers the process's global ones.
 
     Each hub's delegate is replaced (``None`` resets it to no-op), and each
-    non-``None`` signal claims OpenTelemetry's global if nobody has yet. Returns
-    ``{signal: claimed}`` for the signals that were given.
+    non-``None`` signal claims OpenTelemetry's global if nobody has yet: with
+    *tracer_global* / *meter_global* when given (a provider that forwards to the hub),
+    else with the hub itself. Returns ``{signal: claimed}`` for the signals that were
+    given.
     """
     TRACER_HUB.set_delegate(tracer_provider)
     METER_HUB.set_delegate(meter_provider)
@@ -219,11 +234,17 @@ def publish(
     claimed: dict[str, bool] = {}
     if tracer_provider is not None:
         claimed["tracer"] = _claim(
-            "tracer", TRACER_HUB, trace.get_tracer_provider, trace.set_tracer_provider
+            "tracer",
+            TRACER_HUB if tracer_global is None else tracer_global,
+            trace.get_tracer_provider,
+            trace.set_tracer_provider,
         )
     if meter_provider is not None:
         claimed["meter"] = _claim(
-            "meter", METER_HUB, metrics.get_meter_provider, metrics.set_meter_provider
+            "meter",
+            METER_HUB if meter_global is None else meter_global,
+            metrics.get_meter_provider,
+            metrics.set_meter_provider,
         )
     if logger_provider is not None:
         claimed["logger"] = _claim(
@@ -249,14 +270,15 @@ def restore_otel_globals_for_testing() -> None:
     unpublish()
     from opentelemetry.util._once import Once
 
-    for module_name, slot, hub in (
-        ("opentelemetry.trace", "_TRACER_PROVIDER", TRACER_HUB),
-        ("opentelemetry.metrics._internal", "_METER_PROVIDER", METER_HUB),
-        ("opentelemetry._logs._internal", "_LOGGER_PROVIDER", LOGGER_HUB),
+    for module_name, slot in (
+        ("opentelemetry.trace", "_TRACER_PROVIDER"),
+        ("opentelemetry.metrics._internal", "_METER_PROVIDER"),
+        ("opentelemetry._logs._internal", "_LOGGER_PROVIDER"),
     ):
         try:
             module = importlib.import_module(module_name)
-            if getattr(module, slot) is hub:
+            current = getattr(module, slot)
+            if current is not None and id(current) in _claimed:
                 setattr(module, slot, None)
                 setattr(module, f"{slot}_SET_ONCE", Once())
         except (ImportError, AttributeError):  # pragma: no cover - other API versions

@@ -199,15 +199,14 @@ def setup_telemetry(
             "main thread (Python lets only the main thread install signal handlers); call it "
             "there, or set handle_signals=False"
         )
-    if config.export_rank >= world_size:
-        raise ValueError(
-            f"NemoLensConfig.export_rank {config.export_rank} is out of range for world_size "
-            f"{world_size}; use a rank in 0..{world_size - 1} or -1 for the last rank"
-        )
+    # An export_rank at or beyond world_size is not an error (v0.2.0): under
+    # single_rank no rank matches it, and an export_strategy= override still decides.
     groups = config.resolved_span_groups if config.traces_enabled else frozenset()
     resolved = config.resolved()
     strategy = resolve_strategy(resolved, export_strategy)
     exporting = export_decision(strategy, resolved, rank, world_size)
+    if not exporting and not resolved.spans_on_every_rank:
+        return _publish_quiet_rank(resolved, rank, world_size, _allow_reinit)
     exporter_name = resolved.exporter.strip().lower()
     trace_path = resolved.format_trace_file(rank) if exporter_name == "file" else None
     signals: list[Signal] = []
@@ -268,8 +267,19 @@ def setup_telemetry(
         if previous is not None:
             previous.shutdown()
         from nemo.lens._core import hub
+        from nemo.lens._sdk.global_providers import GLOBAL_METER_PROVIDER, GLOBAL_TRACER_PROVIDER
 
-        hub.publish(pipeline.tracer_provider, pipeline.meter_provider, pipeline.logger_provider)
+        if pipeline.tracer_provider is not None:
+            # Processors added to the global provider while no set-up was active.
+            GLOBAL_TRACER_PROVIDER.adopt(pipeline.tracer_provider)
+        hub.publish(
+            pipeline.tracer_provider,
+            pipeline.meter_provider,
+            pipeline.logger_provider,
+            tracer_global=GLOBAL_TRACER_PROVIDER,
+            meter_global=GLOBAL_METER_PROVIDER,
+        )
+        _state.claim_setup(False)
         state.set_span_group_classes(resolved.span_group_cls)
         state.set_enabled_span_groups(groups)
         _state.use_tracer_provider(pipeline.tracer_provider)
@@ -291,6 +301,70 @@ def setup_telemetry(
         ",".join(sorted(groups)) or "-",
     )
     return handle
+
+
+def _publish_quiet_rank(
+    config: NemoLensConfig, rank: int, world_size: int, allow_reinit: bool
+) -> TelemetryHandle:
+    """Set up a rank the export strategy leaves out: it enables no span group.
+
+    As in nemo-lens v0.2.0, the ranks that send nothing pay nothing: every primitive
+    yields ``None`` and nothing of the SDK is imported (``spans_on_every_rank`` makes
+    real spans there instead). The handle is still the current one, so a second
+    set-up is refused as on any rank.
+    """
+    handle = TelemetryHandle(
+        config=config,
+        rank=rank,
+        world_size=world_size,
+        enabled_groups=frozenset(),
+        is_exporting=False,
+        pipeline=None,
+    )
+    with _handle.LOCK:
+        check_guard(allow_reinit)
+        previous = _state.current_handle()
+        if previous is not None:
+            previous.shutdown()
+        state.set_span_group_classes(config.span_group_cls)
+        state.set_enabled_span_groups(())
+        _state.set_current_handle(handle)
+        _state.claim_setup(False)
+    _logger.info(
+        "nemo.lens: telemetry set up on a rank that does not export (rank %d/%d, run %s): "
+        "no span group enabled",
+        rank,
+        world_size,
+        config.run_id,
+    )
+    return handle
+
+
+# -- nemo.lens.handle._INITIALIZED (v0.2.0's set-up flag) ----------------------------------
+
+
+def initialised() -> bool:
+    """What v0.2.0's ``nemo.lens.handle._INITIALIZED`` says: whether an enabled set-up is
+    active (so that another one would be refused)."""
+    return _state.current_handle() is not None or _state.setup_claimed()
+
+
+def set_initialised(value: bool) -> None:
+    """Assign v0.2.0's ``nemo.lens.handle._INITIALIZED``.
+
+    ``False`` -- what upstream's test fixtures do between tests to allow the next set-up
+    -- shuts the active set-up down (briefly: it flushes to whatever exporter it had)
+    and forgets it, so the next set-up starts as in a fresh process. ``True`` makes the
+    next enabled set-up refuse, as if one had run.
+    """
+    if value:
+        _state.claim_setup(True)
+        return
+    _state.claim_setup(False)
+    with _handle.LOCK:
+        handle = _state.current_handle()
+    if handle is not None:
+        handle.shutdown(_TESTING_SHUTDOWN_TIMEOUT_MS)
 
 
 def _install_signal_handlers(handle: TelemetryHandle) -> None:
@@ -352,6 +426,7 @@ def reset_for_testing() -> None:
             _logger.exception("nemo.lens: shutdown during test reset failed")
     with _handle.LOCK:
         _state.set_current_handle(None)
+        _state.claim_setup(False)
     from nemo.lens._core import hub
 
     hub.restore_otel_globals_for_testing()

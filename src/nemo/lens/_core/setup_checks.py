@@ -126,7 +126,8 @@ def resolve_strategy(
 
 
 def check_guard(allow_reinit: bool) -> None:
-    if _state.current_handle() is not None and not allow_reinit:
+    active = _state.current_handle() is not None or _state.setup_claimed()
+    if active and not allow_reinit:
         raise RuntimeError(
             "setup_telemetry() was already called in this process and its handle is still "
             "active (telemetry has already been initialised); call handle.shutdown() first, "

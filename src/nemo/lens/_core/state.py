@@ -41,8 +41,10 @@ if TYPE_CHECKING:
     from nemo.lens.handle import TelemetryHandle
 
 __all__ = [
+    "GET_TRACER",
     "SCOPE_VERSION",
     "Recorder",
+    "claim_setup",
     "current_handle",
     "default_tracer",
     "enabled",
@@ -57,6 +59,7 @@ __all__ = [
     "set_enabled_span_groups",
     "set_pp_trace_carrier",
     "set_span_group_classes",
+    "setup_claimed",
     "span_group_classes",
     "tags",
     "use_tracer_provider",
@@ -333,8 +336,21 @@ def _global_provider_key() -> object:
     return _trace.get_tracer_provider()
 
 
+GET_TRACER: Final = _trace.get_tracer
+"""OpenTelemetry's ``get_tracer`` as imported: while ``opentelemetry.trace.get_tracer`` is
+something else (a test monkeypatched it, as v0.2.0's users do through
+``nemo.lens.helpers.trace.get_tracer``), the primitives' default tracer is what it returns."""
+
+
 def default_tracer() -> Tracer:
-    """Return the tracer used when a primitive is given ``tracer=None``."""
+    """Return the tracer used when a primitive is given ``tracer=None``.
+
+    The installed provider's (cached), else the global provider's (cached per global
+    provider); while ``opentelemetry.trace.get_tracer`` is replaced (see
+    :data:`GET_TRACER`), what the replacement returns.
+    """
+    if _trace.get_tracer is not GET_TRACER:
+        return _trace.get_tracer(SCOPE_NAME, SCOPE_VERSION)
     tracer = _installed_tracer
     if tracer is not None:
         return tracer
@@ -370,3 +386,19 @@ def set_current_handle(handle: TelemetryHandle | None) -> None:
     """Record *handle* as the current one (set-up and shutdown, under their own lock)."""
     global _current
     _current = handle
+
+
+# Set by assigning nemo.lens.handle._INITIALIZED = True (v0.2.0's flag) with no set-up
+# active: the next enabled set-up is then refused, as if one had run.
+_setup_claimed = False
+
+
+def claim_setup(claimed: bool) -> None:
+    """Say whether the process counts as set up without a current handle (see above)."""
+    global _setup_claimed
+    _setup_claimed = claimed
+
+
+def setup_claimed() -> bool:
+    """Whether ``nemo.lens.handle._INITIALIZED = True`` was assigned since the last set-up."""
+    return _setup_claimed

@@ -72,12 +72,15 @@ Choices made here, and why:
   signal shuts down in its own daemon thread and the caller waits at most its
   timeout. The SDK's own ``atexit`` hooks are disabled (``shutdown_on_exit=False``);
   :mod:`nemo.lens.handle` registers a bounded one instead.
-* **Non-exporting ranks** get real providers without exporters: spans exist
-  and propagate (so a context broadcast from such a rank is valid and sampled)
-  but go nowhere. With ``sampler_enabled`` they get a
+* **Non-exporting ranks** are built only with ``spans_on_every_rank`` (set-up
+  builds nothing for them otherwise): real providers without exporters, so spans
+  exist and propagate (a context broadcast from such a rank is valid and
+  sampled) but go nowhere. With ``sampler_enabled`` they get a
   :class:`~nemo.lens.sampling.RankAwareSampler` that drops every span at
   creation, which is cheaper when the trace context of those ranks is not
   needed elsewhere.
+* **OpenTelemetry's globals** are not these providers but SDK providers that
+  forward to them (:mod:`~nemo.lens._sdk.global_providers`), published by set-up.
 """
 
 from __future__ import annotations

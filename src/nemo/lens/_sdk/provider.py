@@ -58,6 +58,8 @@ class LensTracerProvider(TracerProvider):
         )
         self._recording: RecordingTracer | None = None
         self._routed = False
+        self._tracker: OpenSpanTracker | None = None
+        self._shut_down = False
 
     def record_to(
         self,
@@ -66,6 +68,7 @@ class LensTracerProvider(TracerProvider):
     ) -> None:
         """Record the primitives' spans: track them with *tracker*, give the sampled
         ones to *sink* as they end. Set-up calls this once its processors are attached."""
+        self._tracker = tracker
         sdk_tracer = self.get_tracer(semconv.SCOPE_NAME, SCOPE_VERSION)
         self._recording = RecordingTracer(
             sdk_tracer,
@@ -86,6 +89,21 @@ class LensTracerProvider(TracerProvider):
         super().add_span_processor(span_processor)
         if self._routed and self._recording is not None:
             self._recording.active = False
+
+    def shutdown(self) -> None:
+        """Shut the span processors down, as the SDK's provider does, once.
+
+        Spans still open are ended first, marked truncated, so that they reach the
+        processors (what v0.2.0's provider did too): a call of
+        ``trace.get_tracer_provider().shutdown()`` keeps them, as ``handle.shutdown()``
+        does.
+        """
+        if self._shut_down:
+            return
+        self._shut_down = True
+        if self._tracker is not None:
+            self._tracker.end_open_spans()
+        super().shutdown()
 
     @property
     def records(self) -> bool:

@@ -56,6 +56,7 @@ _random_trace_id = _ids.random_trace_id
 _bits = _ids.draw_bits
 # A Context refuses item assignment; a new one is filled before anyone sees it.
 _set_item = dict.__setitem__
+_GET_TRACER: Final = _state.GET_TRACER
 
 
 class ScopeRecording(CurrentSpanTracer):
@@ -91,8 +92,13 @@ class ScopeRecording(CurrentSpanTracer):
         attributes: Mapping[str, object] | None,
         record_exception: bool,
         group: str | None,
-    ) -> RecordedScope:
+    ) -> SpanScope:
         """The ``with`` block of a primitive's span (see ``state.Recorder``)."""
+        if trace_api.get_tracer is not _GET_TRACER:
+            # A test replaced opentelemetry.trace.get_tracer: its tracer makes the span.
+            return SpanScope(
+                _state.default_tracer(), name, kind, links, attributes, record_exception, group
+            )
         scope = _new_scope(RecordedScope)
         scope._tracer = self
         scope._name = name
