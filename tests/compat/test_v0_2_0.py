@@ -116,3 +116,97 @@ def test_rl_arguments_may_be_none_or_bad_and_never_raise() -> None:
     record_rl_metrics(meter, learning_rate=3e-4)
     assert set(_metrics(reader)) == {semconv.LEGACY_RL_LEARNING_RATE}
     provider.shutdown()
+
+
+# -- SeedIndependentIdGenerator ----------------------------------------------------------
+
+# Each of the parent and three forked children seeds random with 0, then draws ids from
+# the generator under test and from the SDK's default one (the control: it repeats).
+_FORKED_IDS = """
+import json, os, random, sys
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from nemo.lens.providers import SeedIndependentIdGenerator
+
+ours, sdk = SeedIndependentIdGenerator(), RandomIdGenerator()
+
+def draw():
+    random.seed(0)
+    ids = [ours.generate_span_id() for _ in range(5)]
+    ids += [ours.generate_trace_id() for _ in range(5)]
+    random.seed(0)
+    return {"ours": ids, "sdk": [sdk.generate_span_id() for _ in range(5)]}
+
+pipes = []
+for _ in range(3):
+    read, write = os.pipe()
+    if os.fork() == 0:
+        os.close(read)
+        os.write(write, json.dumps(draw()).encode())
+        os._exit(0)
+    os.close(write)
+    pipes.append(read)
+results = [draw()]
+for read in pipes:
+    with os.fdopen(read) as pipe:
+        results.append(json.loads(pipe.read()))
+    os.wait()
+print(json.dumps(results))
+"""
+
+
+def test_seed_independent_ids_differ_under_random_seed_and_across_forks() -> None:
+    import json
+    import subprocess
+    import sys
+
+    completed = subprocess.run(
+        [sys.executable, "-c", _FORKED_IDS], capture_output=True, text=True, timeout=60
+    )
+    assert completed.returncode == 0, completed.stderr
+    results = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert len(results) == 4
+    # Control: the SDK's generator gives every process the same ids after random.seed(0).
+    assert all(result["sdk"] == results[0]["sdk"] for result in results)
+    ours = [value for result in results for value in result["ours"]]
+    assert len(ours) == 40
+    assert len(set(ours)) == 40
+    assert all(value > 0 for value in ours)
+
+
+def test_the_id_generator_is_an_sdk_one_with_random_trace_ids() -> None:
+    import random
+
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+    from nemo.lens.providers import SeedIndependentIdGenerator
+
+    generator = SeedIndependentIdGenerator()
+    assert isinstance(generator, IdGenerator)
+    assert generator.is_trace_id_random() is True
+    assert repr(generator).startswith("<nemo.lens.providers.SeedIndependentIdGenerator")
+    random.seed(7)
+    first = (generator.generate_span_id(), generator.generate_trace_id())
+    random.seed(7)
+    second = (generator.generate_span_id(), generator.generate_trace_id())
+    assert first != second
+    assert 0 < first[0] < 2**64
+    assert 0 < first[1] < 2**128
+
+
+def test_set_up_gives_the_tracer_provider_the_public_generator() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from nemo.lens import NemoLensConfig, setup_telemetry
+    from nemo.lens._sdk.processors import LensIdGenerator
+    from nemo.lens.providers import SeedIndependentIdGenerator
+
+    assert LensIdGenerator is SeedIndependentIdGenerator  # the earlier name still imports
+    config = NemoLensConfig(enabled=True, exporter="none", metrics_enabled=False)
+    handle = setup_telemetry(config, span_exporter=InMemorySpanExporter())
+    try:
+        provider = handle.tracer_provider
+        assert isinstance(provider, TracerProvider)
+        assert isinstance(provider.id_generator, SeedIndependentIdGenerator)
+    finally:
+        handle.shutdown()

@@ -8,7 +8,8 @@ discards it with :meth:`Pipeline.shutdown` when something failed first. Only
 
 Choices made here, and why:
 
-* **Ids** come from :class:`LensIdGenerator` (:mod:`nemo.lens._core.ids`: a
+* **Ids** come from :class:`SeedIndependentIdGenerator` (public in
+  :mod:`nemo.lens.providers`; the ids of :mod:`nemo.lens._core.ids`: a
   generator of nemo.lens's own, seeded from ``os.urandom`` and again in every
   forked child), not the SDK's, which draws from the global ``random``: ranks
   that all call ``random.seed(0)`` still produce distinct span and trace ids.
@@ -107,8 +108,8 @@ from nemo.lens._sdk.exporters.forwarding import ReportingMetricExporter
 from nemo.lens._sdk.exporters.health import ExportHealth
 from nemo.lens._sdk.processors import (
     TRUNCATED_ATTRIBUTE,
-    LensIdGenerator,
     OpenSpanTracker,
+    SeedIndependentIdGenerator,
     bounded_timeout_ms,
     forwarding_options,
     log_processor,
@@ -351,7 +352,7 @@ def build_pipeline(
         if config.traces_enabled:
             sampler = RankAwareSampler(exporting, rank=rank) if config.sampler_enabled else None
             tracer_provider = LensTracerProvider(
-                sampler=sampler, resource=resource, id_generator=LensIdGenerator()
+                sampler=sampler, resource=resource, id_generator=SeedIndependentIdGenerator()
             )
             pipeline.tracer_provider = tracer_provider
             sink: Callable[[RecordingSpan], None] | None = None

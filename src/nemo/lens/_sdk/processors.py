@@ -60,6 +60,7 @@ __all__ = [
     "TRUNCATED_ATTRIBUTE",
     "LensIdGenerator",
     "OpenSpanTracker",
+    "SeedIndependentIdGenerator",
     "batch_span_processor",
     "bounded_timeout_ms",
     "forwarding_options",
@@ -101,9 +102,21 @@ FILE_SCHEDULE_DELAY_MILLIS: Final = 1000
 """Longest wait between file writes when the queue is not filling."""
 
 
-class LensIdGenerator(IdGenerator):
-    """Span and trace ids from :mod:`nemo.lens._core.ids`: unaffected by ``random.seed``,
-    reseeded in every forked child."""
+class SeedIndependentIdGenerator(IdGenerator):
+    """Span and trace ids that ``random.seed`` cannot touch, distinct in forked children.
+
+    The SDK's default generator draws from the global :mod:`random` generator,
+    so ranks that all call ``random.seed(0)`` would emit the same ids. These come
+    from :mod:`nemo.lens._core.ids`: a generator of nemo.lens's own, seeded from
+    ``os.urandom`` at import and again in every child ``os.fork()`` makes. Every
+    instance draws from that one generator, so two instances never repeat each
+    other either. It is the generator set-up gives the tracer provider; pass one
+    to a ``TracerProvider(id_generator=...)`` of your own for the same ids.
+    Public as :class:`nemo.lens.providers.SeedIndependentIdGenerator`.
+    """
+
+    # Where users import it from (upstream v0.2.0's path), for reprs and help().
+    __module__ = "nemo.lens.providers"
 
     def generate_span_id(self) -> int:
         """Return a random non-zero 64-bit span id."""
@@ -116,6 +129,10 @@ class LensIdGenerator(IdGenerator):
     def is_trace_id_random(self) -> bool:
         """All 128 bits are random (W3C ``random-trace-id`` flag)."""
         return True
+
+
+LensIdGenerator: Final = SeedIndependentIdGenerator
+"""The generator's earlier name, kept importable."""
 
 
 class OpenSpanTracker(SpanProcessor):
