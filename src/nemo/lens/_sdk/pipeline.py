@@ -65,9 +65,12 @@ Choices made here, and why:
   (records visible at once), everything else a ``BatchLogRecordProcessor``
   (``OTEL_BLRP_*`` apply).
 * **Open spans** are tracked by :class:`OpenSpanTracker` on exporting ranks and
-  ended at shutdown with ``nemo.span.truncated = True``, so a job killed
-  mid-step still shows the step it died in. A forked child forgets the
-  parent's open spans: they are the parent's to end.
+  ended at shutdown with ``nemo.span.truncated = True`` and an event
+  ``nemo.span.truncated`` (``nemo.span.truncated.reason = "still open at
+  telemetry shutdown"``), so a job killed mid-step still shows the step it died
+  in. After that the tracker keeps nothing: a span started after shutdown is
+  held nowhere. A forked child forgets the parent's open spans: they are the
+  parent's to end.
 * **Bounded shutdown.** The SDK's flush and shutdown can block for 10-30 s on
   an unreachable collector (and ``force_flush`` ignores its timeout), so each
   signal shuts down in its own daemon thread and the caller waits at most its
@@ -227,7 +230,7 @@ class Pipeline:
 
             def shutdown_traces() -> None:
                 if tracker is not None:
-                    truncated = tracker.end_open_spans()
+                    truncated = tracker.close()
                     if truncated:
                         _logger.info(
                             "nemo.lens: ended %d span(s) still open at shutdown (%s=True)",
