@@ -9,6 +9,7 @@ writes it. A span that ended on its own carries neither.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -87,5 +88,22 @@ def test_otlp_sends_the_attribute_and_the_event(otlp_receiver: OtlpReceiver) -> 
                 [(event.name, values(event.attributes)) for event in span.events],
             )
             for span in otlp_receiver.spans()
+        }
+    )
+
+
+def test_the_console_prints_the_attribute_and_the_event(tmp_path: Path) -> None:
+    # In its default layout, the SDK's to_json of each span.
+    job = run_job(_JOB, "console", str(tmp_path / "unused.jsonl"))
+    assert job.returncode == 0, job.stderr
+    lines = [json.loads(line) for line in job.stdout.splitlines()]
+    assert all("context" in span for span in lines)
+    _check(
+        {
+            span["name"]: (
+                span["attributes"],
+                [(event["name"], event["attributes"]) for event in span["events"]],
+            )
+            for span in lines
         }
     )

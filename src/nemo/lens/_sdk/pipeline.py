@@ -90,6 +90,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol, TypeVar, cast
 
 from opentelemetry.sdk._logs import LoggerProvider
@@ -313,7 +314,11 @@ def build_pipeline(
     log_exp: LogRecordExporter | None = None
     try:
         if exporting and config.traces_enabled:
-            span_exp = span_exporter if span_exporter is not None else create(create_span_exporter)
+            span_exp = (
+                span_exporter
+                if span_exporter is not None
+                else create(partial(create_span_exporter, console_format=config.console_format))
+            )
         if exporting and config.metrics_enabled and metric_reader is None:
             metric_exp = create(create_metric_exporter)
         if exporting and config.logs_enabled:
