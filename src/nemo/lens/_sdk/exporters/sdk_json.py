@@ -49,7 +49,7 @@ def _is_native(value: Any) -> bool:
         return math.isfinite(value)
     if kind is tuple or kind is list:
         return all(_is_native(item) for item in value)
-    if isinstance(value, Mapping):
+    if kind is dict:  # another mapping (a read-only view) json.dumps refuses
         return all(type(key) is str and _is_native(item) for key, item in value.items())
     return False
 
