@@ -157,17 +157,7 @@ _SIGNATURES: dict[str, list[tuple[str, object]]] = {
         ("provider_name", "nemo"),
         ("operation_name", "text_completion"),
     ],
-    "nemo.lens.instruments.rl.record_rl_metrics": [
-        ("meter", _REQUIRED),
-        ("reward_mean", None),
-        ("kl_divergence", None),
-        ("policy_loss", None),
-        ("value_loss", None),
-        ("entropy", None),
-        ("response_length_mean", None),
-        ("generation_duration_ms", None),
-        ("rollout_duration_ms", None),
-    ],
+    # record_rl_metrics follows v0.2.0's order, which broke 0.1.0's: test_v0_2_0.py.
     "nemo.lens.instruments.gym.record_gym_metrics": [
         ("meter", _REQUIRED),
         ("server_request_duration_ms", None),
@@ -619,11 +609,27 @@ def test_the_0_1_0_rl_and_gym_helpers_record_under_0_1_0_names() -> None:
 
     provider, reader = _provider_and_reader()
     meter = provider.get_meter("app")
-    record_rl_metrics(meter, 0.75, 0.02, -0.3, 0.4, 1.1, 250.0, 1200.0, 3400.0)
+    # The first six positionally, as 0.1.0 allowed; v0.2.0 moved the durations back.
+    record_rl_metrics(
+        meter,
+        0.75,
+        0.02,
+        -0.3,
+        0.4,
+        1.1,
+        250.0,
+        generation_duration_ms=1200.0,
+        rollout_duration_ms=3400.0,
+    )
     record_gym_metrics(meter, server_request_duration_ms=35.0, verify_success_rate=0.5)
     found = _metrics(reader)
     legacy_rl = {getattr(semconv, n) for n in semconv.__all__ if n.startswith("LEGACY_RL_")}
-    assert legacy_rl <= set(found)
+    v0_2_0 = {
+        semconv.LEGACY_RL_GRAD_NORM,
+        semconv.LEGACY_RL_LEARNING_RATE,
+        semconv.LEGACY_RL_THROUGHPUT_TOKENS_PER_SEC,
+    }
+    assert legacy_rl - v0_2_0 <= set(found)
     assert found[semconv.LEGACY_RL_POLICY_LOSS].data.data_points[0].value == -0.3  # type: ignore[union-attr]
     assert {
         semconv.LEGACY_GYM_SERVER_REQUEST_DURATION_MS,

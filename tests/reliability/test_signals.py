@@ -115,6 +115,12 @@ def test_sigterm_flushes_truncates_and_still_dies_by_sigterm(tmp_path: Path) -> 
     for still_open in ("train.open", "train.job"):
         (span,) = names[still_open]
         assert span["attributes"][SPAN_TRUNCATED] is True
+        assert [(e["name"], e["attributes"]) for e in span["events"]] == [
+            (
+                "nemo.span.truncated",
+                {"nemo.span.truncated.reason": "still open at telemetry shutdown"},
+            )
+        ]
     assert "train.checkpoint" not in names
 
 

@@ -76,8 +76,13 @@ def _emit_three(tracer: trace.Tracer) -> None:
 # -- console ----------------------------------------------------------------------------------
 
 
-def test_console_writes_one_json_object_per_span_line(capsys: pytest.CaptureFixture[str]) -> None:
-    cfg = NemoLensConfig(enabled=True, exporter="console", metrics_enabled=False, run_id="r")
+def test_console_lens_format_writes_the_file_line_per_span(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The console's default is the SDK's to_json (test_console.py); "lens" is the file line.
+    cfg = NemoLensConfig(
+        enabled=True, exporter="console", metrics_enabled=False, run_id="r", console_format="lens"
+    )
     handle = setup_telemetry(cfg, rank=0, world_size=1)
     _emit_three(handle.tracer)
     lines = capsys.readouterr().out.splitlines()
@@ -112,8 +117,13 @@ def test_console_writes_one_json_object_per_span_line(capsys: pytest.CaptureFixt
     assert parent["scope"]["name"] == "nemo.lens"
 
 
-def test_non_finite_floats_stay_strict_json(capsys: pytest.CaptureFixture[str]) -> None:
-    cfg = NemoLensConfig(enabled=True, exporter="console", metrics_enabled=False)
+@pytest.mark.parametrize("console_format", ["otel", "lens"])
+def test_non_finite_floats_stay_strict_json(
+    capsys: pytest.CaptureFixture[str], console_format: str
+) -> None:
+    cfg = NemoLensConfig(
+        enabled=True, exporter="console", metrics_enabled=False, console_format=console_format
+    )
     handle = setup_telemetry(cfg)
     with handle.tracer.start_as_current_span("step") as span:
         span.set_attribute("loss", float("nan"))

@@ -229,16 +229,24 @@ def test_an_otlp_exporter_receives_the_same_spans_on_both_paths(
     assert any(r["events"] for r in received[True]) and any(r["links"] for r in received[True])
 
 
+@pytest.mark.parametrize("console_format", ["otel", "lens"])
 def test_the_console_exporter_prints_the_same_lines_on_both_paths(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], console_format: str
 ) -> None:
+    from nemo.lens.cli._sdk_json import file_fields
+
+    def read() -> list[dict[str, Any]]:
+        lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        # The SDK's to_json layout, in the file line's fields (what _normalise reads).
+        return [file_fields(line) for line in lines] if console_format == "otel" else lines
+
     printed: dict[bool, list[dict[str, Any]]] = {}
     for recording in (True, False):
         capsys.readouterr()
         printed[recording] = _run(
-            lambda: setup_telemetry(_config(exporter="console")),
+            lambda: setup_telemetry(_config(exporter="console", console_format=console_format)),
             recording,
-            lambda: [json.loads(line) for line in capsys.readouterr().out.splitlines()],
+            read,
         )
     assert len(printed[True]) == 11
     for fast, sdk in zip(printed[True], printed[False], strict=True):

@@ -44,6 +44,13 @@ _EXPORTS: dict[str, str] = {
     "record_inference_metrics": "nemo.lens.instruments",
     "record_rl_step_metrics": "nemo.lens.instruments",
     "record_gym_rollout_metrics": "nemo.lens.instruments",
+    # Upstream v0.2.0's package metadata (its version stays here: __version__ above).
+    "__package_name__": "nemo.lens.package_info",
+    "__contact_names__": "nemo.lens.package_info",
+    "__contact_emails__": "nemo.lens.package_info",
+    "__homepage__": "nemo.lens.package_info",
+    "__repository_url__": "nemo.lens.package_info",
+    "__download_url__": "nemo.lens.package_info",
 }
 
 # Spelled out (not derived from _EXPORTS) so linters and IDEs can read it.
@@ -53,6 +60,12 @@ __all__ = [
     "NemoLensConfig",
     "SpanGroup",
     "TelemetryHandle",
+    "__contact_emails__",
+    "__contact_names__",
+    "__download_url__",
+    "__homepage__",
+    "__package_name__",
+    "__repository_url__",
     "__version__",
     "broadcast_trace_context",
     "continue_trace",
@@ -109,6 +122,14 @@ if TYPE_CHECKING:
         record_gym_rollout_metrics,
         record_inference_metrics,
         record_rl_step_metrics,
+    )
+    from nemo.lens.package_info import (
+        __contact_emails__,
+        __contact_names__,
+        __download_url__,
+        __homepage__,
+        __package_name__,
+        __repository_url__,
     )
     from nemo.lens.propagation import (
         continue_trace,

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import InitVar, dataclass
 from typing import Any, Final, TypeAlias
 
-from nemo.lens._core.destinations import EXPORTER_NAMES
+from nemo.lens._core.destinations import CONSOLE_FORMATS, EXPORTER_NAMES
 from nemo.lens._core.ids import new_run_id
 from nemo.lens.groups import SpanGroup
 from nemo.lens.spec import resolve_for
@@ -71,6 +71,7 @@ _PREFIXED_ENV: Final[Mapping[str, str]] = {
     "trace_file": "TRACE_FILE",
     "handle_signals": "HANDLE_SIGNALS",
     "spans_on_every_rank": "SPANS_ON_EVERY_RANK",
+    "console_format": "CONSOLE_FORMAT",
 }
 _FIXED_ENV: Final[Mapping[str, str]] = {
     "service_name": "OTEL_SERVICE_NAME",
@@ -96,6 +97,7 @@ _STR_FIELDS: Final = (
     "wandb_entity",
     "wandb_project",
     "trace_file",
+    "console_format",
 )
 
 
@@ -212,6 +214,11 @@ class NemoLensConfig:
     process goes (see :mod:`nemo.lens._core.signals`); a handler already installed is
     chained, not replaced. Needs set-up from the main thread. Off by default:
     signal handling belongs to the application unless it opts in."""
+    console_format: str = "otel"
+    """How the ``console`` exporter prints spans: ``otel`` (the OpenTelemetry SDK's
+    ``to_json(indent=None)``, one compact object per line, as upstream v0.2.0 and log
+    pipelines expect) or ``lens`` (the ``file`` exporter's line). Metrics and log
+    records are the SDK's ``to_json`` either way."""
     spans_on_every_rank: bool = False
     """Make real spans on the ranks the export strategy leaves out, too.
 
@@ -281,6 +288,13 @@ class NemoLensConfig:
                 # Ours, then 0.1.0's phrase (callers match on it), then the choices.
                 f"unknown exporter {self.exporter!r} (Unknown exporter type: {self.exporter!r}); "
                 f"use one of: {', '.join(EXPORTER_NAMES)}",
+            )
+        if self.console_format.strip().lower() not in CONSOLE_FORMATS:
+            raise _FieldValueError(
+                "console_format",
+                f"unknown console_format {self.console_format!r}; use one of: "
+                f"{', '.join(CONSOLE_FORMATS)} (otel: the OpenTelemetry SDK's to_json per "
+                "line; lens: the file exporter's line)",
             )
         cls = self.span_group_cls
         chosen = cls if isinstance(cls, (tuple, list)) else (cls,)

@@ -1,6 +1,10 @@
 """Installing nemo.lens's providers by hand: 0.1.0's :func:`build_providers` and
 :func:`build_noop_providers`, for code that did so itself. Both go through set-up
 (:func:`nemo.lens.setup_telemetry`), so the rules are the same.
+
+:class:`SeedIndependentIdGenerator` (upstream v0.2.0's name) is the id generator
+set-up gives the tracer provider: ids ``random.seed`` cannot touch, distinct in
+forked children. This module imports the OpenTelemetry SDK.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from nemo.lens._sdk.processors import (
     FILE_MAX_QUEUE_SIZE,
     OTLP_MAX_EXPORT_BATCH_SIZE,
     OTLP_MAX_QUEUE_SIZE,
+    SeedIndependentIdGenerator,
 )
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import TelemetryHandle
@@ -29,6 +34,7 @@ __all__ = [
     "OTLP_MAX_EXPORT_BATCH_SIZE",
     "OTLP_MAX_QUEUE_SIZE",
     "Pipeline",
+    "SeedIndependentIdGenerator",
     "build_noop_providers",
     "build_pipeline",
     "build_providers",

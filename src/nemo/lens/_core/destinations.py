@@ -5,9 +5,11 @@
     (else ``OTEL_EXPORTER_OTLP_PROTOCOL``) is ``http/protobuf``. Endpoint,
     headers and timeout come from the standard ``OTEL_EXPORTER_OTLP_*`` variables.
 ``console``
-    One compact JSON object per line on standard output: one line per span
-    (see :mod:`nemo.lens._sdk.exporters.encoding` for the fields), one per metrics
-    export, one per log record.
+    One compact JSON object per line on standard output: one line per span, one
+    per metrics export, one per log record, each the OpenTelemetry SDK's own
+    ``to_json(indent=None)`` (upstream v0.2.0's layout; ``console_format="otel"``).
+    ``console_format="lens"`` prints spans in the ``file`` exporter's line
+    instead (see :mod:`nemo.lens._sdk.exporters.encoding` for its fields).
 ``file``
     The same JSON lines appended to ``NemoLensConfig.trace_file``; metrics and
     logs go to sibling files (``.metrics.jsonl`` / ``.logs.jsonl``). No collector
@@ -28,6 +30,7 @@ from collections.abc import Mapping
 from typing import Final, Literal
 
 __all__ = [
+    "CONSOLE_FORMATS",
     "EXPORTER_NAMES",
     "OTLP_PROTOCOLS",
     "Signal",
@@ -37,6 +40,11 @@ __all__ = [
 
 EXPORTER_NAMES: Final = ("otlp", "console", "file", "none")
 """The exporter names ``NemoLensConfig.exporter`` accepts."""
+
+CONSOLE_FORMATS: Final = ("otel", "lens")
+"""The span layouts ``NemoLensConfig.console_format`` accepts: ``otel``, the SDK's
+``ReadableSpan.to_json(indent=None)`` (the default), and ``lens``, the ``file``
+exporter's line."""
 
 OTLP_PROTOCOLS: Final = ("grpc", "http/protobuf")
 """The OTLP transports the Python exporters implement (``http/json`` is not one)."""

@@ -10,7 +10,8 @@ anything else happens:
 
 * **when nothing else handled SIGTERM** (its disposition was the default):
   shuts telemetry down -- open spans are ended with ``nemo.span.truncated =
-  True`` and everything queued is exported, bounded by the shutdown timeout --
+  True`` and a ``nemo.span.truncated`` event, and everything queued is
+  exported, bounded by the shutdown timeout --
   then restores the default disposition and raises SIGTERM again, so the
   process still dies *by SIGTERM* (a parent sees signal 15; a shell, status 143);
 * **when the application had installed a handler** from Python (a trainer that

@@ -8,7 +8,8 @@ discards it with :meth:`Pipeline.shutdown` when something failed first. Only
 
 Choices made here, and why:
 
-* **Ids** come from :class:`LensIdGenerator` (:mod:`nemo.lens._core.ids`: a
+* **Ids** come from :class:`SeedIndependentIdGenerator` (public in
+  :mod:`nemo.lens.providers`; the ids of :mod:`nemo.lens._core.ids`: a
   generator of nemo.lens's own, seeded from ``os.urandom`` and again in every
   forked child), not the SDK's, which draws from the global ``random``: ranks
   that all call ``random.seed(0)`` still produce distinct span and trace ids.
@@ -64,9 +65,12 @@ Choices made here, and why:
   (records visible at once), everything else a ``BatchLogRecordProcessor``
   (``OTEL_BLRP_*`` apply).
 * **Open spans** are tracked by :class:`OpenSpanTracker` on exporting ranks and
-  ended at shutdown with ``nemo.span.truncated = True``, so a job killed
-  mid-step still shows the step it died in. A forked child forgets the
-  parent's open spans: they are the parent's to end.
+  ended at shutdown with ``nemo.span.truncated = True`` and an event
+  ``nemo.span.truncated`` (``nemo.span.truncated.reason = "still open at
+  telemetry shutdown"``), so a job killed mid-step still shows the step it died
+  in. After that the tracker keeps nothing: a span started after shutdown is
+  held nowhere. A forked child forgets the parent's open spans: they are the
+  parent's to end.
 * **Bounded shutdown.** The SDK's flush and shutdown can block for 10-30 s on
   an unreachable collector (and ``force_flush`` ignores its timeout), so each
   signal shuts down in its own daemon thread and the caller waits at most its
@@ -89,6 +93,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol, TypeVar, cast
 
 from opentelemetry.sdk._logs import LoggerProvider
@@ -110,8 +115,8 @@ from nemo.lens._sdk.exporters.forwarding import ReportingMetricExporter
 from nemo.lens._sdk.exporters.health import ExportHealth
 from nemo.lens._sdk.processors import (
     TRUNCATED_ATTRIBUTE,
-    LensIdGenerator,
     OpenSpanTracker,
+    SeedIndependentIdGenerator,
     bounded_timeout_ms,
     forwarding_options,
     log_processor,
@@ -229,7 +234,7 @@ class Pipeline:
 
             def shutdown_traces() -> None:
                 if tracker is not None:
-                    truncated = tracker.end_open_spans()
+                    truncated = tracker.close()
                     if truncated:
                         _logger.info(
                             "nemo.lens: ended %d span(s) still open at shutdown (%s=True)",
@@ -312,7 +317,11 @@ def build_pipeline(
     log_exp: LogRecordExporter | None = None
     try:
         if exporting and config.traces_enabled:
-            span_exp = span_exporter if span_exporter is not None else create(create_span_exporter)
+            span_exp = (
+                span_exporter
+                if span_exporter is not None
+                else create(partial(create_span_exporter, console_format=config.console_format))
+            )
         if exporting and config.metrics_enabled and metric_reader is None:
             metric_exp = create(create_metric_exporter)
         if exporting and config.logs_enabled:
@@ -354,7 +363,7 @@ def build_pipeline(
         if config.traces_enabled:
             sampler = RankAwareSampler(exporting, rank=rank) if config.sampler_enabled else None
             tracer_provider = LensTracerProvider(
-                sampler=sampler, resource=resource, id_generator=LensIdGenerator()
+                sampler=sampler, resource=resource, id_generator=SeedIndependentIdGenerator()
             )
             pipeline.tracer_provider = tracer_provider
             sink: Callable[[RecordingSpan], None] | None = None

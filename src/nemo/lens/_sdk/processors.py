@@ -57,9 +57,13 @@ __all__ = [
     "OTLP_MAX_EXPORT_BATCH_SIZE",
     "OTLP_MAX_QUEUE_SIZE",
     "OTLP_SCHEDULE_DELAY_MILLIS",
+    "SPAN_TRUNCATED_AT_SHUTDOWN",
+    "SPAN_TRUNCATED_EVENT",
+    "SPAN_TRUNCATED_REASON",
     "TRUNCATED_ATTRIBUTE",
     "LensIdGenerator",
     "OpenSpanTracker",
+    "SeedIndependentIdGenerator",
     "batch_span_processor",
     "bounded_timeout_ms",
     "forwarding_options",
@@ -76,6 +80,16 @@ _E = TypeVar("_E")
 
 TRUNCATED_ATTRIBUTE: Final = semconv.SPAN_TRUNCATED
 """Set to ``True`` on spans that were still open at shutdown and ended by it."""
+
+# What a span still open at shutdown carries besides the attribute (upstream v0.2.0's
+# data): an event saying why it ended where it did. (To move into nemo.lens.semconv.)
+SPAN_TRUNCATED_EVENT: Final = semconv.SPAN_TRUNCATED
+"""Name of the event added to a span that shutdown ended because it was still open
+(``"nemo.span.truncated"``: v0.2.0 names it as the attribute)."""
+SPAN_TRUNCATED_REASON: Final = "nemo.span.truncated.reason"
+"""Attribute of that event: why the span was truncated."""
+SPAN_TRUNCATED_AT_SHUTDOWN: Final = "still open at telemetry shutdown"
+"""The value of :data:`SPAN_TRUNCATED_REASON` when shutdown ended the span."""
 
 METRIC_EXPORT_INTERVAL_MILLIS: Final = 60000
 """Milliseconds between metric exports when ``OTEL_METRIC_EXPORT_INTERVAL`` is unset (SDK value)."""
@@ -101,9 +115,21 @@ FILE_SCHEDULE_DELAY_MILLIS: Final = 1000
 """Longest wait between file writes when the queue is not filling."""
 
 
-class LensIdGenerator(IdGenerator):
-    """Span and trace ids from :mod:`nemo.lens._core.ids`: unaffected by ``random.seed``,
-    reseeded in every forked child."""
+class SeedIndependentIdGenerator(IdGenerator):
+    """Span and trace ids that ``random.seed`` cannot touch, distinct in forked children.
+
+    The SDK's default generator draws from the global :mod:`random` generator,
+    so ranks that all call ``random.seed(0)`` would emit the same ids. These come
+    from :mod:`nemo.lens._core.ids`: a generator of nemo.lens's own, seeded from
+    ``os.urandom`` at import and again in every child ``os.fork()`` makes. Every
+    instance draws from that one generator, so two instances never repeat each
+    other either. It is the generator set-up gives the tracer provider; pass one
+    to a ``TracerProvider(id_generator=...)`` of your own for the same ids.
+    Public as :class:`nemo.lens.providers.SeedIndependentIdGenerator`.
+    """
+
+    # Where users import it from (upstream v0.2.0's path), for reprs and help().
+    __module__ = "nemo.lens.providers"
 
     def generate_span_id(self) -> int:
         """Return a random non-zero 64-bit span id."""
@@ -118,6 +144,32 @@ class LensIdGenerator(IdGenerator):
         return True
 
 
+LensIdGenerator: Final = SeedIndependentIdGenerator
+"""The generator's earlier name, kept importable."""
+
+
+class _Untracked(dict[object, Any]):
+    """What a closed tracker's ``open`` is: it keeps nothing.
+
+    A span started after shutdown is not held here, and a span's ``end()``
+    finds itself "taken out", so it goes on to its processor as any span ending
+    after shutdown does (counted, not exported). The live tracker's ``open``
+    stays a plain ``dict``: the span path pays nothing for this.
+    """
+
+    __slots__ = ()
+
+    def __setitem__(self, key: object, value: Any) -> None:
+        """Keep nothing."""
+
+    def pop(self, key: object, default: Any = None) -> Any:
+        """Whoever ends a span after shutdown owns its end: it was never here."""
+        return key
+
+
+_UNTRACKED: Final = _Untracked()
+
+
 class OpenSpanTracker(SpanProcessor):
     """Remembers spans that started and have not ended, so shutdown can end them.
 
@@ -127,7 +179,8 @@ class OpenSpanTracker(SpanProcessor):
     because ``on_end`` receives a read-only copy, not the object ``on_start``
     saw; the spans nemo.lens's recording tracer makes
     (:class:`~nemo.lens._sdk.recorded_span.RecordingSpan`) add and remove
-    themselves, keyed by the span object.
+    themselves, keyed by the span object. After :meth:`close` it holds nothing:
+    a span started after shutdown is kept nowhere.
 
     No lock: single ``dict`` operations are atomic. A lock taken on every span
     start and end would sometimes be held by the main thread at the instant a
@@ -144,8 +197,10 @@ class OpenSpanTracker(SpanProcessor):
 
     def _after_fork_in_child(self) -> None:
         # The parent's open spans are the parent's to end; a child ending its
-        # copies would export them twice, under the same ids.
-        self.open = {}
+        # copies would export them twice, under the same ids. A closed tracker
+        # stays closed.
+        if self.open is not _UNTRACKED:
+            self.open = {}
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Remember *span*."""
@@ -165,7 +220,7 @@ class OpenSpanTracker(SpanProcessor):
         return len(self.open)
 
     def end_open_spans(self) -> int:
-        """End every open span with ``nemo.span.truncated = True``; return how many."""
+        """End every open span, marked truncated (see :meth:`truncate`); return how many."""
         # A snapshot: each span's end() takes it out of the dict, and a span whose
         # own thread ends it at this moment is exported once, by whoever took it.
         spans = list(self.open.values())
@@ -174,13 +229,37 @@ class OpenSpanTracker(SpanProcessor):
         # span's end time is not later than its parent's.
         for span in reversed(spans):
             if span.end_time is None:
-                span.set_attribute(TRUNCATED_ATTRIBUTE, True)
-                span.end()
+                self.truncate(span)
                 ended += 1
         return ended
 
+    @staticmethod
+    def truncate(span: Any) -> None:
+        """End *span* as shutdown does: ``nemo.span.truncated = True``, and an event
+        ``nemo.span.truncated`` whose ``nemo.span.truncated.reason`` says why."""
+        now = time.time_ns()
+        span.set_attribute(TRUNCATED_ATTRIBUTE, True)
+        span.add_event(
+            SPAN_TRUNCATED_EVENT, {SPAN_TRUNCATED_REASON: SPAN_TRUNCATED_AT_SHUTDOWN}, now
+        )
+        span.end(now)
+
+    def close(self) -> int:
+        """End the open spans (:meth:`end_open_spans`), then track nothing more.
+
+        Returns how many spans were ended. A span started from now on -- by a
+        tracer cached before shutdown, say -- is not remembered, so nothing
+        keeps it alive; when it ends it goes to its processor, which counts it
+        as ended after shutdown.
+        """
+        ended = self.end_open_spans()
+        # A span started between the snapshot and here is in the dict dropped now:
+        # its own end() finds itself gone from _UNTRACKED and is counted as late.
+        self.open = _UNTRACKED
+        return ended
+
     def shutdown(self) -> None:
-        """Nothing to release (ending open spans is the pipeline's first shutdown step)."""
+        """Nothing to release (closing is the pipeline's first shutdown step)."""
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Nothing is buffered here."""

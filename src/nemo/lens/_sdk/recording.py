@@ -44,12 +44,14 @@ When the recording path applies
     and a provider of the application's own.
 
 On the export thread a recorded span is written as a JSON line straight from
-its fields by the ``file`` and ``console`` exporters
-(:func:`~nemo.lens._sdk.exporters.encoding.encode_for_export`), and becomes an
+its fields by the ``file`` exporter (and the ``console`` with
+``console_format="lens"``;
+:func:`~nemo.lens._sdk.exporters.encoding.encode_for_export`), and becomes an
 SDK ``ReadableSpan``
 (:meth:`~nemo.lens._sdk.recorded_span.RecordingSpan.readable`, identical to the
-one the SDK would have made) for every other exporter: OTLP, or one passed to
-set-up.
+one the SDK would have made) for every other exporter: the default console
+(which prints its ``to_json``), or one passed to set-up. OTLP's encoder reads
+it as it is.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """One line of a trace: a span record, its process and lifetime, checked field by field.
 
-The reader of the line format :mod:`nemo.lens._sdk.exporters.encoding` writes
-(see :mod:`nemo.lens.cli._trace_io` for what a line may be and how inputs are
-read). Nothing of OpenTelemetry is imported: attribute names come from
+The reader of the line format :mod:`nemo.lens._sdk.exporters.encoding` writes,
+and of the SDK's ``to_json`` layout the console prints by default (turned into
+the same fields by :mod:`nemo.lens.cli._sdk_json`; see
+:mod:`nemo.lens.cli._trace_io` for what a line may be and how inputs are read).
+Nothing of OpenTelemetry is imported: attribute names come from
 :mod:`nemo.lens.semconv`.
 """
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
 from nemo.lens import semconv
+from nemo.lens.cli._sdk_json import SdkJsonError, file_fields, is_sdk_span
 
 __all__ = [
     "MAX_DEPTH",
@@ -187,6 +190,12 @@ def parse_line(
         raise TraceInputError(
             location, f"not a span record: a JSON {_json_type(value)}, not an object"
         )
+    if is_sdk_span(value):
+        # The console exporter's default layout: the SDK's to_json of the span.
+        try:
+            value = file_fields(value)
+        except SdkJsonError as exc:
+            raise TraceInputError(location, str(exc)) from None
     if "start_time_unix_nano" not in value:
         # The console exporter prints metrics and log records on the same stream.
         if "resource_metrics" in value or "severity_number" in value:

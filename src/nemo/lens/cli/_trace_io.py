@@ -8,7 +8,10 @@ so reading a trace needs neither the SDK nor a running job.
 What a line may be
     * a span: a JSON object with ``start_time_unix_nano`` (its other fields are
       checked: ``name`` a string, the times integers, ``end`` not before
-      ``start``, ``attributes``/``resource`` objects, ...);
+      ``start``, ``attributes``/``resource`` objects, ...), or a span in the
+      OpenTelemetry SDK's ``to_json`` layout, which the ``console`` exporter
+      prints by default (``context`` with ``0x`` ids, ISO-8601 ``start_time`` /
+      ``end_time``; read to the microsecond: :mod:`nemo.lens.cli._sdk_json`);
     * a metrics or log record, which the ``console`` exporter prints on the
       same stream (``resource_metrics`` / ``severity_number``): skipped;
     * a blank line: skipped.

@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 259969bf4149e80e5c4a938b41a6dc4ea587b7ac411c0b906d612bb756ee1147
+# schema-sha256: 9ce098bb24ab1b519856514dc84a2bcb0d6a1a52749b630c63648c376b9c7279
 """GymSpanGroup, the span groups of the 'gym' consumer."""
 
 from __future__ import annotations

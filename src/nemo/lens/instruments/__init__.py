@@ -20,9 +20,10 @@ Every name, unit and attribute key is a constant in :mod:`nemo.lens.semconv`;
 model, input_tokens, output_tokens, provider_name, operation_name)`` (also
 accepted by this package's :func:`record_inference_metrics`, which is the same
 function called positionally), :func:`nemo.lens.instruments.rl.record_rl_metrics`
-and :func:`nemo.lens.instruments.gym.record_gym_metrics`, which record under
-0.1.0's metric names (``rl.*``, ``gym.*``; the ``LEGACY_*`` constants of
-:mod:`nemo.lens.semconv`). They share everything below.
+(with upstream v0.2.0's signature and gauges; also re-exported here, as
+:func:`record_rl_metrics`) and :func:`nemo.lens.instruments.gym.record_gym_metrics`,
+which record under 0.1.0's metric names (``rl.*``, ``gym.*``; the ``LEGACY_*``
+constants of :mod:`nemo.lens.semconv`). They share everything below.
 
 Behaviour shared by the helpers:
 
@@ -60,12 +61,14 @@ from nemo.lens.instruments._recorders import (
     record_inference_metrics,
     record_rl_step_metrics,
 )
+from nemo.lens.instruments.rl import record_rl_metrics
 
 __all__ = [
     "gym",
     "inference",
     "record_gym_rollout_metrics",
     "record_inference_metrics",
+    "record_rl_metrics",
     "record_rl_step_metrics",
     "rl",
 ]

@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 259969bf4149e80e5c4a938b41a6dc4ea587b7ac411c0b906d612bb756ee1147
+# schema-sha256: 9ce098bb24ab1b519856514dc84a2bcb0d6a1a52749b630c63648c376b9c7279
 """The metric catalogue of nemo.lens: every instrument its recorders create."""
 
 from __future__ import annotations
@@ -29,11 +29,14 @@ __all__ = [
     "LEGACY_GYM_VERIFY_SUCCESS_RATE",
     "LEGACY_RL_ENTROPY",
     "LEGACY_RL_GENERATION_DURATION_MS",
+    "LEGACY_RL_GRAD_NORM",
     "LEGACY_RL_KL_DIVERGENCE",
+    "LEGACY_RL_LEARNING_RATE",
     "LEGACY_RL_POLICY_LOSS",
     "LEGACY_RL_RESPONSE_LENGTH_MEAN",
     "LEGACY_RL_REWARD_MEAN",
     "LEGACY_RL_ROLLOUT_DURATION_MS",
+    "LEGACY_RL_THROUGHPUT_TOKENS_PER_SEC",
     "LEGACY_RL_VALUE_LOSS",
     "RL_GENERATION_DURATION",
     "RL_GENERATION_THROUGHPUT",
@@ -232,7 +235,7 @@ GYM_VERIFY_DURATION: Final = "nemo.gym.verify.duration"
 of `record_gym_rollout_metrics`.
 """
 
-# -- The 0.1.0 helpers: rl.record_rl_metrics and gym.record_gym_metrics
+# -- The 0.1.0 and v0.2.0 helpers: rl.record_rl_metrics and gym.record_gym_metrics
 
 LEGACY_GYM_ROLLOUT_DURATION_MS: Final = "gym.rollout.duration_ms"
 """Rollout collection duration in milliseconds. A histogram in `ms`, recorded from
@@ -267,9 +270,19 @@ LEGACY_RL_GENERATION_DURATION_MS: Final = "rl.generation.duration_ms"
 `generation_duration_ms` of 0.1.0's `rl.record_rl_metrics`.
 """
 
+LEGACY_RL_GRAD_NORM: Final = "rl.grad_norm"
+"""Gradient norm of the policy update. A gauge in `1`, recorded from `grad_norm` of v0.2.0's
+`rl.record_rl_metrics`.
+"""
+
 LEGACY_RL_KL_DIVERGENCE: Final = "rl.kl_divergence"
 """KL divergence between policy and reference. A gauge in `1`, recorded from `kl_divergence` of
 0.1.0's `rl.record_rl_metrics`.
+"""
+
+LEGACY_RL_LEARNING_RATE: Final = "rl.learning_rate"
+"""Optimizer learning rate of the policy update. A gauge in `1`, recorded from `learning_rate` of
+v0.2.0's `rl.record_rl_metrics`.
 """
 
 LEGACY_RL_POLICY_LOSS: Final = "rl.policy_loss"
@@ -290,6 +303,11 @@ LEGACY_RL_REWARD_MEAN: Final = "rl.reward.mean"
 LEGACY_RL_ROLLOUT_DURATION_MS: Final = "rl.rollout.duration_ms"
 """Duration of rollout collection in milliseconds. A histogram in `ms`, recorded from
 `rollout_duration_ms` of 0.1.0's `rl.record_rl_metrics`.
+"""
+
+LEGACY_RL_THROUGHPUT_TOKENS_PER_SEC: Final = "rl.throughput.tokens_per_sec"
+"""Training throughput in tokens per second. A gauge in `{token}/s`, recorded from
+`throughput_tokens_per_sec` of v0.2.0's `rl.record_rl_metrics`.
 """
 
 LEGACY_RL_VALUE_LOSS: Final = "rl.value_loss"
@@ -546,11 +564,23 @@ INSTRUMENTS: Final[Mapping[str, MetricInfo]] = by_name(
         boundaries=_phase_ms,
     ),
     MetricInfo(
+        LEGACY_RL_GRAD_NORM,
+        "gauge",
+        "",
+        "Gradient norm of the policy update.",
+    ),
+    MetricInfo(
         LEGACY_RL_KL_DIVERGENCE,
         "gauge",
         "",
         "KL divergence between policy and reference.",
         non_negative=False,
+    ),
+    MetricInfo(
+        LEGACY_RL_LEARNING_RATE,
+        "gauge",
+        "",
+        "Optimizer learning rate of the policy update.",
     ),
     MetricInfo(
         LEGACY_RL_POLICY_LOSS,
@@ -578,6 +608,12 @@ INSTRUMENTS: Final[Mapping[str, MetricInfo]] = by_name(
         "ms",
         "Duration of rollout collection in milliseconds.",
         boundaries=_phase_ms,
+    ),
+    MetricInfo(
+        LEGACY_RL_THROUGHPUT_TOKENS_PER_SEC,
+        "gauge",
+        "{token}/s",
+        "Training throughput in tokens per second.",
     ),
     MetricInfo(
         LEGACY_RL_VALUE_LOSS,

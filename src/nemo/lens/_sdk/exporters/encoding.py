@@ -1,4 +1,7 @@
-"""The JSON shape of one span, shared by the ``console`` and ``file`` exporters.
+"""The JSON shape of one span in the ``file`` exporter's line.
+
+The ``console`` prints it too with ``console_format="lens"``; its default is the
+SDK's ``to_json`` (:mod:`nemo.lens._sdk.exporters.sdk_json`).
 
 One span becomes one JSON object (written on one line)::
 

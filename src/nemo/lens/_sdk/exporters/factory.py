@@ -21,6 +21,7 @@ from nemo.lens._sdk.exporters.jsonl import (
     JsonLinesMetricExporter,
     JsonLinesSpanExporter,
     LineSink,
+    SdkJsonSpanExporter,
     StdoutSink,
 )
 
@@ -109,11 +110,17 @@ def _create(
     return None
 
 
-def create_span_exporter(name: str, *, path: str | None = None) -> SpanExporter | None:
+def create_span_exporter(
+    name: str, *, path: str | None = None, console_format: str = "otel"
+) -> SpanExporter | None:
     """Return the span exporter called *name*, or ``None`` for ``none``.
 
-    *path* is the JSON-lines file for ``file``.
+    *path* is the JSON-lines file for ``file``. *console_format* is how ``console``
+    prints a span (``NemoLensConfig.console_format``): ``otel``, the SDK's
+    ``to_json(indent=None)``, or ``lens``, the ``file`` exporter's line.
     """
+    if _check_name(name) == "console" and console_format.strip().lower() == "otel":
+        return _create("traces", name, path, SdkJsonSpanExporter)
     return _create("traces", name, path, JsonLinesSpanExporter)
 
 

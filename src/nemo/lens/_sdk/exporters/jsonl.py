@@ -1,5 +1,11 @@
 """JSON-lines exporters: the ``console`` and ``file`` exporters for every signal.
 
+Spans are written in one of two layouts: the ``file`` exporter's line
+(:class:`JsonLinesSpanExporter`, :mod:`~nemo.lens._sdk.exporters.encoding`), or the
+SDK's own ``to_json`` (:class:`SdkJsonSpanExporter`, the ``console`` default;
+:mod:`~nemo.lens._sdk.exporters.sdk_json`). Metrics and log records are the SDK's
+``to_json`` in both.
+
 Each exporter writes complete lines through a sink that serialises writers with
 a lock, so concurrent batches from the span, metric and log pipelines (or from
 several processors sharing a sink) never interleave within a line. A file
@@ -25,6 +31,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from nemo.lens._core import fork as _fork
 from nemo.lens._sdk.exporters.encoding import encode_span
+from nemo.lens._sdk.exporters.sdk_json import sdk_span_json
 
 __all__ = [
     "WRITE_BUFFER_BYTES",
@@ -33,6 +40,7 @@ __all__ = [
     "JsonLinesMetricExporter",
     "JsonLinesSpanExporter",
     "LineSink",
+    "SdkJsonSpanExporter",
     "StdoutSink",
 ]
 
@@ -287,6 +295,25 @@ class JsonLinesSpanExporter(_BatchSinkWriter, SpanExporter):
         else:  # a sink of the application's own, with write alone
             for text in texts:
                 self.sink.write(text)
+
+
+class SdkJsonSpanExporter(_BatchSinkWriter, SpanExporter):
+    """Writes each span as the SDK's ``ReadableSpan.to_json(indent=None)``, one per line
+    (see :mod:`~nemo.lens._sdk.exporters.sdk_json`): the ``console`` exporter's default.
+
+    It has no ``export_lines``: nemo.lens's redacting wrapper hands it the SDK's
+    spans, a recorded span as the ``ReadableSpan`` it stands for.
+    """
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Write one line per span."""
+        if self._attempt(
+            lambda: self.sink.write("".join(sdk_span_json(span) + "\n" for span in spans)),
+            "writing %d span(s) as JSON lines failed",
+            len(spans),
+        ):
+            return SpanExportResult.SUCCESS
+        return SpanExportResult.FAILURE
 
 
 def _texts(lines: Sequence[str]) -> Iterator[str]:

@@ -1,4 +1,5 @@
-"""The ``file`` and ``console`` exporters' JSON line of a recorded span, from its fields.
+"""The ``file`` exporter's JSON line of a recorded span (also the ``console``'s with
+``console_format="lens"``), from its fields.
 
 :func:`recorded_line` writes the line :func:`~nemo.lens._sdk.exporters.encoding.encode_span`
 would write for the span's ``ReadableSpan`` form, on the export thread, without

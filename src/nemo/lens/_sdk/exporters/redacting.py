@@ -5,13 +5,15 @@ rules to every span on its way out, and chooses how a span recorded by
 nemo.lens's primitives (:class:`~nemo.lens._sdk.recorded_span.RecordingSpan`)
 reaches the exporter behind it:
 
-- a JSON-lines exporter (``file``, ``console``) gets lines, a recorded span's
-  written straight from its fields (the batch encoder,
+- an exporter of the ``file`` line (``file``, and ``console`` with
+  ``console_format="lens"``) gets lines, a recorded span's written straight
+  from its fields (the batch encoder,
   :mod:`nemo.lens._sdk.exporters.recorded_lines`);
 - OpenTelemetry's own OTLP exporters get the recorded span as it is: their
   encoder reads a span only through a finished span's public fields, which a
   recorded span has, so the SDK's span is not built for them;
-- any other exporter (the caller's ``span_exporter=``) gets the SDK's
+- any other exporter (the default ``console``, which prints the SDK's
+  ``to_json``; the caller's ``span_exporter=``) gets the SDK's
   ``ReadableSpan`` the recorded span stands for, as it would from the SDK.
 """
 
