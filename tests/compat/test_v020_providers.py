@@ -7,6 +7,7 @@ with ``trace.get_tracer_provider().force_flush()``, code checks ``isinstance``.
 
 from __future__ import annotations
 
+import contextvars
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,8 +190,12 @@ def test_shutting_the_global_provider_down_keeps_open_spans_and_the_handle_harml
     exporter = InMemorySpanExporter()
     config = NemoLensConfig(enabled=True, exporter="none", span_groups="all")
     handle = setup_telemetry(config, span_exporter=exporter)
-    scope = managed_span(SpanGroup.JOB, "job")
-    scope.__enter__()
+
+    def open_the_job() -> None:
+        managed_span(SpanGroup.JOB, "job").__enter__()  # and never left
+
+    # In a copy of the context: the open span stays current there, not in later tests.
+    contextvars.copy_context().run(open_the_job)
     provider = trace.get_tracer_provider()
     assert isinstance(provider, TracerProvider)
     provider.shutdown()  # what v0.2.0's users call at the end of a job

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import re
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import InitVar, dataclass
@@ -23,6 +22,7 @@ from typing import Any, Final, TypeAlias
 
 from nemo.lens._core.destinations import CONSOLE_FORMATS, EXPORTER_NAMES
 from nemo.lens._core.ids import new_run_id
+from nemo.lens._core.variables import parse_bool, parse_fraction, parse_int
 from nemo.lens.groups import SpanGroup
 from nemo.lens.spec import resolve_for
 
@@ -47,10 +47,6 @@ DEFAULT_TRACE_FILE: Final = "traces/{service_name}-{run_id}-rank{rank}.jsonl"
 TRACE_FILE_PLACEHOLDERS: Final = frozenset({"rank", "run_id", "service_name"})
 """The ``{...}`` placeholders a ``trace_file`` template may use."""
 
-_TRUE: Final = frozenset({"1", "true", "yes", "on"})
-_FALSE: Final = frozenset({"0", "false", "no", "off"})
-_BOOL_HINT: Final = "accepted values: 1/0, true/false, yes/no, on/off (any case)"
-_INT_RE: Final = re.compile(r"[+-]?\d+")
 
 # Field -> suffix of the environment variable that sets it under a prefix.
 # service_name and the W&B fields come from variables with fixed names instead
@@ -449,35 +445,8 @@ def _is_span_group_class(value: object) -> bool:
     return isinstance(value, type) and isinstance(getattr(value, "ALL_GROUPS", None), frozenset)
 
 
-def _parse_bool(variable: str, raw: str) -> bool:
-    value = raw.lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ValueError(f"{variable}={raw!r} is not a boolean; {_BOOL_HINT}")
-
-
-def _parse_int(variable: str, raw: str) -> int:
-    if not _INT_RE.fullmatch(raw):
-        raise ValueError(
-            f"{variable}={raw!r} is not an integer; write a whole number such as 0 or -1"
-        )
-    return int(raw)
-
-
-def _parse_float(variable: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(
-            f"{variable}={raw!r} is not a number; write a number between 0 and 1 such as 0.25"
-        ) from None
-    return value
-
-
 _PARSERS: Final[Mapping[str, Callable[[str, str], Any]]] = {
-    **dict.fromkeys(_BOOL_FIELDS, _parse_bool),
-    "export_rank": _parse_int,
-    "export_sample_rate": _parse_float,
+    **dict.fromkeys(_BOOL_FIELDS, parse_bool),
+    "export_rank": parse_int,
+    "export_sample_rate": parse_fraction,
 }
