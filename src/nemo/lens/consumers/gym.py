@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 259969bf4149e80e5c4a938b41a6dc4ea587b7ac411c0b906d612bb756ee1147
+# schema-sha256: e6a1b4fe719a6aa08d728d0178a129e77c6b222179aa3479b2864a68bbf2b9fb
 """GymSpanGroup, the span groups of the 'gym' consumer."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 259969bf4149e80e5c4a938b41a6dc4ea587b7ac411c0b906d612bb756ee1147
+# schema-sha256: e6a1b4fe719a6aa08d728d0178a129e77c6b222179aa3479b2864a68bbf2b9fb
 """The metric catalogue of nemo.lens: every instrument its recorders create."""
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ __all__ = [
     "LEGACY_RL_REWARD_MEAN",
     "LEGACY_RL_ROLLOUT_DURATION_MS",
     "LEGACY_RL_VALUE_LOSS",
+    "NEMO_RL_REWARD_MEAN",
     "RL_GENERATION_DURATION",
     "RL_GENERATION_THROUGHPUT",
     "RL_GENERATION_TOKENS",
     "RL_POLICY_UPDATE_DURATION",
     "RL_REWARD_MAX",
-    "RL_REWARD_MEAN",
     "RL_REWARD_MIN",
     "RL_REWARD_STD",
     "RL_ROLLOUT_DURATION",
@@ -324,7 +324,7 @@ RL_REWARD_MAX: Final = "nemo.rl.reward.max"
 `record_rl_step_metrics`.
 """
 
-RL_REWARD_MEAN: Final = "nemo.rl.reward.mean"
+NEMO_RL_REWARD_MEAN: Final = "nemo.rl.reward.mean"
 """Mean reward of the last step. A gauge in `1`, recorded from `reward_mean` of
 `record_rl_step_metrics`.
 """
@@ -492,7 +492,7 @@ INSTRUMENTS: Final[Mapping[str, MetricInfo]] = by_name(
         non_negative=False,
     ),
     MetricInfo(
-        RL_REWARD_MEAN,
+        NEMO_RL_REWARD_MEAN,
         "gauge",
         "1",
         "Mean reward of the last step.",
