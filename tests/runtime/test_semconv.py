@@ -242,11 +242,11 @@ def test_spans_and_resources_carry_the_semconv_names() -> None:
     assert truncated.name == "left.open" and open_span.get_span_context().is_valid
     assert truncated.attributes[semconv.SPAN_TRUNCATED] is True
     resource = step.resource.attributes
-    assert resource[semconv.RANK] == 1
-    assert resource[semconv.WORLD_SIZE] == 2
-    assert resource[semconv.RUN_ID] == "run42"
+    assert resource[semconv.RANK] == resource[semconv.DL_RANK] == 1
+    assert resource[semconv.WORLD_SIZE] == resource[semconv.DL_WORLD_SIZE] == 2
+    assert resource[semconv.RUN_ID] == resource[semconv.NEMO_RUN_ID] == "run42"
     assert resource[semconv.SERVICE_INSTANCE_ID] == "run42-rank1"
-    assert resource[semconv.USER] == "ada"
+    assert resource[semconv.USER] == resource[semconv.NEMO_USER_ID] == "ada"
     assert resource[semconv.WANDB_ENTITY] == "lab"
     assert resource[semconv.WANDB_PROJECT] == "rl"
     assert step.instrumentation_scope is not None
