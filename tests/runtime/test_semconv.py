@@ -104,7 +104,8 @@ def test_two_names_share_a_value_only_where_the_catalogue_says_so() -> None:
     holders: dict[object, list[str]] = defaultdict(list)
     for name in [*attributes.__all__, *resource.__all__]:
         if name not in aliases:
-            holders[(*scope[name], getattr(semconv, name))].append(name)
+            kind, of = scope[name]
+            holders[(kind, of, getattr(semconv, name))].append(name)
     assert {key: names for key, names in holders.items() if len(names) > 1} == {}
     for name in aliases:
         target = next(n for n in catalogue().names if n.constant == name).alias_of
