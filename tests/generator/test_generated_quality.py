@@ -33,12 +33,13 @@ def fixture_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("gen")
     shutil.copytree(REPO / "src" / "nemo", root / "src" / "nemo", symlinks=True)
     make_checkable_copy(root / "src")
-    catalogue = root / "src" / "nemo" / "lens" / "semconv" / "metrics.py"
+    semconv = root / "src" / "nemo" / "lens" / "semconv"
+    catalogues = {semconv / f"{name}.py" for name in ("metrics", "attributes", "resource")}
     for path, text in render_fixture("small.toml", root / "src", None).items():
-        if path == catalogue:
-            # The copied recorders use the real catalogue's metrics; the fixture's own
-            # catalogue goes beside it, checked as a module of its own.
-            path = catalogue.with_name("fixture_metrics.py")
+        if path in catalogues:
+            # The copied runtime uses the real catalogues' names; the fixture's own
+            # catalogues go beside them, checked as modules of their own.
+            path = path.with_name(f"fixture_{path.name}")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return root
@@ -62,6 +63,8 @@ def test_fixture_output_passes_ruff_and_mypy(fixture_tree: Path) -> None:
         str(fixture_tree / "src/nemo/lens/groups.py"),
         str(fixture_tree / "src/nemo/lens/consumers/serve.py"),
         str(fixture_tree / "src/nemo/lens/semconv/fixture_metrics.py"),
+        str(fixture_tree / "src/nemo/lens/semconv/fixture_attributes.py"),
+        str(fixture_tree / "src/nemo/lens/semconv/fixture_resource.py"),
     ]
     config = str(REPO / "pyproject.toml")
     for args in (

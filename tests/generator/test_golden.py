@@ -21,12 +21,15 @@ def _rendered(tmp_path: Path, fixture: str = "small.toml") -> dict[str, str]:
 def test_fixture_matches_golden_files(tmp_path: Path) -> None:
     rendered = _rendered(tmp_path)
     assert sorted(rendered) == [
+        "attributes.md",
         "docs.md",
         "metrics.md",
         "src/nemo/lens/_signatures.py",
         "src/nemo/lens/consumers/serve.py",
         "src/nemo/lens/groups.py",
+        "src/nemo/lens/semconv/attributes.py",
         "src/nemo/lens/semconv/metrics.py",
+        "src/nemo/lens/semconv/resource.py",
     ]
     for name, text in rendered.items():
         golden = GOLDEN / (name.replace("/", "__") + ".golden")
@@ -104,3 +107,42 @@ def test_the_docs_show_categories_and_what_comes_from_the_base(tmp_path: Path) -
     assert "| `checkpoint` (base) | periodic | profiling | Checkpoint save. |" in docs
     assert "from the base `default`: checkpoint, job; added here: request |" in docs
     assert "Replaces the base `per_step`." in docs
+
+
+@pytest.mark.parametrize(
+    ("module", "needle"),
+    [
+        # one documented Final per name; schema text stays inert in the docstring
+        (
+            "attributes",
+            'SERVE_ROUTE: Final = "serve.route"\n"""The route a request took, with \\"quotes\\" '
+            "and a \\\\ backslash. Type: `string`. Upstream\nnemo.lens 1.0.0 defines this constant "
+            'with this value.\n"""\n',
+        ),
+        # a second constant for one value says which one it repeats
+        (
+            "attributes",
+            'SERVE_PATH: Final = "serve.route"\n"""The route, under its older constant. ',
+        ),
+        ("attributes", "The same value as `SERVE_ROUTE`."),
+        # a fixed value names its attribute; a LogRecord field is not dotted
+        ("attributes", 'SERVE_OUTCOME_OK: Final = "ok"\n"""The request was answered. A value of '),
+        ("attributes", 'SERVE_LOG_FIELD: Final = "serveRequestID"\n'),
+        # the resource sections go to the resource module, and only there
+        ("resource", 'SERVE_HOST: Final = "serve.host"\n'),
+        ("resource", "Upstream nemo.lens 1.0.0 sends this key too."),
+        ("resource", '__all__ = [\n    "SERVE_HOST",\n    "SERVE_WORKERS",\n]\n'),
+    ],
+)
+def test_golden_name_modules_show_each_feature(tmp_path: Path, module: str, needle: str) -> None:
+    assert needle in _rendered(tmp_path)[f"src/nemo/lens/semconv/{module}.py"]
+
+
+def test_the_attributes_page_shows_types_upstream_and_modules(tmp_path: Path) -> None:
+    page = _rendered(tmp_path)["attributes.md"]
+    assert "| `SERVE_WORKERS` | `serve.workers` | int |  | How many workers serve. |" in page
+    assert "| `SERVE_HOST` | `serve.host` | string | resource (1.0.0) | The serving host. |" in page
+    assert "| `SERVE_ROUTE` | `serve.route` | string | constant (1.0.0) |" in page
+    assert "Module: `nemo.lens.semconv.resource`." in page
+    assert "Module: `nemo.lens.semconv.attributes`." in page
+    assert "SERVE_ROUTE" not in _rendered(tmp_path)["src/nemo/lens/semconv/resource.py"]

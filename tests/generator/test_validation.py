@@ -57,6 +57,11 @@ def test_the_valid_base_passes(tmp_path: Path) -> None:
     assert [c.class_name for c in schema.consumers] == ["ServeSpanGroup"]
 
 
+_NAME_SECTIONS = (
+    '\n[attributes.sections.s]\ntitle = "S"\n'
+    '\n[attributes.sections.r]\ntitle = "R"\nresource = true\n'
+)
+
 CASES = {
     "name syntax": (
         VALID + '\n[groups.Data-Load]\ndescription = "x"\nfires = "once"\nsince = "0.1.0"\n',
@@ -291,6 +296,85 @@ CASES = {
         VALID + "\n[metrics.boundaries]\nb = [1.0, 1.0, 2.0]\n",
         ["s.toml:18: metrics.boundaries.b: boundaries must increase strictly, from the lowest up"],
     ),
+    # Appended to VALID: [attributes.sections.s] is line 17, a resource section r at 20.
+    "attributes: a value held twice without saying so": (
+        VALID
+        + _NAME_SECTIONS
+        + '\n[attributes.names.a_b]\nvalue = "a.b"\nsection = "s"\ndescription = "D."\n'
+        + '\n[attributes.names.a_b_again]\nvalue = "a.b"\nsection = "s"\ndescription = "D."\n',
+        [
+            "s.toml:30: attributes.names.a_b_again.value: attribute 'a.b' is already "
+            "attributes.names.a_b; a second constant for it says alias_of = 'a_b'"
+        ],
+    ),
+    "attributes: an alias of another value, an alias of nothing": (
+        VALID
+        + _NAME_SECTIONS
+        + '\n[attributes.names.a_b]\nvalue = "a.b"\nsection = "s"\ndescription = "D."\n'
+        + '\n[attributes.names.ab]\nvalue = "a.c"\nalias_of = "a_b"\nsection = "s"'
+        + '\ndescription = "D."\n'
+        + '\n[attributes.names.ac]\nvalue = "a.b"\nalias_of = "a_bb"\nsection = "s"'
+        + '\ndescription = "D."\n',
+        [
+            "s.toml:31: attributes.names.ab.alias_of: an alias holds the same value as the entry "
+            "it repeats: 'a_b' holds 'a.b', this entry 'a.c'",
+            "s.toml:37: attributes.names.ac.alias_of: unknown entry 'a_bb'; did you mean 'a_b'?",
+        ],
+    ),
+    "attributes: bad keys and values": (
+        VALID
+        + _NAME_SECTIONS
+        + '\n[attributes.names.Dl-Rank]\nvalue = "dl.rank"\nsection = "s"\ndescription = "D."\n'
+        + '\n[attributes.names.dl_rank]\nvalue = "Dl.Rank"\nsection = "s"\ndescription = "D."\n'
+        + '\n[attributes.names.fld]\nvalue = "a.b"\nkind = "field"\nsection = "s"'
+        + '\ndescription = "D."\n'
+        + '\n[attributes.names.ver]\nvalue = "v1"\nkind = "version"\nsection = "s"'
+        + '\ndescription = "D."\n',
+        [
+            "s.toml:24: attributes.names.Dl-Rank: entry name 'Dl-Rank' is not lowercase "
+            "snake_case (letters, digits and single underscores, starting with a letter); "
+            "try 'dl_rank'",
+            "s.toml:30: attributes.names.dl_rank.value: attribute name 'Dl.Rank' is not dotted "
+            "lowercase (like 'dl.rank' or 'k8s.pod.name')",
+            "s.toml:35: attributes.names.fld.value: field name 'a.b' is not a Python identifier "
+            "(a LogRecord field)",
+            "s.toml:41: attributes.names.ver.value: version 'v1' is not a release like '1.29.0'",
+        ],
+    ),
+    "attributes: a constant the metric catalogue has, a reserved one": (
+        VALID
+        + '\n[metrics.sections.m]\ntitle = "M"\n'
+        + '\n[metrics.instruments.x_a]\nname = "x.a"\nkind = "gauge"\ndescription = "A."'
+        + '\nsection = "m"\nrecorded_by = "a"\n'
+        + _NAME_SECTIONS
+        + '\n[attributes.names.x_a]\nvalue = "x.a"\nsection = "s"\ndescription = "D."\n'
+        + '\n[attributes.names.instruments]\nvalue = "x.i"\nsection = "s"\ndescription = "D."\n',
+        [
+            "s.toml:34: attributes.names.x_a: constant 'X_A' is already metrics.instruments.x_a "
+            "(nemo.lens.semconv exports both catalogues' constants); pick another key",
+            "s.toml:39: attributes.names.instruments: constant 'INSTRUMENTS' is reserved: "
+            "nemo.lens.semconv has one",
+        ],
+    ),
+    "attributes: resource types, values of nothing, resource keys outside the resource": (
+        VALID
+        + _NAME_SECTIONS
+        + '\n[attributes.names.h]\nvalue = "h.n"\nsection = "r"\ndescription = "D."\n'
+        + '\n[attributes.names.v]\nvalue = "ok"\nkind = "value"\nsection = "s"'
+        + '\ndescription = "D."\n'
+        + '\n[attributes.names.t]\nvalue = "t.t"\ntype = "integer"\nupstream_resource = "0.2.0"'
+        + '\nsection = "s"\ndescription = "D."\n',
+        [
+            "s.toml:24: attributes.names.h: a resource attribute states its type "
+            '(type = "string", ...)',
+            "s.toml:29: attributes.names.v: a value names the attribute it is a value of: "
+            'of = "KEY"',
+            "s.toml:37: attributes.names.t.type: unknown type 'integer'; did you mean 'int'? "
+            "(types: string, int, double, boolean)",
+            "s.toml:38: attributes.names.t.upstream_resource: only a resource attribute is sent "
+            "in the resource; section 's' is not a resource section (resource = true)",
+        ],
+    ),
     "unsupported version": (
         VALID.replace("schema_version = 1", "schema_version = 7"),
         ["s.toml:1: schema_version: unsupported schema_version 7; this generator reads 1"],
@@ -337,3 +421,22 @@ def test_the_shipped_schema_is_valid() -> None:
     result = run_codegen("--validate")
     assert result.returncode == 0, result.stderr
     assert REPO.joinpath("schema", "span_groups.toml").exists()
+
+
+def test_a_consumers_schema_has_no_catalogue_of_its_own(tmp_path: Path) -> None:
+    # The names of nemo.lens.semconv are the base schema's: a consumer generates only
+    # its own class, into its own tree.
+    schema = tmp_path / "lens.toml"
+    schema.write_text(
+        'schema_version = 1\nextends = "nemo.lens"\n'
+        + CONSUMER
+        + '\n[attributes.sections.s]\ntitle = "S"\n'
+        + '\n[metrics.sections.m]\ntitle = "M"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(SchemaError) as info:
+        load_schema(schema, shown="lens.toml")
+    assert [str(p) for p in info.value.problems] == [
+        "lens.toml:13: attributes: [attributes] belongs to the base schema, not to a consumer's",
+        "lens.toml:16: metrics: [metrics] belongs to the base schema, not to a consumer's",
+    ]

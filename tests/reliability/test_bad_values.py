@@ -338,6 +338,7 @@ def test_a_resource_value_that_is_not_unicode_costs_no_span(tmp_path: Path) -> N
             "NEMO_LENS_TRACE_FILE": str(path),
             "NEMO_LENS_SPAN_GROUPS": "all",
             "NEMO_LENS_METRICS_ENABLED": "0",
+            "SLURM_JOB_ID": "4242",  # the SLURM keys are sent only inside a job
             "SLURM_JOB_NAME": bad,
             "WANDB_PROJECT": bad,
             "OTEL_RESOURCE_ATTRIBUTES": f"team={bad}",

@@ -12,6 +12,7 @@ from opentelemetry.metrics import _internal as metrics_internal
 from opentelemetry.util._once import Once
 
 from nemo.lens import testing
+from nemo.lens.resources import detect
 
 JOB_ENV_PREFIXES = (
     "NEMO_LENS_",
@@ -23,7 +24,9 @@ JOB_ENV_PREFIXES = (
     "MPI_LOCALRANKID",
     "KUBERNETES_",
     "POD_NAMESPACE",
-    "DEPLOYMENT_ENVIRONMENT",
+    "K8S_",
+    "DEPLOYMENT_ENV",
+    "ENVIRONMENT",
     "CUDA_VISIBLE_DEVICES",
     "WANDB_",
 )
@@ -32,11 +35,13 @@ JOB_ENV_PREFIXES = (
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No variable of :data:`JOB_ENV_PREFIXES` (monkeypatch restores them), and nemo.lens's
-    state reset without them."""
+    """No variable of :data:`JOB_ENV_PREFIXES` (monkeypatch restores them), no Kubernetes
+    secrets directory, and nemo.lens's state reset without them."""
     for key in list(os.environ):
         if key.startswith(JOB_ENV_PREFIXES):
             monkeypatch.delenv(key)
+    # A machine that runs the tests in a Kubernetes pod has the mounted secrets too.
+    monkeypatch.setattr(detect, "K8S_SECRETS_DIR", "/nonexistent/kubernetes.io")
     testing.reset()
     yield
     testing.reset()

@@ -13,15 +13,20 @@ from opentelemetry.util.types import AttributeValue
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import setup_telemetry
 from nemo.lens.resources import (
-    attributes as attr,
-)
-from nemo.lens.resources import (
+    DEPLOYMENT_ENVIRONMENT_VARIABLES,
     build_resource,
     config_attributes,
     detect_attributes,
+    detect_kubernetes,
+    detect_local,
+    detect_resource,
+    detect_slurm,
     nvidia_smi_gpu_count,
     package_version,
     visible_gpu_count,
+)
+from nemo.lens.resources import (
+    attributes as attr,
 )
 
 pytestmark = pytest.mark.usefixtures("clean_env")
@@ -47,27 +52,105 @@ def _fake_nvidia_smi(directory: Path, body: str) -> Path:
 _FOUR_GPUS = "\n".join(f"echo GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(4))
 
 
-def test_detects_slurm_with_numeric_fields_as_ints() -> None:
+def test_detects_slurm_upstreams_keys_as_strings_and_its_own_integer_fields_as_ints() -> None:
     env = {
         "SLURM_JOB_ID": "4242_7",
         "SLURM_JOB_NAME": "pretrain",
+        "SLURM_NODELIST": "node[01-02]",
+        "SLURM_NNODES": "2",
+        "SLURM_NTASKS": "16",
+        "SLURM_PARTITION": "batch",
         "SLURM_PROCID": "13",
         "SLURM_NODEID": "1",
         "SLURM_LOCALID": "5",
-        "SLURM_NTASKS": "16",
         "SLURM_JOB_NUM_NODES": "2",
         "SLURM_CLUSTER_NAME": "eos",
     }
     found = detect_attributes(env)
+    # Upstream sends these as the variables hold them; dashboards compare strings.
     assert found[attr.SLURM_JOB_ID] == "4242_7"
     assert found[attr.SLURM_JOB_NAME] == "pretrain"
+    assert found[attr.SLURM_NODELIST] == "node[01-02]"
+    assert found[attr.SLURM_NNODES] == "2"
+    assert found[attr.SLURM_NTASKS] == "16"
+    assert found[attr.SLURM_PARTITION] == "batch"
+    assert found[attr.SLURM_CLUSTER_NAME] == "eos"
+    # nemo.lens's own keys keep their integers.
     assert found[attr.SLURM_PROCID] == 13
     assert found[attr.SLURM_NODEID] == 1
     assert found[attr.SLURM_LOCALID] == 5
-    assert found[attr.SLURM_NTASKS] == 16
     assert found[attr.SLURM_JOB_NUM_NODES] == 2
-    assert found[attr.SLURM_CLUSTER_NAME] == "eos"
     assert attr.SLURM_STEP_ID not in found
+    assert detect_slurm_with(env) == {k: v for k, v in found.items() if k.startswith("slurm.")}
+
+
+def detect_slurm_with(env: dict[str, str]) -> dict[str, AttributeValue]:
+    """What 0.1.0's ``detect_slurm()`` returns in *env* (it reads the process's environment)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        return detect_slurm()
+
+
+def test_no_slurm_keys_without_a_slurm_job_id() -> None:
+    # A variable left over outside a job (or set by hand) says nothing about this process.
+    env = {"SLURM_JOB_NAME": "stale", "SLURM_NTASKS": "4", "SLURM_PROCID": "0"}
+    assert not [key for key in detect_attributes(env) if key.startswith("slurm.")]
+    assert detect_slurm_with(env) == {}
+
+
+def test_detects_kubernetes_from_the_downward_api_variables(tmp_path: Path) -> None:
+    env = {
+        "KUBERNETES_SERVICE_HOST": "10.0.0.1",
+        "K8S_NAMESPACE": "research",
+        "K8S_POD_NAME": "trainer-3",
+        "K8S_POD_UID": "0f6e-77",
+        "K8S_NODE_NAME": "gpu-node-7",
+        "K8S_CONTAINER_NAME": "trainer",
+        "K8S_JOB_NAME": "pretrain-job",
+        # Upstream's variables win over the fallbacks.
+        "HOSTNAME": "not-the-pod-name",
+        "POD_NAMESPACE": "not-the-namespace",
+    }
+    found = detect_attributes(env, namespace_file=str(tmp_path / "missing"))
+    assert {key: value for key, value in found.items() if key.startswith("k8s.")} == {
+        attr.K8S_NAMESPACE_NAME: "research",
+        attr.K8S_POD_NAME: "trainer-3",
+        attr.K8S_POD_UID: "0f6e-77",
+        attr.K8S_NODE_NAME: "gpu-node-7",
+        attr.K8S_CONTAINER_NAME: "trainer",
+        attr.K8S_JOB_NAME: "pretrain-job",
+    }
+
+
+def test_kubernetes_is_recognised_by_its_secrets_directory(tmp_path: Path) -> None:
+    # No KUBERNETES_SERVICE_HOST (a pod without service links), but the mounted secrets.
+    secrets = tmp_path / "kubernetes.io"
+    secrets.mkdir()
+    env = {"K8S_POD_NAME": "worker-1"}
+    found = detect_attributes(env, kubernetes_dir=str(secrets))
+    assert found[attr.K8S_POD_NAME] == "worker-1"
+    assert attr.K8S_POD_NAME not in detect_attributes(env, kubernetes_dir=str(tmp_path / "no"))
+
+
+def test_detectors_return_upstreams_keys_from_upstreams_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    monkeypatch.setenv("SLURM_NTASKS", "8")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+    monkeypatch.setenv("K8S_POD_UID", "uid-1")
+    assert detect_local() == {
+        attr.HOST_NAME: socket.gethostname(),
+        attr.PROCESS_PID: os.getpid(),
+        attr.HOST_GPU_COUNT: 3,
+    }
+    assert detect_slurm() == {attr.SLURM_JOB_ID: "77", attr.SLURM_NTASKS: "8"}
+    assert detect_kubernetes()[attr.K8S_POD_UID] == "uid-1"
+    merged = detect_resource()
+    assert merged[attr.SLURM_NTASKS] == "8" and merged[attr.K8S_POD_UID] == "uid-1"
+    assert merged[attr.HOST_GPU_COUNT] == 3
 
 
 def test_detects_kubernetes_pod_and_namespace_from_env(tmp_path: Path) -> None:
@@ -88,9 +171,11 @@ def test_kubernetes_namespace_from_the_service_account_file(tmp_path: Path) -> N
 def test_no_kubernetes_attributes_outside_kubernetes(tmp_path: Path) -> None:
     namespace_file = tmp_path / "namespace"
     namespace_file.write_text("research", encoding="utf-8")
-    found = detect_attributes({"HOSTNAME": "pod-7"}, namespace_file=str(namespace_file))
-    assert attr.K8S_POD_NAME not in found
-    assert attr.K8S_NAMESPACE_NAME not in found
+    env = {"HOSTNAME": "pod-7", "K8S_POD_NAME": "pod-7"}
+    found = detect_attributes(
+        env, namespace_file=str(namespace_file), kubernetes_dir=str(tmp_path / "none")
+    )
+    assert not [key for key in found if key.startswith("k8s.")]
 
 
 def test_unreadable_namespace_file_is_skipped(tmp_path: Path) -> None:
@@ -174,15 +259,21 @@ def test_nvidia_smi_that_is_not_executable_is_left_out(tmp_path: Path) -> None:
     assert nvidia_smi_gpu_count(str(program)) is None
 
 
-def test_deployment_environment_prefers_nemo_lens_variable() -> None:
-    found = detect_attributes(
-        {"DEPLOYMENT_ENVIRONMENT": "prod", "NEMO_LENS_ENVIRONMENT": "staging"}
-    )
-    assert found[attr.DEPLOYMENT_ENVIRONMENT] == "staging"
-    assert found[attr.DEPLOYMENT_ENVIRONMENT_NAME] == "staging"
-    assert (
-        detect_attributes({"DEPLOYMENT_ENVIRONMENT": "prod"})[attr.DEPLOYMENT_ENVIRONMENT] == "prod"
-    )
+def test_deployment_environment_from_the_first_variable_that_is_set() -> None:
+    # nemo.lens's two variables first, then upstream's DEPLOYMENT_ENV, then ENVIRONMENT.
+    names = ("NEMO_LENS_ENVIRONMENT", "DEPLOYMENT_ENVIRONMENT", "DEPLOYMENT_ENV", "ENVIRONMENT")
+    assert names == DEPLOYMENT_ENVIRONMENT_VARIABLES
+    for index, name in enumerate(names):
+        env = {later: f"from-{later}" for later in names[index:]}
+        found = detect_attributes(env)
+        assert found[attr.DEPLOYMENT_ENVIRONMENT] == f"from-{name}"
+        assert found[attr.DEPLOYMENT_ENVIRONMENT_NAME] == f"from-{name}"
+    assert attr.DEPLOYMENT_ENVIRONMENT not in detect_attributes({"ENVIRONMENT": "  "})
+
+
+def test_the_gpu_count_is_sent_under_both_keys() -> None:
+    found = detect_attributes({"CUDA_VISIBLE_DEVICES": "0,1"})
+    assert found[attr.HOST_GPU_COUNT] == found[attr.GPU_COUNT] == 2
 
 
 def test_local_rank_is_recorded() -> None:
@@ -200,13 +291,18 @@ def test_config_attributes() -> None:
         wandb_entity="team",
         wandb_project="llm",
     )
+    # Upstream's keys and nemo.lens's own, side by side with the same values.
     assert config_attributes(cfg, rank=3, world_size=8) == {
         attr.SERVICE_NAME: "trainer",
         attr.SERVICE_VERSION: package_version(),
+        attr.DL_RANK: 3,
         attr.RANK: 3,
+        attr.DL_WORLD_SIZE: 8,
         attr.WORLD_SIZE: 8,
+        attr.NEMO_RUN_ID: "run9",
         attr.RUN_ID: "run9",
         attr.SERVICE_INSTANCE_ID: "run9-rank3",
+        attr.NEMO_USER_ID: "alice",
         attr.USER: "alice",
         attr.WANDB_ENTITY: "team",
         attr.WANDB_PROJECT: "llm",
@@ -216,6 +312,7 @@ def test_config_attributes() -> None:
 def test_empty_optional_fields_are_left_out() -> None:
     found = config_attributes(NemoLensConfig(run_id="r"), rank=0, world_size=1)
     assert attr.USER not in found
+    assert attr.NEMO_USER_ID not in found
     assert attr.WANDB_ENTITY not in found
     assert attr.WANDB_PROJECT not in found
 
@@ -249,6 +346,7 @@ def test_every_set_up_draws_its_own_lifetime_id() -> None:
 def test_precedence_detected_then_env_then_config_then_caller(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("SLURM_JOB_ID", "1")
     monkeypatch.setenv("SLURM_JOB_NAME", "from-detection")
     monkeypatch.setenv("SLURM_CLUSTER_NAME", "detected-only")
     monkeypatch.setenv(
@@ -287,8 +385,11 @@ def test_caller_attributes_win_over_detected_ones(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # Detection must never silently override what the caller passed.
+    monkeypatch.setenv("SLURM_JOB_ID", "1")
     monkeypatch.setenv("SLURM_JOB_NAME", "detected-job")
     monkeypatch.setenv("SLURM_PROCID", "3")
+    monkeypatch.setenv("SLURM_NTASKS", "8")
+    monkeypatch.setenv("K8S_NAMESPACE", "detected-ns")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("POD_NAMESPACE", "detected-ns")
@@ -300,13 +401,17 @@ def test_caller_attributes_win_over_detected_ones(
         "nemo.gpu.count": 8,
         "slurm.job.name": "caller-job",
         "slurm.procid": 0,
+        "slurm.ntasks": "2",
         "k8s.namespace.name": "caller-ns",
+        "dl.rank": 5,
+        "host.gpu.count": 8,
     }
     handle = setup_telemetry(cfg, span_exporter=exporter, resource_attributes=caller)
     with handle.tracer.start_as_current_span("s"):
         pass
     (span,) = exporter.get_finished_spans()
     resource = span.resource.attributes
+    # Upstream let detection overwrite what the caller passed; nemo.lens keeps the caller's.
     for key, value in caller.items():
         assert resource[key] == value, key
     # What the caller did not pass is still detected.

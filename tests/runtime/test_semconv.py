@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections import defaultdict
 from pathlib import Path
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -18,13 +19,13 @@ from nemo.lens.groups import SpanGroup
 from nemo.lens.handle import setup_telemetry
 from nemo.lens.helpers import managed_span
 from nemo.lens.resources import attributes as resource_attributes
-from nemo.lens.semconv import metrics, resource
+from nemo.lens.semconv import attributes, metrics, resource
+from tests.catalogue import catalogue, resource_names, upstream_constants
 
 _SOURCE = Path(semconv.__file__)
-_RESOURCE = Path(resource.__file__)
-"""The resource attributes: a module of their own, re-exported."""
-_GENERATED = Path(metrics.__file__)
-"""The metric names: generated from the schema's [metrics] catalogue."""
+"""The package: it only gathers the generated modules' names."""
+_GENERATED = tuple(Path(str(module.__file__)) for module in (attributes, resource, metrics))
+"""The names: generated from the schema's [attributes] and [metrics] catalogues."""
 _PACKAGE = Path(nemo.lens.__file__).parent
 
 
@@ -39,18 +40,22 @@ def _constants() -> dict[str, str]:
 def test_every_name_is_a_documented_final_string_listed_in_all() -> None:
     defined: list[str] = []
     undocumented: list[str] = []
-    for source in (_SOURCE, _RESOURCE, _GENERATED):
-        tree = ast.parse(source.read_text(encoding="utf-8"))
-        found, missing = _documented_finals(tree)
+    for source in _GENERATED:
+        text = source.read_text(encoding="utf-8")
+        assert text.startswith("# DO NOT EDIT: generated from "), source.name
+        found, missing = _documented_finals(ast.parse(text))
         defined += found
         undocumented += missing
     assert undocumented == []
     assert sorted(defined) == sorted(n for n in semconv.__all__ if n in _constants())
-    # Each module's names in order: this module's, then the resource's, then the catalogue's.
-    own = semconv.__all__[: -len(resource.__all__) - len(metrics.__all__)]
-    assert own == sorted(own)
-    assert resource.__all__ == sorted(resource.__all__)
-    assert semconv.__all__[len(own) :] == [*resource.__all__, *metrics.__all__]
+    # Nothing is written by hand: the package defines no name of its own.
+    assert _documented_finals(ast.parse(_SOURCE.read_text(encoding="utf-8"))) == ([], [])
+    # Each module's names in order, and each generated module's sorted.
+    modules = (attributes, resource, metrics)
+    assert semconv.__all__ == [name for module in modules for name in module.__all__]
+    for module in modules:
+        assert module.__all__ == sorted(module.__all__), module.__name__
+    assert len(set(semconv.__all__)) == len(semconv.__all__)
 
 
 def _documented_finals(tree: ast.Module) -> tuple[list[str], list[str]]:
@@ -79,13 +84,39 @@ def _documented_finals(tree: ast.Module) -> tuple[list[str], list[str]]:
     return defined, undocumented
 
 
-def test_no_two_names_share_a_value() -> None:
-    values = [
-        value
-        for name, value in _constants().items()
-        if name not in {"GEN_AI_TOKEN_TYPE_INPUT", "GEN_AI_TOKEN_TYPE_OUTPUT"}
-    ]
-    assert len(values) == len(set(values))
+def test_every_upstream_name_is_here_with_upstreams_value() -> None:
+    # Code written against upstream nemo-lens imports these: each must exist, with the
+    # value upstream gives it (the catalogue marks which constants are upstream's).
+    expected = upstream_constants()
+    assert expected, "the catalogue marks no upstream constant"
+    found = {name: getattr(semconv, name, None) for name in expected}
+    assert found == expected
+    assert set(expected) <= set(semconv.__all__)
+
+
+def test_two_names_share_a_value_only_where_the_catalogue_says_so() -> None:
+    # A second constant for one attribute is deliberate (upstream's GENAI_* beside the
+    # GEN_AI_* of the conventions) only when the catalogue marks it as an alias; metric
+    # names are a namespace of their own (upstream named some attributes like metrics).
+    aliases = {n.constant for n in catalogue().names if n.alias_of}
+    # A fixed value ("input") is a value of its attribute: only those of one attribute clash.
+    scope = {n.constant: (n.kind, n.of) for n in catalogue().names}
+    holders: dict[object, list[str]] = defaultdict(list)
+    for name in [*attributes.__all__, *resource.__all__]:
+        if name not in aliases:
+            kind, of = scope[name]
+            holders[(kind, of, getattr(semconv, name))].append(name)
+    assert {key: names for key, names in holders.items() if len(names) > 1} == {}
+    for name in aliases:
+        target = next(n for n in catalogue().names if n.constant == name).alias_of
+        assert getattr(semconv, name) == getattr(semconv, target.upper())
+    metric_names = [metrics.INSTRUMENTS[name].name for name in metrics.INSTRUMENTS]
+    assert len(metric_names) == len(set(metric_names)) == len(metrics.__all__) - 1
+
+
+def test_the_resource_module_holds_the_catalogues_resource_names() -> None:
+    assert sorted(resource.__all__) == sorted(n.constant for n in resource_names())
+    assert not set(resource.__all__) & set(attributes.__all__)
 
 
 def test_the_names_users_query_by() -> None:
@@ -106,6 +137,8 @@ def test_the_names_users_query_by() -> None:
     assert semconv.GEN_AI_CLIENT_TOKEN_USAGE == "gen_ai.client.token.usage"
     assert semconv.GEN_AI_TOKEN_TYPE == "gen_ai.token.type"
     assert semconv.GEN_AI_SERVER_TIME_TO_FIRST_TOKEN == "gen_ai.server.time_to_first_token"
+    # nemo.lens's own RL gauge kept its name when upstream's RL_REWARD_MEAN took the constant.
+    assert semconv.NEMO_RL_REWARD_MEAN == "nemo.rl.reward.mean"
 
 
 def test_the_genai_names_match_opentelemetrys_semantic_conventions() -> None:
@@ -139,7 +172,7 @@ def test_the_genai_names_match_opentelemetrys_semantic_conventions() -> None:
 
 
 def test_resources_attributes_still_offers_the_resource_names() -> None:
-    assert resource_attributes.__all__
+    assert resource_attributes.__all__ == resource.__all__
     for name in resource_attributes.__all__:
         assert getattr(resource_attributes, name) == getattr(semconv, name)
 
@@ -167,7 +200,7 @@ def test_the_library_spells_no_name_as_a_literal() -> None:
     }
     found: list[str] = []
     for path in sorted(_PACKAGE.rglob("*.py")):
-        if path in (_SOURCE, _RESOURCE, _GENERATED):
+        if path in _GENERATED:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and node.value in names:
@@ -210,11 +243,11 @@ def test_spans_and_resources_carry_the_semconv_names() -> None:
     assert truncated.name == "left.open" and open_span.get_span_context().is_valid
     assert truncated.attributes[semconv.SPAN_TRUNCATED] is True
     resource = step.resource.attributes
-    assert resource[semconv.RANK] == 1
-    assert resource[semconv.WORLD_SIZE] == 2
-    assert resource[semconv.RUN_ID] == "run42"
+    assert resource[semconv.RANK] == resource[semconv.DL_RANK] == 1
+    assert resource[semconv.WORLD_SIZE] == resource[semconv.DL_WORLD_SIZE] == 2
+    assert resource[semconv.RUN_ID] == resource[semconv.NEMO_RUN_ID] == "run42"
     assert resource[semconv.SERVICE_INSTANCE_ID] == "run42-rank1"
-    assert resource[semconv.USER] == "ada"
+    assert resource[semconv.USER] == resource[semconv.NEMO_USER_ID] == "ada"
     assert resource[semconv.WANDB_ENTITY] == "lab"
     assert resource[semconv.WANDB_PROJECT] == "rl"
     assert step.instrumentation_scope is not None

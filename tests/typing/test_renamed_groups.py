@@ -74,6 +74,11 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--schema", str(root / schema), "--out-root", str(root / out), "--no-docs"
         )
         assert done.returncode == 0, done.stderr
+    # The copied runtime reads the real catalogues' names (state.py imports SCOPE_NAME
+    # ...), which the fixture's base schema does not define: keep the real ones.
+    semconv = Path("src", "nemo", "lens", "semconv")
+    for name in ("attributes.py", "resource.py", "metrics.py"):
+        shutil.copy(REPO / semconv / name, root / semconv / name)
     return root
 
 

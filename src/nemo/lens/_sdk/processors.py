@@ -57,9 +57,6 @@ __all__ = [
     "OTLP_MAX_EXPORT_BATCH_SIZE",
     "OTLP_MAX_QUEUE_SIZE",
     "OTLP_SCHEDULE_DELAY_MILLIS",
-    "SPAN_TRUNCATED_AT_SHUTDOWN",
-    "SPAN_TRUNCATED_EVENT",
-    "SPAN_TRUNCATED_REASON",
     "TRUNCATED_ATTRIBUTE",
     "LensIdGenerator",
     "OpenSpanTracker",
@@ -80,16 +77,6 @@ _E = TypeVar("_E")
 
 TRUNCATED_ATTRIBUTE: Final = semconv.SPAN_TRUNCATED
 """Set to ``True`` on spans that were still open at shutdown and ended by it."""
-
-# What a span still open at shutdown carries besides the attribute (upstream v0.2.0's
-# data): an event saying why it ended where it did. (To move into nemo.lens.semconv.)
-SPAN_TRUNCATED_EVENT: Final = semconv.SPAN_TRUNCATED
-"""Name of the event added to a span that shutdown ended because it was still open
-(``"nemo.span.truncated"``: v0.2.0 names it as the attribute)."""
-SPAN_TRUNCATED_REASON: Final = "nemo.span.truncated.reason"
-"""Attribute of that event: why the span was truncated."""
-SPAN_TRUNCATED_AT_SHUTDOWN: Final = "still open at telemetry shutdown"
-"""The value of :data:`SPAN_TRUNCATED_REASON` when shutdown ended the span."""
 
 METRIC_EXPORT_INTERVAL_MILLIS: Final = 60000
 """Milliseconds between metric exports when ``OTEL_METRIC_EXPORT_INTERVAL`` is unset (SDK value)."""
@@ -240,7 +227,9 @@ class OpenSpanTracker(SpanProcessor):
         now = time.time_ns()
         span.set_attribute(TRUNCATED_ATTRIBUTE, True)
         span.add_event(
-            SPAN_TRUNCATED_EVENT, {SPAN_TRUNCATED_REASON: SPAN_TRUNCATED_AT_SHUTDOWN}, now
+            semconv.SPAN_TRUNCATED_EVENT,
+            {semconv.SPAN_TRUNCATED_REASON: semconv.SPAN_TRUNCATED_AT_SHUTDOWN},
+            now,
         )
         span.end(now)
 

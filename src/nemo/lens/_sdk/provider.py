@@ -102,7 +102,7 @@ class LensTracerProvider(TracerProvider):
             return
         self._shut_down = True
         if self._tracker is not None:
-            self._tracker.end_open_spans()
+            self._tracker.close()
         super().shutdown()
 
     @property

@@ -21,7 +21,7 @@ __all__ = ["format_goodput", "goodput_line", "rank_label", "run_json"]
 
 
 def rank_label(rank: int | None) -> str:
-    """``rank 3``, or ``unknown rank`` for spans without ``nemo.rank``."""
+    """``rank 3``, or ``unknown rank`` for spans without ``dl.rank`` (or ``nemo.rank``)."""
     return "unknown rank" if rank is None else f"rank {rank}"
 
 
@@ -48,7 +48,7 @@ def _share(part: int, whole: int) -> str:
 
 
 def _run_name(run_id: str) -> str:
-    return f"run {run_id}" if run_id else "run (no nemo.run_id)"
+    return f"run {run_id}" if run_id else "run (no nemo.run.id)"
 
 
 def goodput_line(run: RunGoodput) -> str:

@@ -87,11 +87,25 @@ class Process:
 
     @classmethod
     def from_resource(cls, resource: Mapping[str, Any]) -> Process:
-        """Build the key from a span's resource attributes (missing ones stay empty)."""
-        rank = resource.get(semconv.RANK)
-        if isinstance(rank, bool) or not isinstance(rank, int):
-            rank = None
-        run_id = resource.get(semconv.RUN_ID) or resource.get(semconv.SERVICE_INSTANCE_ID)
+        """Build the key from a span's resource attributes (missing ones stay empty).
+
+        The rank is ``dl.rank`` (upstream's key, which nemo.lens sends too), else
+        ``nemo.rank`` (all a trace written before 0.2 has); the run is ``nemo.run.id``,
+        else ``nemo.run_id``, else ``service.instance.id``.
+        """
+        rank = next(
+            (
+                value
+                for value in (resource.get(semconv.DL_RANK), resource.get(semconv.RANK))
+                if isinstance(value, int) and not isinstance(value, bool)
+            ),
+            None,
+        )
+        run_id = (
+            resource.get(semconv.NEMO_RUN_ID)
+            or resource.get(semconv.RUN_ID)
+            or resource.get(semconv.SERVICE_INSTANCE_ID)
+        )
         service = resource.get(semconv.SERVICE_NAME)
         return cls(
             rank=rank,
@@ -104,7 +118,8 @@ class Process:
         return (self.rank is None, self.rank or 0, self.run_id, self.service)
 
     def label(self, *, with_run: bool = False) -> str:
-        """``rank 0`` (``unknown rank`` without ``nemo.rank``), plus the run when asked."""
+        """``rank 0`` (``unknown rank`` without ``dl.rank`` or ``nemo.rank``), plus the run
+        when asked."""
         text = "unknown rank" if self.rank is None else f"rank {self.rank}"
         if with_run and self.run_id:
             text += f" of run {self.run_id}"

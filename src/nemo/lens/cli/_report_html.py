@@ -123,7 +123,7 @@ def _goodput_section(runs: Sequence[dict[str, Any]]) -> str:
     )
     out.append(f'<div class="legend">{legend}</div>')
     for run in runs:
-        name = f"run {run['run_id']}" if run["run_id"] else "run (no nemo.run_id)"
+        name = f"run {run['run_id']}" if run["run_id"] else "run (no nemo.run.id)"
         bars = [("run", run)]
         if len(run["ranks"]) > 1 or run["lifetimes"] > 1:
             bars += [(_rank(entry["rank"]), entry) for entry in run["ranks"]]

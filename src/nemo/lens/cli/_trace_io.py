@@ -30,7 +30,8 @@ What a line may be
     whatever the input.
 
 Where a span belongs
-    Its process is its resource's ``nemo.rank``, ``nemo.run_id`` (else
+    Its process is its resource's ``dl.rank`` (else ``nemo.rank``, all a trace
+    written before 0.2 has), ``nemo.run.id`` (else ``nemo.run_id``, else
     ``service.instance.id``) and ``service.name``; its group is its
     ``lens.group`` attribute, or ``nemo.span_group`` in a trace written before
     0.2 (:data:`NO_GROUP` when the span carries neither, e.g. one made by

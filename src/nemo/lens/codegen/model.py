@@ -136,6 +136,8 @@ class Schema:
     """True for a consumer-only schema that extends another file's base vocabulary."""
     catalogue: Catalogue | None = None
     """The metric catalogue (base schemas only)."""
+    names: NameCatalogue | None = None
+    """The attribute-name catalogue (base schemas only)."""
 
 
 METRIC_KINDS: tuple[str, ...] = ("counter", "up_down_counter", "histogram", "gauge")
@@ -181,3 +183,69 @@ class Catalogue:
     boundaries: tuple[tuple[str, tuple[float, ...]], ...]
     sections: tuple[MetricSection, ...]
     metrics: tuple[Metric, ...]
+
+
+NAME_KINDS: tuple[str, ...] = ("attribute", "value", "event", "field", "scope", "version")
+"""What a name of the attribute catalogue is: an attribute key (the default), a fixed value
+of one, the name of a span event, a field of the standard library's ``logging.LogRecord``,
+an instrumentation scope, or a version."""
+ATTRIBUTE_TYPES: dict[str, str] = {
+    "string": "str",
+    "int": "int",
+    "double": "float",
+    "boolean": "bool",
+}
+"""The attribute types a catalogue entry may state (OpenTelemetry's spelling) and the Python
+type of such a value."""
+ATTRIBUTES_MODULE = "nemo.lens.semconv.attributes"
+"""Where the names of the catalogue's sections that are not the resource's are generated."""
+RESOURCE_MODULE = "nemo.lens.semconv.resource"
+"""Where the names of the catalogue's resource sections are generated."""
+
+
+@dataclass(frozen=True)
+class Name:
+    """One name of the attribute catalogue: a ``Final`` constant of ``nemo.lens.semconv``."""
+
+    key: str
+    """The schema key; its upper case is the constant (`dl_rank`)."""
+    value: str
+    """What the constant holds (`dl.rank`)."""
+    section: str
+    description: str
+    kind: str = "attribute"
+    type: str = ""
+    """The attribute's type (`int`, ...), when the schema states it."""
+    of: str = ""
+    """For a `value`: the key of the attribute it is a value of."""
+    alias_of: str = ""
+    """The key of the entry this one repeats under another constant (same value)."""
+    upstream: str = ""
+    """The upstream release whose `nemo.lens.semconv` defines this constant with this value."""
+    upstream_resource: str = ""
+    """The upstream release that sends this key in every signal's resource, as this type."""
+
+    @property
+    def constant(self) -> str:
+        return self.key.upper()
+
+
+@dataclass(frozen=True)
+class NameSection:
+    key: str
+    title: str
+    description: str
+    resource: bool = False
+    """Its names are resource attributes (generated into the resource module)."""
+
+
+@dataclass(frozen=True)
+class NameCatalogue:
+    """The `[attributes]` table: sections and names, sorted."""
+
+    sections: tuple[NameSection, ...]
+    names: tuple[Name, ...]
+
+    def in_module(self, resource: bool) -> tuple[NameSection, ...]:
+        """The sections of the resource module (or of the other one)."""
+        return tuple(s for s in self.sections if s.resource == resource)

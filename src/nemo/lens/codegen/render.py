@@ -13,10 +13,18 @@ from pathlib import Path
 
 import jinja2
 
+from nemo.lens.codegen.attribute_views import names_view
 from nemo.lens.codegen.class_views import class_view, signatures_view
 from nemo.lens.codegen.docs_views import docs_class
 from nemo.lens.codegen.metric_views import catalogue_view
-from nemo.lens.codegen.model import METRICS_MODULE, SIGNATURES_MODULE, TIER_MEANING, Schema
+from nemo.lens.codegen.model import (
+    ATTRIBUTES_MODULE,
+    METRICS_MODULE,
+    RESOURCE_MODULE,
+    SIGNATURES_MODULE,
+    TIER_MEANING,
+    Schema,
+)
 from nemo.lens.codegen.text import header, pystr
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -66,6 +74,17 @@ def render_all(schema: Schema, out_root: Path, docs: Path | None, command: str) 
                 sections=table.sections,
                 boundaries=[(name, values[0]) for name, values in table.boundaries],
                 command=command,
+            )
+    if schema.names is not None:
+        names = env.get_template("attributes.py.j2")
+        for resource, module in ((False, ATTRIBUTES_MODULE), (True, RESOURCE_MODULE)):
+            files[module_path(out_root, module)] = names.render(
+                view=names_view(schema, schema.names, command, resource=resource)
+            )
+        if docs is not None:
+            page = names_view(schema, schema.names, command, resource=None)
+            files[docs.with_name("attributes.md")] = env.get_template("attributes.md.j2").render(
+                header=page.header, sections=page.sections, command=command
             )
     if docs is not None:
         tiers = tuple((tier, meaning) for tier, meaning in TIER_MEANING.items())

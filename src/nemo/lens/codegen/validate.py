@@ -28,6 +28,7 @@ from nemo.lens.codegen.rules import (
     read_base,
     read_consumers,
 )
+from nemo.lens.codegen.rules_attributes import read_names
 from nemo.lens.codegen.rules_metrics import read_metrics
 
 if sys.version_info >= (3, 11):
@@ -43,7 +44,15 @@ BUNDLED_BASE_PATH = Path(__file__).resolve().parent / "schema" / "span_groups.to
 MAX_SCHEMA_BYTES = 1 << 20
 """A schema is a short hand-written file; anything larger is a mistake (or /dev/zero)."""
 SCHEMA_VERSION = 1
-TOP_KEYS = ("schema_version", "extends", "groups", "presets", "consumers", "metrics")
+TOP_KEYS = (
+    "schema_version",
+    "extends",
+    "groups",
+    "presets",
+    "consumers",
+    "metrics",
+    "attributes",
+)
 
 
 def _read_text(path: Path) -> str:
@@ -159,6 +168,15 @@ def load_schema(
             chk.error(("metrics",), "[metrics] belongs to the base schema, not to a consumer's")
         else:
             catalogue = read_metrics(chk, data["metrics"])
+    names = None
+    if "attributes" in data:
+        if extends is not None:
+            chk.error(
+                ("attributes",), "[attributes] belongs to the base schema, not to a consumer's"
+            )
+        else:
+            # After the metrics: the two catalogues' constants share nemo.lens.semconv.
+            names = read_names(chk, data["attributes"], catalogue)
     taken: dict[str, KeyPath] = {
         BASE_CLASS: ("groups",),
         BASE_MODULE: ("groups",),
@@ -177,4 +195,5 @@ def load_schema(
         consumers=tuple(sorted(consumers, key=lambda c: c.key)),
         extends_base=extends is not None,
         catalogue=catalogue,
+        names=names,
     )

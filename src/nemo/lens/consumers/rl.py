@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 9ce098bb24ab1b519856514dc84a2bcb0d6a1a52749b630c63648c376b9c7279
+# schema-sha256: 5daa884348b5a70e4a34520c4255562ff3b41b150afac8e27d4f73ef5a69467c
 """RLSpanGroup, the span groups of the 'rl' consumer."""
 
 from __future__ import annotations

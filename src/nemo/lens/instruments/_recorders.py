@@ -190,7 +190,7 @@ def record_rl_step_metrics(
             tokens_per_second = tokens / seconds
     for name, value in (
         (sc.RL_STEP, step),
-        (sc.RL_REWARD_MEAN, reward_mean),
+        (sc.NEMO_RL_REWARD_MEAN, reward_mean),
         (sc.RL_REWARD_STD, reward_std),
         (sc.RL_REWARD_MIN, reward_min),
         (sc.RL_REWARD_MAX, reward_max),

@@ -2,14 +2,19 @@
 
 Attribute names are constants in :mod:`nemo.lens.semconv` (the resource subset is
 re-exported as :mod:`nemo.lens.resources.attributes`).
+Every key upstream nemo-lens 0.2.0 sends is sent, with its type (``dl.rank``,
+``nemo.run.id``, ``host.gpu.count``, the SLURM keys as strings, ...), and
+nemo.lens's own keys beside them (``nemo.rank``, ``nemo.run_id``, ...).
 Precedence, lowest to highest: detected (host, process, GPUs, SLURM,
 Kubernetes, deployment environment) < ``OTEL_RESOURCE_ATTRIBUTES`` <
-configuration fields < the caller's ``resource_attributes``; see
+configuration fields < the caller's ``resource_attributes`` (upstream let
+detection overwrite the caller's; here the caller wins); see
 :mod:`nemo.lens.resources.build`.
 
 0.1.0's detectors are here too: :func:`detect_resource` and the modules
 :mod:`~nemo.lens.resources.local`, :mod:`~nemo.lens.resources.slurm` and
-:mod:`~nemo.lens.resources.kubernetes`, each returning a plain ``dict``.
+:mod:`~nemo.lens.resources.kubernetes`, each returning a plain ``dict`` (empty
+where nothing is detected) that holds upstream's keys from upstream's variables.
 
 Importing this package does not import the OpenTelemetry SDK; only
 :func:`build_resource` and :func:`otel_env_attributes` do, when called.
@@ -28,7 +33,9 @@ from nemo.lens.resources.build import (
     package_version,
 )
 from nemo.lens.resources.detect import (
+    DEPLOYMENT_ENVIRONMENT_VARIABLES,
     K8S_NAMESPACE_FILE,
+    K8S_SECRETS_DIR,
     NVIDIA_SMI_TIMEOUT_S,
     detect_attributes,
     nvidia_smi_gpu_count,
@@ -39,7 +46,9 @@ from nemo.lens.resources.local import detect_local
 from nemo.lens.resources.slurm import detect_slurm
 
 __all__ = [
+    "DEPLOYMENT_ENVIRONMENT_VARIABLES",
     "K8S_NAMESPACE_FILE",
+    "K8S_SECRETS_DIR",
     "NVIDIA_SMI_TIMEOUT_S",
     "attributes",
     "build_resource",

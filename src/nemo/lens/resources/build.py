@@ -13,7 +13,14 @@ Lowest to highest (a later layer overwrites an earlier one key by key):
 
 So an operator can correct a detected value with ``OTEL_RESOURCE_ATTRIBUTES``,
 the job's configuration cannot be overridden by a stray environment variable,
-and the code that calls ``setup_telemetry`` has the last word.
+and the code that calls ``setup_telemetry`` has the last word. Upstream nemo-lens
+0.2.0 applied detection after the caller's ``resource_attributes``, so a detected
+value overwrote the caller's; here the caller's value is kept.
+
+Rank, world size, run id and user are sent under upstream's keys (``dl.rank``,
+``dl.world_size``, ``nemo.run.id``, ``nemo.user.id``) and under nemo.lens's own
+(``nemo.rank``, ``nemo.world_size``, ``nemo.run_id``, ``nemo.user``), with the
+same values: queries written against either keep finding them.
 """
 
 from __future__ import annotations
@@ -60,18 +67,21 @@ def config_attributes(
     found: dict[str, AttributeValue] = {
         attr.SERVICE_NAME: config.service_name,
         attr.SERVICE_VERSION: package_version(),
+        attr.DL_RANK: rank,
+        attr.DL_WORLD_SIZE: world_size,
         attr.RANK: rank,
         attr.WORLD_SIZE: world_size,
+        attr.NEMO_RUN_ID: config.run_id,
         attr.RUN_ID: config.run_id,
         attr.SERVICE_INSTANCE_ID: f"{config.run_id}-rank{rank}",
     }
-    for name, value in (
-        (attr.USER, config.user),
-        (attr.WANDB_ENTITY, config.wandb_entity),
-        (attr.WANDB_PROJECT, config.wandb_project),
+    for names, value in (
+        ((attr.NEMO_USER_ID, attr.USER), config.user),
+        ((attr.WANDB_ENTITY,), config.wandb_entity),
+        ((attr.WANDB_PROJECT,), config.wandb_project),
     ):
         if value.strip():
-            found[name] = value.strip()
+            found.update(dict.fromkeys(names, value.strip()))
     return found
 
 
@@ -88,7 +98,8 @@ def merged_attributes(
     world_size: int,
     resource_attributes: Mapping[str, AttributeValue] | None = None,
 ) -> dict[str, AttributeValue]:
-    """Return the four layers merged in precedence order (see the module docstring)."""
+    """Return the four layers merged in precedence order (see the module docstring): the
+    caller's *resource_attributes* win over everything detected or configured."""
     merged: dict[str, AttributeValue] = {}
     merged.update(detect_attributes())
     merged.update(otel_env_attributes())

@@ -5,7 +5,12 @@ Kubernetes the service account's namespace file and, when
 ``CUDA_VISIBLE_DEVICES`` is unset, one short ``nvidia-smi`` query for the GPU
 count. Nothing here fails set-up: an unreadable file, a malformed variable, a
 missing or hanging ``nvidia-smi`` is skipped and its attribute left out.
-"""
+
+Upstream nemo-lens 0.2.0's keys come from its variables, with its types (dashboards
+query them): the SLURM ones only when ``SLURM_JOB_ID`` is set, each the string the
+variable holds; the Kubernetes ones from the downward-API variables. nemo.lens's own
+keys (``nemo.gpu.count``, ``slurm.procid``, ...) are sent beside them, and its own
+variables are read where upstream's are unset (``POD_NAMESPACE``, the namespace file)."""
 
 from __future__ import annotations
 
@@ -22,7 +27,9 @@ from opentelemetry.util.types import AttributeValue
 from nemo.lens.resources import attributes as attr
 
 __all__ = [
+    "DEPLOYMENT_ENVIRONMENT_VARIABLES",
     "K8S_NAMESPACE_FILE",
+    "K8S_SECRETS_DIR",
     "NVIDIA_SMI",
     "NVIDIA_SMI_TIMEOUT_S",
     "detect_attributes",
@@ -33,8 +40,22 @@ __all__ = [
     "visible_gpu_count",
 ]
 
+K8S_SECRETS_DIR: Final = "/var/run/secrets/kubernetes.io"
+"""What Kubernetes mounts into every pod: when it exists, the process runs under Kubernetes
+(as when ``KUBERNETES_SERVICE_HOST`` is set), upstream's rule."""
+
 K8S_NAMESPACE_FILE: Final = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-"""Where Kubernetes mounts the pod's namespace (read when ``POD_NAMESPACE`` is unset)."""
+"""Where Kubernetes mounts the pod's namespace (read when ``K8S_NAMESPACE`` and
+``POD_NAMESPACE`` are unset)."""
+
+DEPLOYMENT_ENVIRONMENT_VARIABLES: Final = (
+    "NEMO_LENS_ENVIRONMENT",
+    "DEPLOYMENT_ENVIRONMENT",
+    "DEPLOYMENT_ENV",
+    "ENVIRONMENT",
+)
+"""Where ``deployment.environment`` comes from: the first of these that is set. The first two
+are nemo.lens's; upstream nemo-lens 0.2.0 reads the last two, in that order."""
 
 NVIDIA_SMI: Final = "nvidia-smi"
 """The program asked for the GPU count when ``CUDA_VISIBLE_DEVICES`` is unset."""
@@ -46,20 +67,39 @@ It answers in well under a second on a healthy node; a wedged driver can make
 it hang for minutes, and telemetry must never hold a job's start-up hostage.
 """
 
-# (environment variable, attribute, is an integer). Integer-valued SLURM fields
-# become ints so backends can sort and filter them numerically.
-_SLURM: Final[tuple[tuple[str, str, bool], ...]] = (
-    ("SLURM_JOB_ID", attr.SLURM_JOB_ID, False),
-    ("SLURM_JOB_NAME", attr.SLURM_JOB_NAME, False),
+# Upstream's SLURM keys: (environment variable, attribute), each the string the variable
+# holds, as upstream sends it (dashboards compare them as strings).
+_SLURM: Final[tuple[tuple[str, str], ...]] = (
+    ("SLURM_JOB_ID", attr.SLURM_JOB_ID),
+    ("SLURM_JOB_NAME", attr.SLURM_JOB_NAME),
+    ("SLURM_NODELIST", attr.SLURM_NODELIST),
+    ("SLURM_NNODES", attr.SLURM_NNODES),
+    ("SLURM_NTASKS", attr.SLURM_NTASKS),
+    ("SLURM_PARTITION", attr.SLURM_PARTITION),
+    ("SLURM_CLUSTER_NAME", attr.SLURM_CLUSTER_NAME),
+)
+
+# nemo.lens's own SLURM keys: (environment variable, attribute, is an integer). Its
+# integer fields are ints, so backends can sort and filter them numerically.
+_OWN_SLURM: Final[tuple[tuple[str, str, bool], ...]] = (
     ("SLURM_PROCID", attr.SLURM_PROCID, True),
     ("SLURM_NODEID", attr.SLURM_NODEID, True),
     ("SLURM_LOCALID", attr.SLURM_LOCALID, True),
-    ("SLURM_NTASKS", attr.SLURM_NTASKS, True),
     ("SLURM_JOB_NUM_NODES", attr.SLURM_JOB_NUM_NODES, True),
     ("SLURM_STEP_ID", attr.SLURM_STEP_ID, False),
     ("SLURM_ARRAY_JOB_ID", attr.SLURM_ARRAY_JOB_ID, False),
     ("SLURM_ARRAY_TASK_ID", attr.SLURM_ARRAY_TASK_ID, False),
-    ("SLURM_CLUSTER_NAME", attr.SLURM_CLUSTER_NAME, False),
+)
+
+# Upstream's Kubernetes keys from the downward-API variables: (attribute, variables in
+# order of precedence). After them, nemo.lens's own fallbacks apply (see below).
+_K8S: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
+    (attr.K8S_NAMESPACE_NAME, ("K8S_NAMESPACE",)),
+    (attr.K8S_POD_NAME, ("K8S_POD_NAME", "HOSTNAME")),
+    (attr.K8S_POD_UID, ("K8S_POD_UID",)),
+    (attr.K8S_NODE_NAME, ("K8S_NODE_NAME",)),
+    (attr.K8S_CONTAINER_NAME, ("K8S_CONTAINER_NAME",)),
+    (attr.K8S_JOB_NAME, ("K8S_JOB_NAME",)),
 )
 
 
@@ -145,40 +185,49 @@ def detect_attributes(
     *,
     namespace_file: str = K8S_NAMESPACE_FILE,
     nvidia_smi: str | None = NVIDIA_SMI,
+    kubernetes_dir: str | None = None,
 ) -> dict[str, AttributeValue]:
     """Return the attributes detected for this process.
 
-    Host name, pid, ``deployment.environment`` (``NEMO_LENS_ENVIRONMENT``, else
-    ``DEPLOYMENT_ENVIRONMENT``), the GPU count, ``LOCAL_RANK``, SLURM job
-    attributes and, when ``KUBERNETES_SERVICE_HOST`` is set, the pod name and
-    namespace.
+    Host name, pid, ``deployment.environment`` (the first of
+    :data:`DEPLOYMENT_ENVIRONMENT_VARIABLES` that is set), the GPU count,
+    ``LOCAL_RANK``, the SLURM job's attributes when ``SLURM_JOB_ID`` is set
+    (:func:`slurm_attributes`) and the pod's under Kubernetes
+    (:func:`kubernetes_attributes`).
 
-    The GPU count is the number of devices ``CUDA_VISIBLE_DEVICES`` exposes
-    when that variable is set (what this process can use), else what
-    *nvidia_smi* reports (see :func:`nvidia_smi_gpu_count`; looked up on the
-    ``PATH`` of *environ*), else it is left out. ``nvidia_smi=None`` skips the
-    query.
+    The GPU count (``host.gpu.count`` and ``nemo.gpu.count``) is the number of
+    devices ``CUDA_VISIBLE_DEVICES`` exposes when that variable is set (what this
+    process can use), else what *nvidia_smi* reports (see
+    :func:`nvidia_smi_gpu_count`; looked up on the ``PATH`` of *environ*), else
+    it is left out. ``nvidia_smi=None`` skips the query.
     """
     env = os.environ if environ is None else environ
     found: dict[str, AttributeValue] = {
         attr.HOST_NAME: socket.gethostname(),
         attr.PROCESS_PID: os.getpid(),
     }
-    environment = (
-        env.get("NEMO_LENS_ENVIRONMENT", "").strip()
-        or env.get("DEPLOYMENT_ENVIRONMENT", "").strip()
+    environment = next(
+        (
+            value
+            for name in DEPLOYMENT_ENVIRONMENT_VARIABLES
+            if (value := env.get(name, "").strip())
+        ),
+        "",
     )
     if environment:
         found[attr.DEPLOYMENT_ENVIRONMENT] = environment
         found[attr.DEPLOYMENT_ENVIRONMENT_NAME] = environment
     gpus = gpu_count(env, nvidia_smi=nvidia_smi)
     if gpus is not None:
+        found[attr.HOST_GPU_COUNT] = gpus
         found[attr.GPU_COUNT] = gpus
     local_rank = _as_int(env.get("LOCAL_RANK", "").strip())
     if local_rank is not None:
         found[attr.LOCAL_RANK] = local_rank
     found.update(slurm_attributes(env))
-    found.update(kubernetes_attributes(env, namespace_file=namespace_file))
+    found.update(
+        kubernetes_attributes(env, namespace_file=namespace_file, kubernetes_dir=kubernetes_dir)
+    )
     return found
 
 
@@ -196,10 +245,23 @@ def gpu_count(
 
 
 def slurm_attributes(environ: Mapping[str, str] | None = None) -> dict[str, AttributeValue]:
-    """The ``slurm.*`` attributes of the ``SLURM_*`` variables that are set (integers as ints)."""
+    """The ``slurm.*`` attributes of the ``SLURM_*`` variables that are set; nothing at all
+    unless ``SLURM_JOB_ID`` is (upstream's rule: a variable left over outside a job says
+    nothing about this process).
+
+    Upstream's keys (``slurm.job.id``, ``slurm.nnodes``, ``slurm.ntasks``, ...) are the
+    strings the variables hold; nemo.lens's own integer fields (``slurm.procid``,
+    ``slurm.nodeid``, ``slurm.localid``, ``slurm.job.num_nodes``) are ints.
+    """
     env = os.environ if environ is None else environ
     found: dict[str, AttributeValue] = {}
-    for variable, name, numeric in _SLURM:
+    if not env.get("SLURM_JOB_ID"):
+        return found
+    for variable, name in _SLURM:
+        value = env.get(variable, "")
+        if value:
+            found[name] = value
+    for variable, name, numeric in _OWN_SLURM:
         raw = env.get(variable, "").strip()
         if not raw:
             continue
@@ -209,14 +271,33 @@ def slurm_attributes(environ: Mapping[str, str] | None = None) -> dict[str, Attr
 
 
 def kubernetes_attributes(
-    environ: Mapping[str, str] | None = None, *, namespace_file: str = K8S_NAMESPACE_FILE
+    environ: Mapping[str, str] | None = None,
+    *,
+    namespace_file: str = K8S_NAMESPACE_FILE,
+    kubernetes_dir: str | None = None,
 ) -> dict[str, AttributeValue]:
-    """The pod name and namespace when ``KUBERNETES_SERVICE_HOST`` is set, else nothing."""
+    """The pod's ``k8s.*`` attributes under Kubernetes, else nothing.
+
+    Kubernetes is recognised, as upstream recognises it, by ``KUBERNETES_SERVICE_HOST``
+    or by *kubernetes_dir* existing (``None``: :data:`K8S_SECRETS_DIR`). Each key comes
+    from the downward-API variable of its name (``K8S_NAMESPACE``, ``K8S_POD_NAME``,
+    ``K8S_POD_UID``, ``K8S_NODE_NAME``, ``K8S_CONTAINER_NAME``, ``K8S_JOB_NAME``); where
+    it is unset, the pod name is ``HOSTNAME``, else the host name, and the namespace
+    ``POD_NAMESPACE``, else the content of *namespace_file*.
+    """
     env = os.environ if environ is None else environ
     found: dict[str, AttributeValue] = {}
-    if env.get("KUBERNETES_SERVICE_HOST", "").strip():
-        pod = env.get("HOSTNAME", "").strip() or socket.gethostname()
-        found[attr.K8S_POD_NAME] = pod
+    # Looked up at the call, not bound as the default: tests point it elsewhere.
+    directory = K8S_SECRETS_DIR if kubernetes_dir is None else kubernetes_dir
+    if not (env.get("KUBERNETES_SERVICE_HOST") or os.path.exists(directory)):
+        return found
+    for name, variables in _K8S:
+        value = next((value for variable in variables if (value := env.get(variable))), "")
+        if value:
+            found[name] = value
+    if attr.K8S_POD_NAME not in found:
+        found[attr.K8S_POD_NAME] = socket.gethostname()
+    if attr.K8S_NAMESPACE_NAME not in found:
         namespace = env.get("POD_NAMESPACE", "").strip() or _read_namespace(namespace_file)
         if namespace:
             found[attr.K8S_NAMESPACE_NAME] = namespace

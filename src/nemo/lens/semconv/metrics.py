@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 9ce098bb24ab1b519856514dc84a2bcb0d6a1a52749b630c63648c376b9c7279
+# schema-sha256: 5daa884348b5a70e4a34520c4255562ff3b41b150afac8e27d4f73ef5a69467c
 """The metric catalogue of nemo.lens: every instrument its recorders create."""
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ __all__ = [
     "LEGACY_RL_ROLLOUT_DURATION_MS",
     "LEGACY_RL_THROUGHPUT_TOKENS_PER_SEC",
     "LEGACY_RL_VALUE_LOSS",
+    "NEMO_RL_REWARD_MEAN",
     "RL_GENERATION_DURATION",
     "RL_GENERATION_THROUGHPUT",
     "RL_GENERATION_TOKENS",
     "RL_POLICY_UPDATE_DURATION",
     "RL_REWARD_MAX",
-    "RL_REWARD_MEAN",
     "RL_REWARD_MIN",
     "RL_REWARD_STD",
     "RL_ROLLOUT_DURATION",
@@ -342,7 +342,7 @@ RL_REWARD_MAX: Final = "nemo.rl.reward.max"
 `record_rl_step_metrics`.
 """
 
-RL_REWARD_MEAN: Final = "nemo.rl.reward.mean"
+NEMO_RL_REWARD_MEAN: Final = "nemo.rl.reward.mean"
 """Mean reward of the last step. A gauge in `1`, recorded from `reward_mean` of
 `record_rl_step_metrics`.
 """
@@ -510,7 +510,7 @@ INSTRUMENTS: Final[Mapping[str, MetricInfo]] = by_name(
         non_negative=False,
     ),
     MetricInfo(
-        RL_REWARD_MEAN,
+        NEMO_RL_REWARD_MEAN,
         "gauge",
         "1",
         "Mean reward of the last step.",
