@@ -32,6 +32,7 @@ from nemo.lens import (
 )
 from nemo.lens.groups import SpanGroup
 from nemo.lens.handle import TelemetryHandle
+from nemo.lens.providers import SeedIndependentIdGenerator
 from nemo.lens.sampling import RankAwareSampler
 
 # What a module caches at import time, before any set-up.
@@ -89,6 +90,7 @@ def test_the_global_tracer_provider_is_an_sdk_provider_with_what_tools_use(
     own = handle.tracer_provider
     assert isinstance(own, TracerProvider)
     assert provider.id_generator is own.id_generator
+    assert isinstance(provider.id_generator, SeedIndependentIdGenerator)
     assert provider.force_flush() is True
 
 
