@@ -8,7 +8,8 @@
     nemo-lens report TRACE... [-o OUT] [--iteration-attribute NAME] [--skip-invalid]
     nemo-lens convert TRACE... [--to chrome] [-o OUT] [--skip-invalid]
     nemo-lens emit-spans --service NAME --span NAME,START,END[,PARENT] ...
-    nemo-lens generate [--schema PATH --out-root DIR] [--docs PATH] [--check]
+    nemo-lens generate [--schema PATH --out-root DIR] [--docs PATH] [--check] [--baseline OLD]
+    nemo-lens diff-schema OLD NEW [--format text|json|github]
 
 ``TRACE`` is what the ``file`` exporter writes (one JSON span per line), or
 standard output captured from the ``console`` exporter; ``-`` reads standard
@@ -18,7 +19,9 @@ Exit status: 0 on success, 1 when an input cannot be used (missing, empty, a
 garbled line: the message names the file and the line) or the output cannot
 be written, 2 on bad usage (an unknown option, class or span group).
 ``emit-spans`` exits 1 on invalid spans (nothing is emitted) and 2 when set-up
-or the export fails (see :mod:`nemo.lens.cli._emit_spans`). Also runnable as
+or the export fails (see :mod:`nemo.lens.cli._emit_spans`); ``diff-schema`` exits 1
+when NEW breaks users of OLD and 2 when either is not a valid schema (see
+:mod:`nemo.lens.codegen.compat_command`). Also runnable as
 ``python -m nemo.lens.cli``.
 """
 
@@ -74,6 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nemo.lens.codegen.command import main as generate
 
         return generate(arguments[1:])
+    if arguments[:1] == ["diff-schema"]:
+        # Schema files only: it must run while the generated modules are stale, too.
+        from nemo.lens.codegen.compat_command import main as diff_schema
+
+        return diff_schema(arguments[1:])
     from nemo.lens.cli._parser import build_parser
 
     parser = build_parser(sorted(span_group_classes()))
@@ -83,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_usage(sys.stderr)
             print(
                 f"{PROG}: error: name a command: groups, summarize or convert (or goodput, "
-                f"report, emit-spans, generate); `{PROG} --help` lists every command",
+                f"report, emit-spans, generate, diff-schema); `{PROG} --help` lists every command",
                 file=sys.stderr,
             )
             return EXIT_USAGE

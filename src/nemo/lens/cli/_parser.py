@@ -207,4 +207,10 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         "(needs the [codegen] extra; see nemo-lens generate --help)",
         add_help=False,
     )
+    commands.add_parser(
+        "diff-schema",
+        help="compare two span-group schemas: what breaks users of the old one, what only "
+        "warns (see nemo-lens diff-schema --help)",
+        add_help=False,
+    )
     return parser

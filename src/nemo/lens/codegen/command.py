@@ -3,17 +3,20 @@
 ::
 
     nemo-lens generate [--schema PATH] [--out-root DIR] [--docs PATH | --no-docs]
-                       [--check | --validate]
+                       [--check | --validate] [--baseline OLD]
 
 In this repository, with no arguments, it does what ``make generate`` does. In a
 consumer's own repository, name its schema (which ``extends = "nemo.lens"``):
 ``nemo-lens generate --schema lens.toml --out-root src --docs docs/span-groups.md``.
 ``--check`` writes nothing: it prints a diff and exits 1 when a generated file is
-stale or was edited by hand. Also runnable as ``python -m nemo.lens.codegen``.
+stale or was edited by hand. ``--baseline OLD`` first compares the schema with OLD (the
+last release's, say) as ``nemo-lens diff-schema`` does: when a change breaks users of
+OLD it prints the findings, writes nothing and exits 1; warnings are printed and
+generation goes on. Also runnable as ``python -m nemo.lens.codegen``.
 
-Exit status: 0 done (or up to date), 1 generated files are stale, 2 the schema is
-invalid, a generated file would replace one that is not generated, or the command
-line is wrong.
+Exit status: 0 done (or up to date), 1 generated files are stale (or the schema breaks
+its ``--baseline``), 2 the schema is invalid, a generated file would replace one that is
+not generated, or the command line is wrong.
 """
 
 from __future__ import annotations
@@ -59,8 +62,8 @@ def parser() -> argparse.ArgumentParser:
             f"{DEFAULT_DOCS}, as `make generate` does in the nemo.lens repository."
         ),
         epilog=(
-            "Exit status: 0 done or up to date, 1 a generated file is stale (--check), "
-            "2 invalid schema or bad usage."
+            "Exit status: 0 done or up to date, 1 a generated file is stale (--check) or "
+            "the schema breaks its --baseline, 2 invalid schema or bad usage."
         ),
     )
     parser.add_argument(
@@ -87,6 +90,15 @@ def parser() -> argparse.ArgumentParser:
     )
     mode.add_argument(
         "--validate", action="store_true", help="only validate the schema; write nothing"
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="OLD",
+        help="first compare the schema with OLD (e.g. the last release's, from git show) as "
+        "nemo-lens diff-schema does: a breaking change writes nothing and exits 1; "
+        "warnings are printed",
     )
     return parser
 
@@ -243,6 +255,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         print("nothing was written.", file=sys.stderr)
         return EXIT_USAGE
+    if args.baseline is not None:
+        from nemo.lens.codegen.compat_command import check_baseline
+
+        status = check_baseline(args.baseline, plan.schema, plan.shown, schema)
+        if status is not None:
+            print("nothing was written.", file=sys.stderr)
+            return status
     if args.validate:
         print(f"{plan.shown}: valid")
         return EXIT_OK

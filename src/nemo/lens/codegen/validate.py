@@ -36,7 +36,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["BUNDLED_BASE", "MAX_SCHEMA_BYTES", "Problem", "SchemaError", "load_schema"]
+__all__ = [
+    "BUNDLED_BASE",
+    "MAX_SCHEMA_BYTES",
+    "Problem",
+    "SchemaError",
+    "extended_schema",
+    "load_schema",
+    "read_document",
+]
 
 BUNDLED_BASE = "nemo.lens"
 """`extends` value naming the base schema that ships beside this generator."""
@@ -100,6 +108,20 @@ def _parse(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
     return data, Locator(text)
 
 
+def read_document(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
+    """The parsed TOML at *path* and the lines of its keys, unvalidated (raises
+    :class:`SchemaError` when it cannot be read or parsed)."""
+    return _parse(path, shown)
+
+
+def extended_schema(path: Path, extends: str) -> tuple[Path, str]:
+    """The file that the ``extends`` value of the schema at *path* names, and how messages
+    name it (``"nemo.lens"`` for the base schema bundled here)."""
+    if extends == BUNDLED_BASE:
+        return BUNDLED_BASE_PATH, BUNDLED_BASE
+    return path.parent / extends, extends
+
+
 def load_schema(
     path: Path, shown: str | None = None, *, _extending: tuple[Path, ...] = ()
 ) -> Schema:
@@ -136,7 +158,7 @@ def load_schema(
                     f"a schema that extends another defines consumers only; move [{key}] "
                     "into a consumer table or into the base schema",
                 )
-        base_path = BUNDLED_BASE_PATH if extends == BUNDLED_BASE else (path.parent / extends)
+        base_path, base_shown = extended_schema(path, extends)
         try:
             chain = (*_extending, path.resolve())
             cycle = base_path.resolve() in chain
@@ -151,11 +173,7 @@ def load_schema(
             )
             raise SchemaError(chk.problems)
         try:
-            parent = load_schema(
-                base_path,
-                BUNDLED_BASE if extends == BUNDLED_BASE else extends,
-                _extending=chain,
-            )
+            parent = load_schema(base_path, base_shown, _extending=chain)
         except SchemaError as exc:
             raise SchemaError([*chk.problems, *exc.problems]) from None
         base, base_digest = parent.base, parent.digest
