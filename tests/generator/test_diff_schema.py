@@ -461,9 +461,10 @@ def test_a_category_or_bucket_change_warns_that_goodput_moves(diff: Differ) -> N
     assert result.status == 0
     assert result.kinds() == [("category_changed", "warning", "groups.save")]
     assert result.one("category_changed")["message"] == (
-        "group 'save' of SpanGroup is now profiling (was goodput); `nemo-lens goodput` "
-        "figures move: goodput figures of runs before and after it are not comparable; its "
-        "time no longer feeds the 'checkpoint_save' bucket"
+        "group 'save' of SpanGroup is now profiling (was goodput): its spans' category and "
+        "the 'goodput' preset change; `nemo-lens goodput` figures move: its time no longer "
+        "feeds the 'checkpoint_save' bucket; goodput figures of runs before and after it are "
+        "not comparable"
     )
     assert result.one("category_changed")["fix"] == (
         "if intended, say so in the release notes; otherwise make it goodput again"
@@ -497,7 +498,9 @@ def test_a_consumers_own_category_view_is_its_change(diff: Differ) -> None:
     assert result.kinds() == [("category_changed", "warning", "consumers.srv.categories.save")]
     found = result.one("category_changed")
     assert found["message"].startswith(
-        "group 'save' of SrvSpanGroup is now profiling (was goodput)"
+        "group 'save' of SrvSpanGroup is now profiling (was goodput): its spans' category "
+        "and the 'goodput' preset change; `nemo-lens goodput` figures move: its time no "
+        "longer feeds the 'checkpoint_save' bucket;"
     )
     assert found["old"]["key"] == "groups.save.category"
     assert found["new"] == {

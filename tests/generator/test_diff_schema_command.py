@@ -308,3 +308,24 @@ def test_a_release_from_git_is_the_baseline(tmp_path: Path) -> None:
     assert clean.stderr == (
         f"summary: 0 breaking, 0 warnings, 0 compatible ({old.as_posix()} -> lens.toml)\n"
     )
+
+
+def test_the_docs_example_is_what_the_command_prints(diff: Differ) -> None:
+    """docs/schema-compatibility.md shows the output for the README's consumer, edited."""
+    docs = (REPO / "docs" / "schema-compatibility.md").read_text(encoding="utf-8")
+    shown = docs.split("```text\n", 1)[1].split("```", 1)[0]
+    new = edit(
+        CONSUMER,
+        ('groups = ["shard_merge"]', "groups = []"),
+        ('category = "goodput"\n', ""),
+        (
+            "[consumers.mylib.presets.default]",
+            '[consumers.mylib.groups.shard_index]\ndescription = "Indexing of dataset shards."'
+            '\nfires = "periodic"\nsince = "1.1.0"\n\n[consumers.mylib.presets.default]',
+        ),
+    )
+    (diff.where / "lens.toml").write_text(new, encoding="utf-8")
+    diff(CONSUMER, new)  # writes old.toml
+
+    assert main(["old.toml", "lens.toml"]) == 1
+    assert diff.capsys.readouterr().out == shown

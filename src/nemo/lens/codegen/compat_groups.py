@@ -201,17 +201,22 @@ def _goodput(pair: Pair, old: Group, new: Group, inherited: bool) -> Iterator[Fi
 
     comparable = "goodput figures of runs before and after it are not comparable"
     if old_category != new_category:
-        feeds = [f"`nemo-lens goodput` figures move: {comparable}"]
+        moves = []
         if old_bucket:
-            feeds.append(f"its time no longer feeds the {old_bucket!r} bucket")
+            moves.append(f"its time no longer feeds the {old_bucket!r} bucket")
         if new_bucket:
-            feeds.append(f"its time now feeds the {new_bucket!r} bucket")
+            moves.append(f"its time now feeds the {new_bucket!r} bucket")
+        # A group without a bucket is transparent to the accounting, but not to dashboards
+        # that read the spans' category, nor to jobs that run the `goodput` preset.
+        effects = [f"its spans' category and the {GOODPUT!r} preset change"]
+        if moves:
+            effects.append(f"`nemo-lens goodput` figures move: {'; '.join(moves)}; {comparable}")
         yield Finding(
             "category_changed",
             WARNING,
             subject,
-            f"group {name!r} of {pair.title} is now {new_category} (was {old_category}); "
-            + "; ".join(feeds),
+            f"group {name!r} of {pair.title} is now {new_category} (was {old_category}): "
+            + "; ".join(effects),
             f"if intended, say so in the release notes; otherwise make it {old_category} again",
             *_where(pair, name, "category", inherited),
         )
