@@ -204,14 +204,3 @@ print(MyLibSpanGroup.TOKEN_BATCH)
         cwd=other,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-
-
-def test_an_external_consumer_may_not_redefine_a_base_group(tmp_path: Path) -> None:
-    schema = tmp_path / "lens.toml"
-    schema.write_text(
-        EXTERNAL.replace("groups.token_batch", "groups.step").replace('"token_batch"', '"step"'),
-        encoding="utf-8",
-    )
-    result = run_codegen("--validate", "--schema", str(schema))
-    assert result.returncode == 2
-    assert "consumers.mylib.groups.step: group 'step' is already a base group" in result.stderr

@@ -9,7 +9,8 @@ keys, names, and text that must stay inert.
 A rule may also *warn*: a warning is located and worded like a problem, but the
 schema stays valid and is generated (``nemo-lens generate`` prints each as
 ``warning: FILE:LINE: key.path: message`` on standard error, whatever its exit
-status). Warnings are for what works today and has a better form.
+status). Warnings are for what works today and has a better form, such as a
+consumer's own definition of a group the base vocabulary has since taken in.
 """
 
 from __future__ import annotations

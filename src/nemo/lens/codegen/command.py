@@ -13,8 +13,9 @@ stale or was edited by hand. Also runnable as ``python -m nemo.lens.codegen``.
 
 Exit status: 0 done (or up to date), 1 generated files are stale, 2 the schema is
 invalid, a generated file would replace one that is not generated, or the command
-line is wrong. Warnings (``warning: FILE:LINE: key.path: message`` on standard
-error) never change it.
+line is wrong. Warnings (``warning: FILE:LINE: key.path: message`` on standard error,
+such as a consumer's own definition of a group its base has since taken in) never
+change it.
 """
 
 from __future__ import annotations

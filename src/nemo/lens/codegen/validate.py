@@ -4,8 +4,9 @@ Validation is separate from rendering: :func:`load_schema` either returns a
 :class:`~nemo.lens.codegen.model.Schema` that is safe to render, or raises
 :class:`SchemaError` carrying every :class:`Problem` found (file, line, key path,
 message, did-you-mean). Nothing is written on failure. What is valid but should change
-comes back as warnings, located the same way: ``Schema.warnings``, or
-``SchemaError.warnings`` beside the problems.
+(a consumer still defining a group its base has since taken in) comes back as
+warnings, located the same way: ``Schema.warnings``, or ``SchemaError.warnings`` beside
+the problems.
 """
 
 from __future__ import annotations
@@ -184,7 +185,13 @@ def load_schema(
         BASE_MODULE: ("groups",),
         SIGNATURES_MODULE: ("groups",),
     }
-    consumers = read_consumers(chk, data.get("consumers", {}), base, taken)
+    consumers = read_consumers(
+        chk,
+        data.get("consumers", {}),
+        base,
+        taken,
+        base_source="" if extends is None else str(extends),
+    )
     if extends is not None and not data.get("consumers"):
         chk.error((), "a schema that extends another must define at least one [consumers.NAME]")
     warnings = sorted(chk.warnings, key=lambda p: (p.file, p.line or 0))
