@@ -17,6 +17,9 @@ from tests.generator.conftest import REPO, add_group, copy_sources, free_group_n
 # adds a group of the same name (the README's own example) breaks nothing here.
 BASE_GROUP = free_group_name("my_new_group")
 MEGATRON_GROUP = free_group_name("my_megatron_group")
+MERGE = free_group_name("shard_merge")
+BATCH = free_group_name("token_batch")
+"""The groups of the consumer in another repository (its own, not the base's)."""
 
 
 def _python(code: str, *, cwd: Path, path: Path | list[Path]) -> str:
@@ -123,7 +126,7 @@ def test_a_deleted_generated_file_fails_the_check(clone: Path) -> None:
     assert "docs/span-groups.md" in result.stdout
 
 
-EXTERNAL = """\
+EXTERNAL = f"""\
 schema_version = 1
 extends = "nemo.lens"
 
@@ -132,24 +135,24 @@ class = "MyLibSpanGroup"
 module = "mylib.lens_groups"
 description = "Span groups of a library that lives in another repository."
 
-[consumers.mylib.groups.shard_merge]
+[consumers.mylib.groups.{MERGE}]
 description = "Merging of dataset shards."
 fires = "periodic"
 since = "1.0.0"
 
-[consumers.mylib.groups.token_batch]
+[consumers.mylib.groups.{BATCH}]
 description = "One batch of tokens."
 fires = "per_step"
 since = "1.0.0"
 
 [consumers.mylib.presets.default]
 description = "Production."
-groups = ["job", "shard_merge"]
+groups = ["job", "{MERGE}"]
 
 [consumers.mylib.presets.detailed]
 description = "Everything per step."
 extends = ["default"]
-groups = ["step", "token_batch"]
+groups = ["step", "{BATCH}"]
 """
 
 
@@ -166,22 +169,23 @@ def test_a_consumer_in_another_repository(tmp_path: Path) -> None:
     assert module.exists()
     assert not (other / "src" / "nemo").exists()  # the base class comes from nemo.lens
     out = _python(
-        """
+        f"""
 from mylib.lens_groups import MyLibSpanGroup
 from nemo.lens.groups import SpanGroup
 base_default = SpanGroup.resolve("default")
+own = {{{MERGE!r}, {BATCH!r}}}
 assert issubclass(MyLibSpanGroup, SpanGroup)
-assert MyLibSpanGroup.resolve("default") == base_default | {"shard_merge"}
-assert MyLibSpanGroup.resolve("detailed,-step") == base_default | {"shard_merge", "token_batch"}
+assert MyLibSpanGroup.resolve("default") == base_default | {{{MERGE!r}}}
+assert MyLibSpanGroup.resolve("detailed,-step") == base_default | own
 assert MyLibSpanGroup.resolve("per_step") == SpanGroup.resolve("per_step")  # inherited
-assert MyLibSpanGroup.ALL_GROUPS == SpanGroup.ALL_GROUPS | {"shard_merge", "token_batch"}
-print(MyLibSpanGroup.TOKEN_BATCH)
+assert MyLibSpanGroup.ALL_GROUPS == SpanGroup.ALL_GROUPS | own
+print(MyLibSpanGroup.{BATCH.upper()})
 """,
         cwd=other,
         # The consumer's tree, then the nemo.lens under test (the one that generated it).
         path=[other / "src", REPO / "src"],
     )
-    assert out.strip() == "token_batch"
+    assert out.strip() == BATCH
     docs = (other / "docs" / "span-groups.md").read_text(encoding="utf-8")
     assert "## `MyLibSpanGroup`" in docs
     assert "## `SpanGroup`" not in docs
