@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 from nemo.lens.codegen.render import render_all
@@ -17,6 +19,43 @@ REPO = HERE.parent.parent
 FIXTURES = HERE / "fixtures"
 GOLDEN = HERE / "golden"
 COMMAND = "nemo-lens generate --schema fixtures/small.toml --out-root src"
+SHIPPED_SCHEMA = REPO / "schema" / "span_groups.toml"
+
+
+@cache
+def _shipped_names() -> frozenset[str]:
+    schema = load_schema(SHIPPED_SCHEMA)
+    classes = (schema.base, *schema.consumers)
+    return frozenset(
+        {g.name for cls in classes for g in cls.groups}
+        | {p.name for cls in classes for p in cls.presets}
+    )
+
+
+def free_group_name(stem: str) -> str:
+    """The first of *stem*, *stem*_2, *stem*_3, ... that the shipped schema does not hold as a
+    group (of the base or of any consumer) or a preset.
+
+    A test that adds a group to a schema takes its name from here, so an author who adds a
+    group of that very name (the README's guide suggests ``my_new_group``) breaks no test.
+    """
+    names = (stem if n == 1 else f"{stem}_{n}" for n in itertools.count(1))
+    return next(name for name in names if name not in _shipped_names())
+
+
+def copy_sources(target: Path) -> Path:
+    """A copy of the parts of the repository the generator reads and writes (schema, src,
+    docs, pyproject.toml), links kept as links: the base schema the package ships is the
+    copy's own."""
+    for part in ("schema", "src", "docs"):
+        shutil.copytree(
+            REPO / part,
+            target / part,
+            ignore=shutil.ignore_patterns("__pycache__"),
+            symlinks=True,
+        )
+    shutil.copy(REPO / "pyproject.toml", target / "pyproject.toml")
+    return target
 
 
 def render_fixture(name: str, out_root: Path, docs: Path | None) -> dict[Path, str]:

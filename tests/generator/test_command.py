@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nemo.lens.codegen.validate import MAX_SCHEMA_BYTES
-from tests.generator.conftest import REPO, run_codegen
+from tests.generator.conftest import REPO, free_group_name, run_codegen
 
 CONSUMER_SCHEMA = """\
 schema_version = 1
@@ -21,7 +21,7 @@ class = "MyLibSpanGroup"
 module = "{module}"
 description = "Span groups of mylib."
 
-[consumers.mylib.groups.shard_merge]
+[consumers.mylib.groups.{group}]
 description = "Merging of dataset shards."
 fires = "periodic"
 since = "1.0.0"
@@ -31,7 +31,9 @@ since = "1.0.0"
 def _consumer(tmp_path: Path, module: str = "mylib.lens_groups") -> Path:
     (tmp_path / "pyproject.toml").write_text("", encoding="utf-8")
     schema = tmp_path / "lens.toml"
-    schema.write_text(CONSUMER_SCHEMA.format(module=module), encoding="utf-8")
+    # The consumer's own group: a name the shipped base does not hold.
+    group = free_group_name("shard_merge")
+    schema.write_text(CONSUMER_SCHEMA.format(module=module, group=group), encoding="utf-8")
     return schema
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.generator.conftest import add_group, copy_checkout
+from tests.generator.conftest import add_group, copy_checkout, free_group_name
 
 NESTED = "NEMO_LENS_INSIDE_THE_ONE_EDIT_TEST"
 
@@ -56,9 +56,12 @@ def _run(copy: Path, *args: str, timeout: float = 900) -> subprocess.CompletedPr
 
 
 def test_one_schema_edit_and_generate_keep_every_gate_green(copy: Path) -> None:
+    # Names the shipped schema does not hold, whatever an author has added to it.
+    base_group = free_group_name("one_edit_base_group")
+    megatron_group = free_group_name("one_edit_megatron_group")
     schema = copy / "schema" / "span_groups.toml"
-    text = add_group(schema.read_text(encoding="utf-8"), "one_edit_base_group")
-    text = add_group(text, "one_edit_megatron_group", consumer="megatron")
+    text = add_group(schema.read_text(encoding="utf-8"), base_group)
+    text = add_group(text, megatron_group, consumer="megatron")
     schema.write_text(text, encoding="utf-8")
 
     generated = _run(copy, "-m", "nemo.lens.codegen")
@@ -82,9 +85,9 @@ def test_one_schema_edit_and_generate_keep_every_gate_green(copy: Path) -> None:
         "from nemo.lens.groups import SpanGroup\n"
         "from nemo.lens.consumers.megatron import MegatronSpanGroup\n"
         "from nemo.lens.consumers.rl import RLSpanGroup\n"
-        "assert 'one_edit_base_group' in SpanGroup.resolve('per_step')\n"
-        "assert 'one_edit_base_group' in RLSpanGroup.resolve('per_step')\n"
-        "assert 'one_edit_megatron_group' in MegatronSpanGroup.resolve('per_step')\n"
-        "assert 'one_edit_megatron_group' not in RLSpanGroup.ALL_GROUPS\n",
+        f"assert {base_group!r} in SpanGroup.resolve('per_step')\n"
+        f"assert {base_group!r} in RLSpanGroup.resolve('per_step')\n"
+        f"assert {megatron_group!r} in MegatronSpanGroup.resolve('per_step')\n"
+        f"assert {megatron_group!r} not in RLSpanGroup.ALL_GROUPS\n",
     )
     assert check.returncode == 0, check.stderr

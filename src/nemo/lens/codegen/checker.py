@@ -5,6 +5,12 @@
 :func:`~nemo.lens.codegen.validate.load_schema` raises them together as one
 :class:`SchemaError`. It also holds the checks every rule shares: types, known
 keys, names, and text that must stay inert.
+
+A rule may also *warn*: a warning is located and worded like a problem, but the
+schema stays valid and is generated (``nemo-lens generate`` prints each as
+``warning: FILE:LINE: key.path: message`` on standard error, whatever its exit
+status). Warnings are for what works today and has a better form, such as a
+consumer's own definition of a group the base vocabulary has since taken in.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import json
 import keyword
 import re
 import unicodedata
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,10 +58,12 @@ class Problem:
 
 
 class SchemaError(Exception):
-    """The schema is invalid; :attr:`problems` lists every reason."""
+    """The schema is invalid; :attr:`problems` lists every reason, :attr:`warnings` what
+    else was found (shown beside the problems: they may explain one)."""
 
-    def __init__(self, problems: list[Problem]) -> None:
+    def __init__(self, problems: list[Problem], warnings: Sequence[Problem] = ()) -> None:
         self.problems = problems
+        self.warnings = tuple(warnings)
         count = len(problems)
         lines = "\n".join(str(p) for p in problems)
         super().__init__(f"{count} problem{'s' if count != 1 else ''} in the schema:\n{lines}")
@@ -113,9 +121,14 @@ class Checker:
     problems: list[Problem] = field(default_factory=list)
     broken: set[str] = field(default_factory=set)
     """Groups that are defined but invalid: reported once, not again where used."""
+    warnings: list[Problem] = field(default_factory=list)
+    """What is valid but should change; never a reason to refuse the schema."""
 
     def error(self, path: KeyPath, message: str) -> None:
         self.problems.append(Problem(self.file, self.locator.line(path), path, message))
+
+    def warn(self, path: KeyPath, message: str) -> None:
+        self.warnings.append(Problem(self.file, self.locator.line(path), path, message))
 
     def expect(self, value: object, kind: type, path: KeyPath) -> bool:
         # bool is an int subclass in Python; TOML keeps them apart, and so do we.

@@ -143,6 +143,9 @@ class ClassView:
     """The module's `__all__`, in the order ruff keeps it."""
     any_names: tuple[str, ...] = ()
     """Every group name of every class in the schema (the base module only)."""
+    own_constants: tuple[str, ...] = ()
+    """The constants of the groups the class defines itself, renamed ones left out (none for
+    a consumer whose every group the base has taken in)."""
 
 
 def _camel(name: str) -> str:
@@ -294,6 +297,7 @@ def class_view(
         ),
         renamed_constants=tuple(_rename_view(cls, g) for g in cls.groups if g.renamed_to),
         any_names=any_names,
+        own_constants=tuple(g.constant for g in cls.current_groups),
         exports=_exports(cls, presets),
         primitives=primitives_view(
             f"{cls.class_name}Name | DynamicSpanGroup",

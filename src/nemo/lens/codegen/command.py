@@ -16,7 +16,9 @@ generation goes on. Also runnable as ``python -m nemo.lens.codegen``.
 
 Exit status: 0 done (or up to date), 1 generated files are stale (or the schema breaks
 its ``--baseline``), 2 the schema is invalid, a generated file would replace one that is
-not generated, or the command line is wrong.
+not generated, or the command line is wrong. Warnings (``warning: FILE:LINE: key.path:
+message`` on standard error, such as a consumer's own definition of a group its base has
+since taken in) never change it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from nemo.lens.codegen.checker import Problem
     from nemo.lens.codegen.model import Schema
 
 PROG = "nemo-lens generate"
@@ -228,6 +231,13 @@ def _refusals(schema: Schema, plan: _Plan, files: dict[Path, str]) -> list[str]:
     return problems
 
 
+def _print_warnings(warnings: Sequence[Problem]) -> None:
+    # Standard error, and never the exit status: a warning is valid input that has a
+    # better form, so generate, --check and --validate all go on.
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``nemo-lens generate`` with *argv*; return the exit status."""
     try:
@@ -252,9 +262,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         schema = load_schema(plan.schema, plan.shown)
     except SchemaError as exc:
+        _print_warnings(exc.warnings)
         print(f"error: {exc}", file=sys.stderr)
         print("nothing was written.", file=sys.stderr)
         return EXIT_USAGE
+    _print_warnings(schema.warnings)
     if args.baseline is not None:
         from nemo.lens.codegen.compat_command import check_baseline
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nemo.lens.codegen.checker import Problem
 
 # Frequency tiers, least to most frequent. `default` may hold only the quiet ones
 # unless the schema states a reason (the preset contract).
@@ -138,6 +142,8 @@ class Schema:
     """The metric catalogue (base schemas only)."""
     names: NameCatalogue | None = None
     """The attribute-name catalogue (base schemas only)."""
+    warnings: tuple[Problem, ...] = ()
+    """What validation found valid but worth changing, located like problems, in order."""
 
 
 METRIC_KINDS: tuple[str, ...] = ("counter", "up_down_counter", "histogram", "gauge")

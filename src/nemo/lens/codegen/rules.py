@@ -1,9 +1,16 @@
 """The rules of a schema's vocabulary: groups (names, tiers, categories, buckets, renames),
-the base class, and consumers (their modules, their own groups and categories). Presets and
-the metric catalogue have modules of their own (:mod:`~nemo.lens.codegen.rules_presets`,
-:mod:`~nemo.lens.codegen.rules_metrics`). Each rule reads its part of the parsed TOML,
-reports every problem through a :class:`~nemo.lens.codegen.checker.Checker`, and returns the
-model of what is valid.
+the base class, and consumers (their modules, their own groups and categories). Presets,
+promoted groups and the metric catalogue have modules of their own
+(:mod:`~nemo.lens.codegen.rules_presets`, :mod:`~nemo.lens.codegen.rules_promoted`,
+:mod:`~nemo.lens.codegen.rules_metrics`).
+
+A consumer never redefines a base group of the same schema file (an error). A consumer
+of a schema that ``extends`` another may still define a group that base has since taken
+in (promoted): that is valid, the base definition wins, and it is a warning
+(:func:`~nemo.lens.codegen.rules_promoted.warn_promoted`).
+
+Each rule reads its part of the parsed TOML, reports every problem through a
+:class:`~nemo.lens.codegen.checker.Checker`, and returns the model of what is valid.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from nemo.lens.codegen.model import (
     GroupClass,
 )
 from nemo.lens.codegen.rules_presets import read_presets
+from nemo.lens.codegen.rules_promoted import warn_promoted
 
 __all__ = ["BASE_CLASS", "BASE_MODULE", "check_renames", "read_base", "read_consumers"]
 
@@ -44,8 +52,16 @@ CONSUMER_KEYS = ("class", "module", "description", "categories", "groups", "pres
 
 
 def read_groups(
-    chk: Checker, raw: object, path: KeyPath, inherited: Mapping[str, Group]
+    chk: Checker,
+    raw: object,
+    path: KeyPath,
+    inherited: Mapping[str, Group],
+    *,
+    promotable: bool = False,
 ) -> dict[str, Group]:
+    """The valid groups of *raw*. A name of *inherited* is an error, unless *promotable*
+    (the base comes from another file): then it is read like any other, for the caller to
+    set aside as promoted."""
     groups: dict[str, Group] = {}
     if not chk.expect(raw, dict, path):
         return groups
@@ -55,7 +71,7 @@ def read_groups(
         if not chk.name(name, gpath, "group"):
             chk.broken.add(name)
             continue
-        if name in inherited:
+        if name in inherited and not promotable:
             chk.error(
                 gpath,
                 f"group {name!r} is already a base group of {BASE_CLASS}; consumers inherit "
@@ -210,8 +226,16 @@ def read_categories(
 
 
 def read_consumers(
-    chk: Checker, raw: object, base: GroupClass, taken: dict[str, KeyPath]
+    chk: Checker,
+    raw: object,
+    base: GroupClass,
+    taken: dict[str, KeyPath],
+    *,
+    base_source: str = "",
 ) -> tuple[GroupClass, ...]:
+    """The consumers of *raw*, subclasses of *base*; *base_source* names the file the base
+    comes from when it is not this one (``extends``), which lets a consumer still define a
+    group the base has since taken in."""
     path: KeyPath = ("consumers",)
     if not chk.expect(raw, dict, path):
         return ()
@@ -239,12 +263,20 @@ def read_consumers(
                 )
             taken[value] = (*cpath, what)
         description = chk.text(body, "description", cpath, required=True)
-        own = read_groups(chk, body.get("groups", {}), (*cpath, "groups"), inherited)
+        gpath = (*cpath, "groups")
+        own = read_groups(
+            chk, body.get("groups", {}), gpath, inherited, promotable=bool(base_source)
+        )
+        promoted = {name: own.pop(name) for name in list(own) if name in inherited}
         known = {**{n: g for n, g in inherited.items()}, **own}
-        check_renames(chk, own, known, (*cpath, "groups"))
+        check_renames(chk, own, known, gpath)
         recategorized = read_categories(
             chk, body.get("categories", {}), (*cpath, "categories"), base
         )
+        for name, local in promoted.items():
+            warn_promoted(
+                chk, (*gpath, name), key, class_name, local, base, dict(recategorized), base_source
+            )
         presets = read_presets(
             chk, body.get("presets", {}), (*cpath, "presets"), known, inherited=base_presets
         )

@@ -3,7 +3,10 @@
 Validation is separate from rendering: :func:`load_schema` either returns a
 :class:`~nemo.lens.codegen.model.Schema` that is safe to render, or raises
 :class:`SchemaError` carrying every :class:`Problem` found (file, line, key path,
-message, did-you-mean). Nothing is written on failure.
+message, did-you-mean). Nothing is written on failure. What is valid but should change
+(a consumer still defining a group its base has since taken in) comes back as
+warnings, located the same way: ``Schema.warnings``, or ``SchemaError.warnings`` beside
+the problems.
 """
 
 from __future__ import annotations
@@ -200,11 +203,18 @@ def load_schema(
         BASE_MODULE: ("groups",),
         SIGNATURES_MODULE: ("groups",),
     }
-    consumers = read_consumers(chk, data.get("consumers", {}), base, taken)
+    consumers = read_consumers(
+        chk,
+        data.get("consumers", {}),
+        base,
+        taken,
+        base_source="" if extends is None else str(extends),
+    )
     if extends is not None and not data.get("consumers"):
         chk.error((), "a schema that extends another must define at least one [consumers.NAME]")
+    warnings = sorted(chk.warnings, key=lambda p: (p.file, p.line or 0))
     if chk.problems:
-        raise SchemaError(sorted(chk.problems, key=lambda p: (p.file, p.line or 0)))
+        raise SchemaError(sorted(chk.problems, key=lambda p: (p.file, p.line or 0)), warnings)
     digest = canonical_digest({"schema": data, "base": base_digest})
     return Schema(
         source=shown,
@@ -214,4 +224,5 @@ def load_schema(
         extends_base=extends is not None,
         catalogue=catalogue,
         names=names,
+        warnings=tuple(warnings),
     )
