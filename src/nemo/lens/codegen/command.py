@@ -11,6 +11,12 @@ consumer's own repository, name its schema (which ``extends = "nemo.lens"``):
 ``--check`` writes nothing: it prints a diff and exits 1 when a generated file is
 stale or was edited by hand. Also runnable as ``python -m nemo.lens.codegen``.
 
+``--docs PATH`` writes a whole page, unless the page already holds the two lines
+``<!-- nemo-lens:span-groups:start -->`` and ``<!-- nemo-lens:span-groups:end -->``:
+then only the lines between them are generated, and the prose around them is the
+author's, kept byte for byte (``--check`` checks only the region). See
+:mod:`nemo.lens.codegen.docs_region`.
+
 Exit status: 0 done (or up to date), 1 generated files are stale, 2 the schema is
 invalid, a generated file would replace one that is not generated, or the command
 line is wrong.
@@ -21,11 +27,14 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import stat
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from nemo.lens.codegen.docs_region import END, START, RegionError, find_region
 
 if TYPE_CHECKING:
     from nemo.lens.codegen.model import Schema
@@ -77,7 +86,14 @@ def parser() -> argparse.ArgumentParser:
         f"(default: {DEFAULT_OUT_ROOT} for the default schema, else the schema's directory)",
     )
     docs = parser.add_mutually_exclusive_group()
-    docs.add_argument("--docs", type=Path, default=None, help="where to write the docs table")
+    docs.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        help="where to write the docs table: a page of its own, or a page you keep that holds "
+        f"the lines {START} and {END}, of which only the part between them is generated "
+        "(the rest is kept as it is)",
+    )
     docs.add_argument("--no-docs", action="store_true", help="do not generate the docs table")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
@@ -139,17 +155,23 @@ def _write_atomically(files: dict[Path, str]) -> None:
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
                 handle.write(content)
+            if path.is_file():
+                # A page the author keeps (a marked region) keeps its permissions.
+                os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
 
 
-def _stale(files: dict[Path, str]) -> list[str]:
+def _stale(files: dict[Path, str], read: Mapping[Path, str] | None = None) -> list[str]:
+    """The diff of each file that differs from what is on disk. *read* holds files already
+    read exactly as they are (a page with a marked region: its line endings count)."""
+    read = read or {}
     diffs = []
     for path, content in sorted(files.items()):
         try:
-            current = path.read_text(encoding="utf-8")
+            current = read[path] if path in read else path.read_text(encoding="utf-8")
         except FileNotFoundError:
             diffs.append(f"{path.as_posix()}: missing\n")
             continue
@@ -183,12 +205,15 @@ def _is_generated(path: Path, marker: str) -> bool:
     return GENERATED_MARK in head and marker in text
 
 
-def _refusals(schema: Schema, plan: _Plan, files: dict[Path, str]) -> list[str]:
+def _refusals(
+    schema: Schema, plan: _Plan, files: dict[Path, str], *, docs_region: bool = False
+) -> list[str]:
     """Why a file must not be written: it exists and was not generated for the same thing.
 
     A consumer's module must be a new module of that consumer: a hand-written module
     (``module = "nemo.lens.helpers"``), a package of the same name, or another
-    consumer's generated module is never replaced.
+    consumer's generated module is never replaced. A page with a marked region
+    (*docs_region*) is the author's: only its region is written.
     """
     from nemo.lens.codegen.render import module_path
 
@@ -208,10 +233,11 @@ def _refusals(schema: Schema, plan: _Plan, files: dict[Path, str]) -> list[str]:
                 f"generator did not write for {cls.class_name}: name a new module "
                 "(a generated module is never written over a hand-written one)"
             )
-    if plan.docs is not None and not _is_generated(plan.docs, "# Span groups"):
+    if plan.docs is not None and not docs_region and not _is_generated(plan.docs, "# Span groups"):
         problems.append(
             f"--docs {plan.docs.as_posix()} names a file the generator did not write; "
-            "choose a new file"
+            f"choose a new file, or mark where the generated part goes with the lines {START} "
+            f"and {END}"
         )
     return problems
 
@@ -246,8 +272,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.validate:
         print(f"{plan.shown}: valid")
         return EXIT_OK
-    files = render_all(schema, plan.out_root, plan.docs, command=plan.command)
-    refusals = _refusals(schema, plan, files)
+    region = None
+    if plan.docs is not None:
+        try:
+            region = find_region(plan.docs, plan.docs.as_posix())
+        except RegionError as exc:
+            for line in exc.problems:
+                print(f"error: {line}", file=sys.stderr)
+            print("nothing was written.", file=sys.stderr)
+            return EXIT_USAGE
+    files = render_all(
+        schema, plan.out_root, plan.docs, command=plan.command, docs_region=region is not None
+    )
+    read: dict[Path, str] = {}
+    if region is not None and plan.docs is not None:
+        files[plan.docs] = region.with_body(files[plan.docs])
+        read[plan.docs] = region.page
+    refusals = _refusals(schema, plan, files, docs_region=region is not None)
     if refusals:
         count = len(refusals)
         print(f"error: {count} problem{'s' if count != 1 else ''} in the schema:", file=sys.stderr)
@@ -256,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("nothing was written.", file=sys.stderr)
         return EXIT_USAGE
     if args.check:
-        diffs = _stale(files)
+        diffs = _stale(files, read)
         if diffs:
             sys.stdout.write("".join(diffs))
             print(
