@@ -17,6 +17,10 @@ then only the lines between them are generated, and the prose around them is the
 author's, kept byte for byte (``--check`` checks only the region). See
 :mod:`nemo.lens.codegen.docs_region`.
 
+``--print-json-schema`` prints the JSON Schema of the schema format, for editors
+(Taplo, Even Better TOML) to check a schema as it is typed: save it beside the schema
+and name it on the schema's first line, ``#:schema ./lens.schema.json``.
+
 Exit status: 0 done (or up to date), 1 generated files are stale, 2 the schema is
 invalid, a generated file would replace one that is not generated, or the command
 line is wrong.
@@ -43,6 +47,9 @@ PROG = "nemo-lens generate"
 DEFAULT_SCHEMA = Path("schema/span_groups.toml")
 DEFAULT_OUT_ROOT = Path("src")
 DEFAULT_DOCS = Path("docs/span-groups.md")
+JSON_SCHEMA_FILE = "span_groups.schema.json"
+"""The JSON Schema of the format (``--print-json-schema``), written beside this repository's
+own schema, which names it on its first line; the package ships it beside the base schema."""
 DEFAULT_COMMAND = "make generate"
 """What the headers of this repository's own generated files tell readers to run."""
 GENERATED_MARK = "DO NOT EDIT: generated from "
@@ -103,6 +110,12 @@ def parser() -> argparse.ArgumentParser:
     )
     mode.add_argument(
         "--validate", action="store_true", help="only validate the schema; write nothing"
+    )
+    mode.add_argument(
+        "--print-json-schema",
+        action="store_true",
+        help="print the JSON Schema of the schema format and exit (for editors: save it as "
+        "lens.schema.json and start the schema with the line  #:schema ./lens.schema.json)",
     )
     return parser
 
@@ -242,12 +255,31 @@ def _refusals(
     return problems
 
 
+def _json_schema_text() -> str | None:
+    """The JSON Schema of the format, or None after saying why it cannot be had."""
+    try:
+        from nemo.lens.codegen.json_schema import json_schema_text
+
+        return json_schema_text()
+    except ImportError as exc:
+        print(f"{PROG}: error: {_INSTALL_HINT} ({exc})", file=sys.stderr)
+    except LookupError as exc:  # a key the loader accepts that it does not describe
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``nemo-lens generate`` with *argv*; return the exit status."""
     try:
         args = parser().parse_args(argv)
     except SystemExit as exit_:  # usage errors (2), --help (0)
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    if args.print_json_schema:
+        text = _json_schema_text()
+        if text is None:
+            return EXIT_USAGE
+        sys.stdout.write(text)
+        return EXIT_OK
     plan = _Plan(args)
     if plan.default and not plan.schema.exists():
         print(
@@ -288,6 +320,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if region is not None and plan.docs is not None:
         files[plan.docs] = region.with_body(files[plan.docs])
         read[plan.docs] = region.page
+    if plan.default:
+        # This repository's own schema names the JSON Schema beside it (its #:schema line).
+        text = _json_schema_text()
+        if text is None:
+            return EXIT_USAGE
+        files[plan.schema.with_name(JSON_SCHEMA_FILE)] = text
     refusals = _refusals(schema, plan, files, docs_region=region is not None)
     if refusals:
         count = len(refusals)
