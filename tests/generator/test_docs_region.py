@@ -202,3 +202,12 @@ def test_check_reports_a_missing_page_as_missing(tmp_path: Path) -> None:
     assert f"{PAGE}: missing" in result.stdout
     assert f"run `{COMMAND}`" in result.stderr
     assert not page.exists()
+
+
+def test_generate_help_names_the_markers_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    from nemo.lens import cli
+
+    assert cli.main(["generate", "--help"]) == 0
+
+    words = capsys.readouterr().out.split()
+    assert "nemo-lens:span-groups:start" in words and "nemo-lens:span-groups:end" in words

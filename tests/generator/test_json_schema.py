@@ -268,3 +268,13 @@ def test_make_check_generated_reports_a_stale_copy(tmp_path: Path) -> None:
     assert "run `make generate`" in result.stderr
     assert run_codegen(cwd=tmp_path).returncode == 0
     assert copy_.read_text("utf-8") == (REPO / "schema" / JSON_SCHEMA_FILE).read_text("utf-8")
+
+
+def test_generate_help_says_how_an_editor_uses_it(capsys: pytest.CaptureFixture[str]) -> None:
+    from nemo.lens import cli
+
+    assert cli.main(["generate", "--help"]) == 0
+
+    help_ = " ".join(capsys.readouterr().out.split())
+    assert "--print-json-schema print the JSON Schema of the schema format and exit" in help_
+    assert "#:schema ./lens.schema.json" in help_

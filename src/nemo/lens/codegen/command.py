@@ -34,6 +34,7 @@ import os
 import stat
 import sys
 import tempfile
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,9 +67,18 @@ _INSTALL_HINT = (
 )
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help, wrapped at spaces only: a marker (``nemo-lens:span-groups:start``)
+    or a path must read as one word, as it is typed."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
+        formatter_class=_Formatter,
         description=(
             "Generate span-group classes (and their docs table) from a TOML schema. With no "
             f"--schema, reads {DEFAULT_SCHEMA} and writes under {DEFAULT_OUT_ROOT}/ and "
@@ -97,9 +107,9 @@ def parser() -> argparse.ArgumentParser:
         "--docs",
         type=Path,
         default=None,
-        help="where to write the docs table: a page of its own, or a page you keep that holds "
-        f"the lines {START} and {END}, of which only the part between them is generated "
-        "(the rest is kept as it is)",
+        help="where to write the docs table: a page of its own, or the region of a page you "
+        f"keep between a line {START} and a line {END} (the rest of the page is kept as it is; "
+        "--check checks only the region)",
     )
     docs.add_argument("--no-docs", action="store_true", help="do not generate the docs table")
     mode = parser.add_mutually_exclusive_group()
