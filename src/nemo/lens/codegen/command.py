@@ -125,7 +125,7 @@ def parser() -> argparse.ArgumentParser:
         "--print-json-schema",
         action="store_true",
         help="print the JSON Schema of the schema format and exit (for editors: save it as "
-        "lens.schema.json and start the schema with the line  #:schema ./lens.schema.json)",
+        "lens.schema.json and start the schema with the line #:schema ./lens.schema.json)",
     )
     return parser
 
