@@ -14,6 +14,16 @@ last release's, say) as ``nemo-lens diff-schema`` does: when a change breaks use
 OLD it prints the findings, writes nothing and exits 1; warnings are printed and
 generation goes on. Also runnable as ``python -m nemo.lens.codegen``.
 
+``--docs PATH`` writes a whole page, unless the page already holds the two lines
+``<!-- nemo-lens:span-groups:start -->`` and ``<!-- nemo-lens:span-groups:end -->``:
+then only the lines between them are generated, and the prose around them is the
+author's, kept byte for byte (``--check`` checks only the region). See
+:mod:`nemo.lens.codegen.docs_region`.
+
+``--print-json-schema`` prints the JSON Schema of the schema format, for editors
+(Taplo, Even Better TOML) to check a schema as it is typed: save it beside the schema
+and name it on the schema's first line, ``#:schema ./lens.schema.json``.
+
 Exit status: 0 done (or up to date), 1 generated files are stale (or the schema breaks
 its ``--baseline``), 2 the schema is invalid, a generated file would replace one that is
 not generated, or the command line is wrong. Warnings (``warning: FILE:LINE: key.path:
@@ -26,11 +36,15 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import stat
 import sys
 import tempfile
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from nemo.lens.codegen.docs_region import END, START, RegionError, find_region
 
 if TYPE_CHECKING:
     from nemo.lens.codegen.checker import Problem
@@ -40,6 +54,9 @@ PROG = "nemo-lens generate"
 DEFAULT_SCHEMA = Path("schema/span_groups.toml")
 DEFAULT_OUT_ROOT = Path("src")
 DEFAULT_DOCS = Path("docs/span-groups.md")
+JSON_SCHEMA_FILE = "span_groups.schema.json"
+"""The JSON Schema of the format (``--print-json-schema``), written beside this repository's
+own schema, which names it on its first line; the package ships it beside the base schema."""
 DEFAULT_COMMAND = "make generate"
 """What the headers of this repository's own generated files tell readers to run."""
 GENERATED_MARK = "DO NOT EDIT: generated from "
@@ -56,9 +73,18 @@ _INSTALL_HINT = (
 )
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help, wrapped at spaces only: a marker (``nemo-lens:span-groups:start``)
+    or a path must read as one word, as it is typed."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
+        formatter_class=_Formatter,
         description=(
             "Generate span-group classes (and their docs table) from a TOML schema. With no "
             f"--schema, reads {DEFAULT_SCHEMA} and writes under {DEFAULT_OUT_ROOT}/ and "
@@ -83,7 +109,14 @@ def parser() -> argparse.ArgumentParser:
         f"(default: {DEFAULT_OUT_ROOT} for the default schema, else the schema's directory)",
     )
     docs = parser.add_mutually_exclusive_group()
-    docs.add_argument("--docs", type=Path, default=None, help="where to write the docs table")
+    docs.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        help="where to write the docs table: a page of its own, or the region of a page you "
+        f"keep between a line {START} and a line {END} (the rest of the page is kept as it is; "
+        "--check checks only the region)",
+    )
     docs.add_argument("--no-docs", action="store_true", help="do not generate the docs table")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
@@ -102,6 +135,12 @@ def parser() -> argparse.ArgumentParser:
         help="first compare the schema with OLD (e.g. the last release's, from git show) as "
         "nemo-lens diff-schema does: a breaking change writes nothing and exits 1; "
         "warnings are printed",
+    )
+    mode.add_argument(
+        "--print-json-schema",
+        action="store_true",
+        help="print the JSON Schema of the schema format and exit (for editors: save it as "
+        "lens.schema.json and start the schema with the line #:schema ./lens.schema.json)",
     )
     return parser
 
@@ -154,17 +193,23 @@ def _write_atomically(files: dict[Path, str]) -> None:
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
                 handle.write(content)
+            if path.is_file():
+                # A page the author keeps (a marked region) keeps its permissions.
+                os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
 
 
-def _stale(files: dict[Path, str]) -> list[str]:
+def _stale(files: dict[Path, str], read: Mapping[Path, str] | None = None) -> list[str]:
+    """The diff of each file that differs from what is on disk. *read* holds files already
+    read exactly as they are (a page with a marked region: its line endings count)."""
+    read = read or {}
     diffs = []
     for path, content in sorted(files.items()):
         try:
-            current = path.read_text(encoding="utf-8")
+            current = read[path] if path in read else path.read_text(encoding="utf-8")
         except FileNotFoundError:
             diffs.append(f"{path.as_posix()}: missing\n")
             continue
@@ -198,12 +243,15 @@ def _is_generated(path: Path, marker: str) -> bool:
     return GENERATED_MARK in head and marker in text
 
 
-def _refusals(schema: Schema, plan: _Plan, files: dict[Path, str]) -> list[str]:
+def _refusals(
+    schema: Schema, plan: _Plan, files: dict[Path, str], *, docs_region: bool = False
+) -> list[str]:
     """Why a file must not be written: it exists and was not generated for the same thing.
 
     A consumer's module must be a new module of that consumer: a hand-written module
     (``module = "nemo.lens.helpers"``), a package of the same name, or another
-    consumer's generated module is never replaced.
+    consumer's generated module is never replaced. A page with a marked region
+    (*docs_region*) is the author's: only its region is written.
     """
     from nemo.lens.codegen.render import module_path
 
@@ -223,10 +271,11 @@ def _refusals(schema: Schema, plan: _Plan, files: dict[Path, str]) -> list[str]:
                 f"generator did not write for {cls.class_name}: name a new module "
                 "(a generated module is never written over a hand-written one)"
             )
-    if plan.docs is not None and not _is_generated(plan.docs, "# Span groups"):
+    if plan.docs is not None and not docs_region and not _is_generated(plan.docs, "# Span groups"):
         problems.append(
             f"--docs {plan.docs.as_posix()} names a file the generator did not write; "
-            "choose a new file"
+            f"choose a new file, or mark where the generated part goes with the lines {START} "
+            f"and {END}"
         )
     return problems
 
@@ -238,12 +287,31 @@ def _print_warnings(warnings: Sequence[Problem]) -> None:
         print(f"warning: {warning}", file=sys.stderr)
 
 
+def _json_schema_text() -> str | None:
+    """The JSON Schema of the format, or None after saying why it cannot be had."""
+    try:
+        from nemo.lens.codegen.json_schema import json_schema_text
+
+        return json_schema_text()
+    except ImportError as exc:
+        print(f"{PROG}: error: {_INSTALL_HINT} ({exc})", file=sys.stderr)
+    except LookupError as exc:  # a key the loader accepts that it does not describe
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``nemo-lens generate`` with *argv*; return the exit status."""
     try:
         args = parser().parse_args(argv)
     except SystemExit as exit_:  # usage errors (2), --help (0)
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    if args.print_json_schema:
+        text = _json_schema_text()
+        if text is None:
+            return EXIT_USAGE
+        sys.stdout.write(text)
+        return EXIT_OK
     plan = _Plan(args)
     if plan.default and not plan.schema.exists():
         print(
@@ -277,8 +345,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.validate:
         print(f"{plan.shown}: valid")
         return EXIT_OK
-    files = render_all(schema, plan.out_root, plan.docs, command=plan.command)
-    refusals = _refusals(schema, plan, files)
+    region = None
+    if plan.docs is not None:
+        try:
+            region = find_region(plan.docs, plan.docs.as_posix())
+        except RegionError as exc:
+            for line in exc.problems:
+                print(f"error: {line}", file=sys.stderr)
+            print("nothing was written.", file=sys.stderr)
+            return EXIT_USAGE
+    files = render_all(
+        schema, plan.out_root, plan.docs, command=plan.command, docs_region=region is not None
+    )
+    read: dict[Path, str] = {}
+    if region is not None and plan.docs is not None:
+        files[plan.docs] = region.with_body(files[plan.docs])
+        read[plan.docs] = region.page
+    if plan.default:
+        # This repository's own schema names the JSON Schema beside it (its #:schema line).
+        text = _json_schema_text()
+        if text is None:
+            return EXIT_USAGE
+        files[plan.schema.with_name(JSON_SCHEMA_FILE)] = text
+    refusals = _refusals(schema, plan, files, docs_region=region is not None)
     if refusals:
         count = len(refusals)
         print(f"error: {count} problem{'s' if count != 1 else ''} in the schema:", file=sys.stderr)
@@ -287,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("nothing was written.", file=sys.stderr)
         return EXIT_USAGE
     if args.check:
-        diffs = _stale(files)
+        diffs = _stale(files, read)
         if diffs:
             sys.stdout.write("".join(diffs))
             print(

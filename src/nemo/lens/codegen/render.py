@@ -25,7 +25,7 @@ from nemo.lens.codegen.model import (
     TIER_MEANING,
     Schema,
 )
-from nemo.lens.codegen.text import header, pystr
+from nemo.lens.codegen.text import header, pystr, region_note
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -45,10 +45,14 @@ def module_path(out_root: Path, module: str) -> Path:
     return out_root.joinpath(*module.split(".")).with_suffix(".py")
 
 
-def render_all(schema: Schema, out_root: Path, docs: Path | None, command: str) -> dict[Path, str]:
+def render_all(
+    schema: Schema, out_root: Path, docs: Path | None, command: str, *, docs_region: bool = False
+) -> dict[Path, str]:
     """Every generated file of *schema*: path -> exact content.
 
-    *command* is what the headers tell a reader to run to regenerate them.
+    *command* is what the headers tell a reader to run to regenerate them. With
+    *docs_region*, what *docs* maps to is the region of a page the author keeps (see
+    :mod:`~nemo.lens.codegen.docs_region`): no page header or title, a note instead.
     """
     env = _environment()
     files: dict[Path, str] = {}
@@ -89,7 +93,10 @@ def render_all(schema: Schema, out_root: Path, docs: Path | None, command: str) 
     if docs is not None:
         tiers = tuple((tier, meaning) for tier, meaning in TIER_MEANING.items())
         files[docs] = env.get_template("span-groups.md.j2").render(
-            header=header(schema, command, comment="<!--"),
+            header=region_note(schema, command)
+            if docs_region
+            else header(schema, command, comment="<!--"),
+            region=docs_region,
             classes=[docs_class(c) for c in classes],
             tiers=tiers,
             command=command,

@@ -151,6 +151,15 @@ def header(schema: Schema, command: str, comment: str = "#") -> str:
     return "<!--\n" + "\n".join(lines) + "\n-->"
 
 
+def region_note(schema: Schema, command: str) -> str:
+    """The first line of a generated region in a page the author keeps: an invisible note
+    saying where the region comes from (not the whole-file header: the page is not generated)."""
+    return (
+        f"<!-- Generated from {one_line(schema.source)} by nemo-lens generate, up to the end "
+        f"marker: edit the schema, not this region, then run `{one_line(command)}`. -->"
+    )
+
+
 def ruff_sorted(names: set[str]) -> tuple[str, ...]:
     """*names* in the order ruff keeps an ``__all__``: CONSTANTS, then Classes, then the rest."""
 

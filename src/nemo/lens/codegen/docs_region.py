@@ -1,0 +1,194 @@
+"""The marked region of a hand-written page that ``nemo-lens generate --docs`` keeps current.
+
+A consumer's page may hold prose around the span-group tables (Megatron-LM's
+``docs/user-guide/observability/span-groups.md``). Two lines mark where the generated part
+goes::
+
+    <!-- nemo-lens:span-groups:start -->
+    <!-- nemo-lens:span-groups:end -->
+
+Each marker is a line of its own (spaces around it allowed). Only the lines between them
+are generated; everything else is kept byte for byte, line endings, a missing final newline
+and a byte-order mark included, and the generated lines take the line ending of the start
+marker's line. A marker line inside a fenced code block is text, not a marker, so a page
+can show the markers in an example; a page whose only markers are such text is an error,
+because its author surely meant them as markers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["END", "START", "Region", "RegionError", "find_region"]
+
+START = "<!-- nemo-lens:span-groups:start -->"
+END = "<!-- nemo-lens:span-groups:end -->"
+MAX_PAGE_BYTES = 8 << 20
+"""A documentation page is text a person reads; anything larger is a mistake."""
+
+_LINE = re.compile(r"([^\r\n]*)(\r\n|\n|\r|\Z)")
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
+
+
+class RegionError(Exception):
+    """The page's markers do not mark one region; :attr:`problems` says why and what to do."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+@dataclass(frozen=True)
+class Region:
+    """Where the generated lines go in a page, and the page as it was read."""
+
+    page: str
+    """The whole page, exactly as read (no line endings translated)."""
+    start: int
+    """Offset of the first generated character: just after the start marker's line."""
+    end: int
+    """Offset of the end marker's line."""
+    newline: str
+    """The line ending of the start marker's line, which the generated lines take."""
+
+    def with_body(self, body: str) -> str:
+        """The page with *body* (lines ending in ``\\n``) between the markers.
+
+        A blank line goes before the end marker, so that the table the body ends with ends
+        there in every Markdown reader.
+        """
+        body += "\n"
+        if self.newline != "\n":
+            body = body.replace("\n", self.newline)
+        return self.page[: self.start] + body + self.page[self.end :]
+
+
+def _lines(text: str) -> Iterator[tuple[int, int, str, str]]:
+    """(line number, offset, content, line ending) of each line of *text*."""
+    offset = 0
+    number = 0
+    while offset < len(text):
+        match = _LINE.match(text, offset)
+        assert match is not None  # the pattern matches at every offset
+        number += 1
+        yield number, offset, match.group(1), match.group(2)
+        offset = match.end()
+
+
+def _read(path: Path, shown: str) -> str:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_PAGE_BYTES + 1)
+    except OSError as exc:
+        raise RegionError([f"--docs {shown}: cannot read it: {exc.strerror or exc}"]) from exc
+    if len(data) > MAX_PAGE_BYTES:
+        raise RegionError(
+            [f"--docs {shown}: larger than {MAX_PAGE_BYTES >> 20} MiB; name a documentation page"]
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RegionError(
+            [f"--docs {shown}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"]
+        ) from exc
+
+
+def find_region(path: Path, shown: str) -> Region | None:
+    """The marked region of the page at *path*, or None when the page has no markers.
+
+    A path that is not a regular file (missing, a link, a directory) has none: the
+    command then treats it as a whole generated file, as without markers. *shown* is how
+    messages name the page. Raises :class:`RegionError` when the markers do not mark
+    exactly one region.
+    """
+    if path.is_symlink() or not path.is_file():
+        return None
+    page = _read(path, shown)
+    starts: list[tuple[int, int, str]] = []  # (line, offset after the line, its ending)
+    ends: list[tuple[int, int]] = []  # (line, offset of the line)
+    fenced: list[int] = []
+    fence = ""
+    for number, offset, content, newline in _lines(page):
+        marker = content.strip()
+        if fence:
+            close = _FENCE_CLOSE.fullmatch(content)
+            if close and close.group(1)[0] == fence[0] and len(close.group(1)) >= len(fence):
+                fence = ""
+            elif marker in (START, END):
+                fenced.append(number)
+            continue
+        opening = _FENCE_OPEN.fullmatch(content)
+        if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+            fence = opening.group(1)
+        elif marker == START:
+            starts.append((number, offset + len(content) + len(newline), newline))
+        elif marker == END:
+            ends.append((number, offset))
+    if not starts and not ends:
+        if fenced:
+            raise RegionError(
+                [
+                    f"{shown}:{fenced[0]}: this nemo-lens:span-groups marker is inside a fenced "
+                    "code block, where it is example text, and the page has no marker outside "
+                    "one; move the markers out of the code block to mark the generated region"
+                ]
+            )
+        return None
+    problems = _problems(shown, starts, ends, fenced)
+    if problems:
+        raise RegionError(problems)
+    _, start, newline = starts[0]
+    _, end = ends[0]
+    return Region(page, start, end, newline or "\n")
+
+
+def _problems(
+    shown: str, starts: list[tuple[int, int, str]], ends: list[tuple[int, int]], fenced: list[int]
+) -> list[str]:
+    found: list[tuple[int, str]] = []
+    for marker, lines in ((START, [s[0] for s in starts]), (END, [e[0] for e in ends])):
+        for line in lines[1:]:
+            found.append(
+                (
+                    line,
+                    f"{shown}:{line}: a second {marker} (the first is on line {lines[0]}); "
+                    "a page holds one generated region: remove one of them",
+                )
+            )
+    in_fence = (
+        f" (the marker on line {fenced[0]} is inside a fenced code block, where it is text)"
+        if fenced
+        else ""
+    )
+    if starts and not ends:
+        line = starts[0][0]
+        found.append(
+            (
+                line,
+                f"{shown}:{line}: {START} has no {END} after it; add that line where the "
+                f"generated region ends{in_fence}",
+            )
+        )
+    elif ends and not starts:
+        line = ends[0][0]
+        found.append(
+            (
+                line,
+                f"{shown}:{line}: {END} has no {START} before it; add that line where the "
+                f"generated region begins{in_fence}",
+            )
+        )
+    elif ends[0][0] < starts[0][0]:
+        line = ends[0][0]
+        found.append(
+            (
+                line,
+                f"{shown}:{line}: {END} comes before {START} (line {starts[0][0]}); the start "
+                "marker goes first",
+            )
+        )
+    return [message for _, message in sorted(found)]
