@@ -241,7 +241,7 @@ def test_the_package_has_one_fork_hook_and_one_version() -> None:
                 if any(isinstance(t, ast.Name) and t.id == "__version__" for t in targets):
                     versions.append(module.name)
     assert hooks == ["nemo.lens._core.fork"], hooks
-    assert versions == ["nemo.lens"], versions
+    assert versions == ["nemo.lens._version"], versions
 
 
 def test_hand_written_modules_hold_one_concept() -> None:

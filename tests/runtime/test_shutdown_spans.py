@@ -14,6 +14,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from nemo.lens import NemoLensConfig, managed_span, setup_telemetry, span_cm, trace_fn
+from nemo.lens._sdk.pipeline import Pipeline
 from nemo.lens.handle import TelemetryHandle
 
 
@@ -99,7 +100,7 @@ def test_spans_started_after_shutdown_are_kept_nowhere(tmp_path: Path) -> None:
         provider.primitives_tracer(),  # type: ignore[attr-defined]
     ]
     pipeline = handle._pipeline
-    assert pipeline is not None and pipeline.tracker is not None
+    assert isinstance(pipeline, Pipeline) and pipeline.tracker is not None
     tracker, batcher = pipeline.tracker, pipeline.span_batcher
     assert batcher is not None
     handle.shutdown()

@@ -14,7 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
+# Written once, in _version (which imports nothing).
+from nemo.lens._version import __version__
 
 _EXPORTS: dict[str, str] = {
     "SpanGroup": "nemo.lens.groups",
@@ -44,7 +45,7 @@ _EXPORTS: dict[str, str] = {
     "record_inference_metrics": "nemo.lens.instruments",
     "record_rl_step_metrics": "nemo.lens.instruments",
     "record_gym_rollout_metrics": "nemo.lens.instruments",
-    # Upstream v0.2.0's package metadata (its version stays here: __version__ above).
+    # Upstream v0.2.0's package metadata (the version is imported above).
     "__package_name__": "nemo.lens.package_info",
     "__contact_names__": "nemo.lens.package_info",
     "__contact_emails__": "nemo.lens.package_info",

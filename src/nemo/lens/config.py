@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import InitVar, dataclass
 from typing import Any, Final, TypeAlias
 
+from nemo.lens._core import strategy_registry
 from nemo.lens._core.destinations import CONSOLE_FORMATS, EXPORTER_NAMES
 from nemo.lens._core.ids import new_run_id
 from nemo.lens._core.variables import parse_bool, parse_fraction, parse_int
@@ -318,12 +319,8 @@ class NemoLensConfig:
         for a value out of range or unknown.
         """
         self._check_fields()
-        # Imported here: strategies may register after the config is built, so the
-        # name is only checked at set-up (and strategies imports config for typing).
-        from nemo.lens.strategies import get_export_strategy
-
         try:
-            get_export_strategy(self.export_strategy)
+            strategy_registry.lookup(self.export_strategy)
         except ValueError as exc:
             raise _FieldValueError(
                 "export_strategy", f"NemoLensConfig.export_strategy: {exc}"

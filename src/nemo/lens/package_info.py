@@ -1,9 +1,9 @@
 """What this package is: its version in parts, its name, description, licence and keywords.
 
 Upstream ``nemo-lens`` v0.2.0's module, with this project's values. The version is
-written in one place, :data:`nemo.lens.__version__` (``pyproject.toml`` reads it
-too); the parts below are taken from it. The other values restate
-``pyproject.toml``'s ``[project]`` table, and a test checks that they match the
+written in one place, ``nemo.lens._version`` (``pyproject.toml`` reads it; this module
+and ``nemo.lens.__version__`` re-export it); the parts below are taken from it. The
+other values restate ``pyproject.toml``'s ``[project]`` table, and a test checks that they match the
 installed distribution's metadata.
 
 This project publishes no homepage, repository, download page or contact
@@ -11,7 +11,7 @@ address, so those values are empty strings rather than invented ones (and
 ``pyproject.toml`` declares none). They will name real places when the project
 has them, in both files at once.
 
-Importing this module imports nothing but :mod:`nemo.lens` (no OpenTelemetry).
+Importing this module imports nothing of OpenTelemetry.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from nemo.lens import __version__
+from nemo.lens._version import __version__
 
 __all__ = [
     "MAJOR",
@@ -44,7 +44,9 @@ def _parts(version: str) -> tuple[int, int, int, str]:
     """``"0.3.0rc1"`` -> ``(0, 3, 0, "rc1")``: major, minor, patch, the rest."""
     found = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)(.*)", version)
     if found is None:  # pragma: no cover - the version is ours, and a test reads it
-        raise ValueError(f"nemo.lens.__version__ {version!r} is not MAJOR.MINOR.PATCH[...]")
+        raise ValueError(
+            f"nemo.lens.package_info.__version__ {version!r} is not MAJOR.MINOR.PATCH[...]"
+        )
     major, minor, patch, rest = found.groups()
     return int(major), int(minor), int(patch), rest
 

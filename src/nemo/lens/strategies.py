@@ -51,11 +51,8 @@ This module imports nothing from the OpenTelemetry SDK.
 from __future__ import annotations
 
 import abc
-import hashlib
 import inspect
-import os
 import re
-import threading
 from collections.abc import Callable
 from typing import (
     TYPE_CHECKING,
@@ -63,10 +60,21 @@ from typing import (
     Final,
     Protocol,
     TypeAlias,
+    cast,
     runtime_checkable,
 )
 
+from nemo.lens._core import strategy_registry as _registry
 from nemo.lens._core.strategy_names import BuiltinStrategyNames, StrategyNames
+from nemo.lens._core.strategy_registry import (
+    BUILTIN_STRATEGIES,
+    LOCAL_RANK_VARIABLES,
+    AllRanksStrategy,
+    FirstRankPerNodeStrategy,
+    SampledStrategy,
+    SingleRankStrategy,
+    rank_sample_fraction,
+)
 from nemo.lens._names import rehome
 
 if TYPE_CHECKING:
@@ -111,6 +119,8 @@ _RankFirstFunction: TypeAlias = Callable[[int, int, "NemoLensConfig"], bool]
 # union: with two callable types in it, type checkers take a lambda in either
 # argument order, where a nested union makes them pick one order and reject the other.
 _Registrable: TypeAlias = ExportStrategyFunction | ExportStrategyObject | _RankFirstFunction
+
+_NAME_RE: Final = re.compile(r"[a-z0-9][a-z0-9_.\-]*")
 
 if TYPE_CHECKING:
     ExportStrategy: TypeAlias = ExportStrategyFunction | ExportStrategyObject
@@ -171,144 +181,6 @@ def export_decision(
     return bool(strategy(config, rank, world_size))  # type: ignore[arg-type]
 
 
-class _BuiltinStrategy:
-    """A built-in strategy: an object with ``should_export``, callable the 0.1.0 way too."""
-
-    def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
-        raise NotImplementedError
-
-    def __call__(self, config: NemoLensConfig, rank: int, world_size: int) -> bool:
-        """``strategy(config, rank, world_size)``: the 0.1.0 call of a strategy."""
-        return self.should_export(rank, world_size, config)
-
-
-class SingleRankStrategy(_BuiltinStrategy):
-    """Export from ``config.export_rank`` only (``-1``: the last rank)."""
-
-    def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
-        """Return ``True`` on the configured export rank."""
-        target = world_size - 1 if config.export_rank == -1 else config.export_rank
-        return rank == target
-
-    def __repr__(self) -> str:
-        return "SingleRankStrategy()"
-
-
-class AllRanksStrategy(_BuiltinStrategy):
-    """Export from every rank."""
-
-    def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
-        """Return ``True``."""
-        return True
-
-    def __repr__(self) -> str:
-        return "AllRanksStrategy()"
-
-
-def rank_sample_fraction(run_id: str, rank: int) -> float:
-    """Map ``(run_id, rank)`` to a stable fraction in [0, 1).
-
-    SHA-256 rather than :func:`hash` because string hashing is salted per
-    process (``PYTHONHASHSEED``) and the answer must agree across processes and
-    restarts.
-    """
-    digest = hashlib.sha256(f"{run_id}:{rank}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64
-
-
-class SampledStrategy(_BuiltinStrategy):
-    """Export from a deterministic fraction (``config.export_sample_rate``) of ranks."""
-
-    def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
-        """Return ``True`` when this rank's hash falls below the sample rate."""
-        return rank_sample_fraction(config.run_id, rank) < config.export_sample_rate
-
-    def __repr__(self) -> str:
-        return "SampledStrategy()"
-
-
-LOCAL_RANK_VARIABLES: Final = (
-    "LOCAL_RANK",
-    "SLURM_LOCALID",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "MPI_LOCALRANKID",
-)
-"""Where ``first_rank_per_node`` reads the node-local rank, first set wins.
-
-torchrun sets ``LOCAL_RANK``; ``srun`` sets ``SLURM_LOCALID`` (also around a
-torchrun it launches, hence second); ``mpirun`` sets one of the MPI names.
-"""
-
-
-def _local_rank() -> int | None:
-    for variable in LOCAL_RANK_VARIABLES:
-        raw = os.environ.get(variable, "").strip()
-        if not raw:
-            continue
-        if not re.fullmatch(r"[+-]?\d+", raw):
-            raise ValueError(
-                f"{variable}={raw!r} is not an integer; the first_rank_per_node export "
-                f"strategy needs the process's rank on its node (unset {variable} or fix "
-                "the launcher)"
-            )
-        return int(raw)
-    return None
-
-
-class FirstRankPerNodeStrategy(_BuiltinStrategy):
-    """Export from the first process of each node: node-local rank 0.
-
-    The node-local rank comes from :data:`LOCAL_RANK_VARIABLES`.
-    """
-
-    def should_export(self, rank: int, world_size: int, config: NemoLensConfig) -> bool:
-        """Return ``True`` when this process is local rank 0 (or alone on its node)."""
-        local = _local_rank()
-        return local is None or local == 0
-
-    def __repr__(self) -> str:
-        return "FirstRankPerNodeStrategy()"
-
-
-BUILTIN_STRATEGIES: Final[BuiltinStrategyNames[_BuiltinStrategy]] = BuiltinStrategyNames(
-    {
-        "single_rank": SingleRankStrategy(),
-        "all_ranks": AllRanksStrategy(),
-        "sampled": SampledStrategy(),
-        "first_rank_per_node": FirstRankPerNodeStrategy(),
-    }
-)
-"""The names of the strategies every process starts with (they cannot be unregistered):
-a ``frozenset``, that also maps each name to its strategy (see
-:class:`BuiltinStrategyNames`)."""
-
-_LOCK = threading.Lock()
-_REGISTRY: dict[str, _Registrable] = dict(BUILTIN_STRATEGIES.items())
-_NAME_RE = re.compile(r"[a-z0-9][a-z0-9_.\-]*")
-
-
-def _normalise(name: object) -> str:
-    if not isinstance(name, str):
-        raise TypeError(f"export strategy name must be a str, got {type(name).__name__}")
-    return name.strip().lower()
-
-
-def _unknown_message(name: str, *, unregistering: bool = False) -> str:
-    names = sorted(_REGISTRY)
-    # Ours, then 0.1.0's phrase (which callers match on), then the suggestion and list.
-    registered = f": {name!r} is not registered" if unregistering else ""
-    message = f"unknown export strategy {name!r} (Unknown export_strategy {name!r}{registered})"
-    import difflib  # only here: an unknown name is a set-up error, not the import path
-
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-    if close:
-        message += f"; did you mean {close[0]!r}?"
-    return (
-        f"{message}\n  registered strategies: {', '.join(names)}"
-        "\n  register a custom one with nemo.lens.register_export_strategy(name, strategy)"
-    )
-
-
 def register_export_strategy(
     name: str,
     strategy: _Registrable,
@@ -327,7 +199,7 @@ def register_export_strategy(
     unregister a custom one first) and :class:`TypeError` when *strategy* is a
     class rather than an instance, or neither callable nor has ``should_export``.
     """
-    key = _normalise(name)
+    key = _registry.normalise(name)
     if not _NAME_RE.fullmatch(key):
         raise ValueError(
             f"export strategy name {name!r} is not valid (a strategy name must be a non-empty "
@@ -349,20 +221,7 @@ def register_export_strategy(
             "method or be a function strategy(config, rank, world_size) -> bool, got "
             f"{type(strategy).__name__}"
         )
-    with _LOCK:
-        if key in BUILTIN_STRATEGIES and not allow_override:
-            raise ValueError(
-                f"export strategy {key!r} is built in and cannot be replaced (the name is "
-                "already registered); register yours under another name, or pass "
-                "allow_override=True to replace the built-in"
-            )
-        if key in _REGISTRY and not allow_override:
-            raise ValueError(
-                f"export strategy {key!r} is already registered ({_REGISTRY[key]!r}); "
-                f"call unregister_export_strategy({key!r}) first to replace it, or pass "
-                "allow_override=True"
-            )
-        _REGISTRY[key] = strategy
+    _registry.store(key, strategy, allow_override=allow_override)
 
 
 def unregister_export_strategy(name: str) -> None:
@@ -370,16 +229,7 @@ def unregister_export_strategy(name: str) -> None:
 
     Raises :class:`ValueError` for a built-in name or a name that is not registered.
     """
-    key = _normalise(name)
-    with _LOCK:
-        if key in BUILTIN_STRATEGIES:
-            raise ValueError(
-                f"export strategy {key!r} is built in and cannot be unregistered (built-in "
-                "strategies stay registered)"
-            )
-        if key not in _REGISTRY:
-            raise ValueError(_unknown_message(key, unregistering=True))
-        del _REGISTRY[key]
+    _registry.remove(_registry.normalise(name))
 
 
 def registered_strategies() -> StrategyNames[_Registrable]:
@@ -388,8 +238,7 @@ def registered_strategies() -> StrategyNames[_Registrable]:
     The result is a ``list[str]`` (0.1.0); it also maps each name to its
     strategy (see :class:`StrategyNames`).
     """
-    with _LOCK:
-        return StrategyNames(_REGISTRY)
+    return StrategyNames(cast("dict[str, _Registrable]", _registry.snapshot()))
 
 
 def get_export_strategy(name: str) -> Any:
@@ -403,12 +252,7 @@ def get_export_strategy(name: str) -> Any:
     Raises :class:`ValueError` listing the registered names (and the closest
     one) when *name* is unknown.
     """
-    key = _normalise(name)
-    with _LOCK:
-        found = _REGISTRY.get(key)
-        if found is None:
-            raise ValueError(_unknown_message(key))
-        return found
+    return _registry.lookup(name)
 
 
 rehome(globals(), __all__)

@@ -16,7 +16,7 @@ import math
 import threading
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from opentelemetry import metrics, trace
 from opentelemetry.util.types import AttributeValue
@@ -26,12 +26,10 @@ from nemo.lens._core import signals as _signals
 from nemo.lens._core import state as _state
 from nemo.lens.config import NemoLensConfig
 
-if TYPE_CHECKING:
-    from nemo.lens._sdk.pipeline import Pipeline
-
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT_MS",
     "LOCK",
+    "Pipeline",
     "TelemetryHandle",
     "renew_locks_after_fork",
     "retire",
@@ -46,6 +44,37 @@ DEFAULT_SHUTDOWN_TIMEOUT_MS: Final = 5000
 
 # Guards changes of the current handle (kept in nemo.lens._core.state).
 LOCK = threading.RLock()
+
+
+class _Resource(Protocol):
+    @property
+    def attributes(self) -> Mapping[str, AttributeValue]: ...
+
+
+class _Health(Protocol):
+    def lost(self) -> Mapping[str, int]: ...
+
+
+class Pipeline(Protocol):
+    """What a handle owns when set-up built telemetry: the SDK side's pipeline
+    (``nemo.lens._sdk.pipeline.Pipeline``), as the handle sees it. Declared here, on the
+    API side, so that this side never imports the SDK's: set-up, above both, hands it in."""
+
+    @property
+    def resource(self) -> _Resource: ...
+
+    @property
+    def health(self) -> _Health: ...
+
+    @property
+    def tracer_provider(self) -> trace.TracerProvider | None: ...
+
+    @property
+    def meter_provider(self) -> metrics.MeterProvider | None: ...
+
+    def force_flush(self, timeout_ms: float) -> bool: ...
+
+    def shutdown(self, timeout_ms: float) -> bool: ...
 
 
 class TelemetryHandle:

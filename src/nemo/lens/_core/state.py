@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, cast
 from opentelemetry import trace as _trace
 from opentelemetry.trace import Link, Span, SpanKind, Tracer, TracerProvider
 
-from nemo.lens import __version__, _signatures
+from nemo.lens import _signatures
 from nemo.lens._names import signature_of
+from nemo.lens._version import __version__
 from nemo.lens.semconv import SCOPE_NAME, SPAN_CATEGORY, SPAN_GROUP
 from nemo.lens.spec import PROFILING, categories_for, new_names, with_old_names
 

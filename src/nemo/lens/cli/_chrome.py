@@ -166,7 +166,7 @@ def build_chrome_trace(
     """
     if not spans:
         raise ValueError("no spans to convert")
-    from nemo.lens import __version__
+    from nemo.lens._version import __version__
 
     origin = min(span.start_ns for span in spans)
     depths = _depths(spans)

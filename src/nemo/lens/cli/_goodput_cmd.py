@@ -9,7 +9,7 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from nemo.lens import __version__
+from nemo.lens._version import __version__
 from nemo.lens.cli._common import (
     EXIT_OK,
     PROG,

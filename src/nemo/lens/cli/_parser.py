@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 
-from nemo.lens import __version__
+from nemo.lens._version import __version__
 from nemo.lens.cli._common import PERFETTO_URL, PROG
 from nemo.lens.cli._goodput_cmd import cmd_goodput, cmd_report, iteration_attribute
 from nemo.lens.cli._groups_cmd import cmd_groups

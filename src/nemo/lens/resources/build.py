@@ -49,9 +49,9 @@ __all__ = [
 
 
 def package_version() -> str:
-    """Return the nemo-lens version (``service.version``): ``nemo.lens.__version__``, the one
-    place it is written (the package metadata reads it from there too)."""
-    from nemo.lens import __version__
+    """Return the nemo-lens version (``service.version``): ``nemo.lens.__version__``, written
+    once, in ``nemo.lens._version`` (the package metadata reads it from there too)."""
+    from nemo.lens._version import __version__
 
     return __version__
 
