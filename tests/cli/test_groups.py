@@ -22,7 +22,7 @@ Run = Callable[..., Result]
 def fixture_groups(monkeypatch: pytest.MonkeyPatch) -> dict[str, type[SpanGroup]]:
     """The fixture schema's classes, as `nemo-lens groups` would find them."""
     classes = fixture_classes()
-    monkeypatch.setattr(cli, "span_group_classes", lambda: dict(classes))
+    monkeypatch.setattr(cli._classes, "span_group_classes", lambda: dict(classes))
     return classes
 
 
@@ -228,7 +228,7 @@ def test_a_hand_written_subclass_without_descriptions_is_listed(
         ALL_GROUPS: ClassVar[frozenset[str]] = SpanGroup.ALL_GROUPS | {WARMUP}
         _PRESETS: ClassVar[dict[str, frozenset[str]]] = {"default": frozenset({WARMUP})}
 
-    monkeypatch.setattr(cli, "span_group_classes", lambda: {"base": Handmade})
+    monkeypatch.setattr(cli._classes, "span_group_classes", lambda: {"base": Handmade})
 
     result = run("groups")
 

@@ -31,10 +31,7 @@ import importlib
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, NewType, TypeAlias, TypeVar
-
-if TYPE_CHECKING:
-    from nemo.lens.groups import SpanGroup
+from typing import Any, ClassVar, Final, Literal, NamedTuple, NewType, Protocol, TypeAlias, TypeVar
 
 __all__ = [
     "CATEGORIES",
@@ -42,10 +39,12 @@ __all__ = [
     "IMPLICIT_PRESETS",
     "PROFILING",
     "Category",
+    "ClassOrClasses",
     "DynamicSpanGroup",
     "GroupInfo",
     "MetricInfo",
     "RenamedGroup",
+    "SpanGroupClass",
     "SpecStep",
     "by_name",
     "categories_for",
@@ -75,6 +74,19 @@ CATEGORIES: Final[tuple[Category, ...]] = (GOODPUT, PROFILING)
 IMPLICIT_PRESETS: Final[tuple[str, ...]] = ("all", GOODPUT, PROFILING)
 """Presets every class has without declaring them: every group, the goodput groups, and
 every group again (``profiling`` names the detail a profile wants: all of it)."""
+
+
+class SpanGroupClass(Protocol):
+    """What this module reads of a span-group class: ``SpanGroup``, a generated consumer
+    subclass, or a hand-written 0.1.0-style one (its presets are read from ``_PRESETS`` or
+    ``PRESETS``, its goodput groups from ``GOODPUT_GROUPS``, its renames from ``RENAMED``,
+    each optional)."""
+
+    ALL_GROUPS: ClassVar[frozenset[str]]
+
+
+ClassOrClasses: TypeAlias = "type[SpanGroupClass] | Sequence[type[SpanGroupClass]]"
+"""One span-group class, or several (a process hosting several consumers)."""
 
 DynamicSpanGroup = NewType("DynamicSpanGroup", str)
 """A span-group name only known at run time, which type checkers accept as a group.
@@ -237,7 +249,7 @@ def resolve_spec(
 # --- classes: generated, hand-written, and several at once ------------------------------------
 
 
-def _explicit_presets(cls: type[SpanGroup]) -> Mapping[str, frozenset[str]]:
+def _explicit_presets(cls: type[SpanGroupClass]) -> Mapping[str, frozenset[str]]:
     # The nearest class that declares presets decides: a generated class declares
     # PRESETS (and _PRESETS, the same mapping); a hand-written 0.1.0-style subclass
     # declares only _PRESETS, which must win over the PRESETS it inherits.
@@ -250,13 +262,13 @@ def _explicit_presets(cls: type[SpanGroup]) -> Mapping[str, frozenset[str]]:
     return {}
 
 
-def goodput_groups(cls: type[SpanGroup]) -> frozenset[str]:
+def goodput_groups(cls: type[SpanGroupClass]) -> frozenset[str]:
     """The groups of *cls* whose category is ``goodput``."""
     declared: frozenset[str] = getattr(cls, "GOODPUT_GROUPS", frozenset())
     return declared & cls.ALL_GROUPS
 
 
-def presets_of(cls: type[SpanGroup]) -> Mapping[str, frozenset[str]]:
+def presets_of(cls: type[SpanGroupClass]) -> Mapping[str, frozenset[str]]:
     """Every preset of *cls*: the ones it declares, plus ``all``, ``goodput`` and ``profiling``.
 
     Works for generated classes and for hand-written subclasses alike: a class
@@ -279,7 +291,7 @@ def with_implicit_presets(
     return MappingProxyType({**declared, GOODPUT: goodput, PROFILING: every, "all": every})
 
 
-def categories_of(cls: type[SpanGroup]) -> Mapping[str, str]:
+def categories_of(cls: type[SpanGroupClass]) -> Mapping[str, str]:
     """``{group: "goodput" | "profiling"}`` for every group of *cls*."""
     goodput = goodput_groups(cls)
     return MappingProxyType(
@@ -287,7 +299,9 @@ def categories_of(cls: type[SpanGroup]) -> Mapping[str, str]:
     )
 
 
-def _classes(classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> tuple[type[SpanGroup], ...]:
+def _classes(
+    classes: ClassOrClasses,
+) -> tuple[type[SpanGroupClass], ...]:
     if isinstance(classes, type):
         return (classes,)
     return tuple(classes)
@@ -299,7 +313,7 @@ def _classes(classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> tuple[type
 _Union: TypeAlias = tuple[str, frozenset[str], Mapping[str, frozenset[str]], Mapping[str, str]]
 
 
-def _union(classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> _Union:
+def _union(classes: ClassOrClasses) -> _Union:
     chosen = _classes(classes)
     if not chosen:
         raise ValueError("span-group classes: name at least one class, e.g. (SpanGroup,)")
@@ -318,15 +332,13 @@ def _union(classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> _Union:
     return owner, groups, presets, renamed
 
 
-def explain_for(
-    spec: str, classes: type[SpanGroup] | Sequence[type[SpanGroup]]
-) -> tuple[frozenset[str], tuple[SpecStep, ...]]:
+def explain_for(spec: str, classes: ClassOrClasses) -> tuple[frozenset[str], tuple[SpecStep, ...]]:
     """:func:`explain_spec` against one class or the union of several (see :func:`resolve_for`)."""
     owner, groups, presets, renamed = _union(classes)
     return explain_spec(spec, owner=owner, groups=groups, presets=presets, renamed=renamed)
 
 
-def resolve_for(spec: str, classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> frozenset[str]:
+def resolve_for(spec: str, classes: ClassOrClasses) -> frozenset[str]:
     """Resolve *spec* against one span-group class, or against the union of several.
 
     With several classes (an RL worker that runs Megatron as its backend), a spec
@@ -338,7 +350,9 @@ def resolve_for(spec: str, classes: type[SpanGroup] | Sequence[type[SpanGroup]])
     return enabled
 
 
-def categories_for(classes: type[SpanGroup] | Sequence[type[SpanGroup]]) -> Mapping[str, str]:
+def categories_for(
+    classes: ClassOrClasses,
+) -> Mapping[str, str]:
     """The category of every group of one class or several; the first class to name a group
     decides its category (so put the job's main consumer first)."""
     merged: dict[str, str] = {}

@@ -27,46 +27,15 @@ when NEW breaks users of OLD and 2 when either is not a valid schema (see
 
 from __future__ import annotations
 
-import importlib
 import os
-import pkgutil
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from nemo.lens.cli._common import BASE_CLASS, EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, PROG
-
-if TYPE_CHECKING:
-    # Imported when used: `nemo-lens generate` must run even while the generated
-    # modules are stale or broken.
-    from nemo.lens.groups import SpanGroup
+from nemo.lens.cli import _classes
+from nemo.lens.cli._classes import span_group_classes
+from nemo.lens.cli._common import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, PROG
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_OK", "EXIT_USAGE", "main", "span_group_classes"]
-
-
-def span_group_classes() -> dict[str, type[SpanGroup]]:
-    """Return ``{"base": SpanGroup, "megatron": MegatronSpanGroup, ...}``.
-
-    Consumers are found by scanning :mod:`nemo.lens.consumers`, so a consumer
-    added to the schema shows up in ``--class`` after ``make generate`` with no
-    edit here.
-    """
-    import nemo.lens.consumers as consumers
-    from nemo.lens.groups import SpanGroup
-
-    classes: dict[str, type[SpanGroup]] = {BASE_CLASS: SpanGroup}
-    for module_info in sorted(pkgutil.iter_modules(consumers.__path__), key=lambda m: m.name):
-        if module_info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{consumers.__name__}.{module_info.name}")
-        for value in vars(module).values():
-            if (
-                isinstance(value, type)
-                and issubclass(value, SpanGroup)
-                and value.__module__ == module.__name__
-            ):
-                classes[module_info.name] = value
-    return classes
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return diff_schema(arguments[1:])
     from nemo.lens.cli._parser import build_parser
 
-    parser = build_parser(sorted(span_group_classes()))
+    parser = build_parser(sorted(_classes.span_group_classes()))
     try:
         args = parser.parse_args(arguments)
         if args.command is None:

@@ -66,7 +66,7 @@ class Classifier:
     @classmethod
     def shipped(cls, iteration_attribute: str = DEFAULT_ITERATION_ATTRIBUTE) -> Classifier:
         """The classifier of every class nemo.lens ships, the base vocabulary first."""
-        from nemo.lens.cli import span_group_classes
+        from nemo.lens.cli._classes import span_group_classes
 
         return cls.from_classes(list(span_group_classes().values()), iteration_attribute)
 

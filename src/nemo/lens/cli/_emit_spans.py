@@ -164,7 +164,7 @@ def _error(message: str) -> None:
 
 def emit_spans(service: str | None, texts: Sequence[str]) -> int:
     """Run the command: check, set up, emit, shut down; return the exit status."""
-    from nemo.lens.cli import EXIT_BAD_INPUT, EXIT_OK
+    from nemo.lens.cli._common import EXIT_BAD_INPUT, EXIT_OK
 
     problems: list[str] = []
     if service is None or not service.strip():

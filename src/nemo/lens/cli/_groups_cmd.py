@@ -63,7 +63,7 @@ def _example_spec(presets: Mapping[str, frozenset[str]], order: list[str]) -> st
 
 def cmd_groups(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     # Looked up on the package at call time, where tests (and readers) find it.
-    from nemo.lens.cli import span_group_classes
+    from nemo.lens.cli._classes import span_group_classes
     from nemo.lens.spec import categories_for, presets_of
 
     available = span_group_classes()

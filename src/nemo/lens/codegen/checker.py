@@ -29,6 +29,7 @@ from nemo.lens.codegen.locate import KeyPath, Locator
 from nemo.lens.codegen.model import (
     IMPLICIT_PRESETS,
 )
+from nemo.lens.codegen.problems import Problem, format_path
 
 __all__ = ["Checker", "Problem", "SchemaError", "canonical_digest", "did_you_mean", "format_path"]
 
@@ -43,20 +44,6 @@ RESERVED_NAMES = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One validation failure, located in its file."""
-
-    file: str
-    line: int | None
-    path: KeyPath
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {format_path(self.path)}: {self.message}"
-
-
 class SchemaError(Exception):
     """The schema is invalid; :attr:`problems` lists every reason, :attr:`warnings` what
     else was found (shown beside the problems: they may explain one)."""
@@ -67,17 +54,6 @@ class SchemaError(Exception):
         count = len(problems)
         lines = "\n".join(str(p) for p in problems)
         super().__init__(f"{count} problem{'s' if count != 1 else ''} in the schema:\n{lines}")
-
-
-def format_path(path: KeyPath) -> str:
-    """Render a key path as `a.b[2].c`."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + part
-    return out or "(top level)"
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from nemo.lens.codegen.checker import Problem
+    from nemo.lens.codegen.problems import Problem
 
 # Frequency tiers, least to most frequent. `default` may hold only the quiet ones
 # unless the schema states a reason (the preset contract).
