@@ -42,6 +42,9 @@ Choices made here, and why:
   the batch it travels in). In a worker process -- forked after set-up, or
   started by ``multiprocessing`` -- the ``file`` exporter writes each span as it
   ends: ``Pool.terminate()`` kills workers the moment their last task returns.
+* **Several exporters** (``exporter="otlp,file"``) get a processor, metric
+  reader and log processor each, with their own queues and policies; recorded
+  spans reach them all through :func:`fan_out` (with one, its processor directly).
 * **Synchronous exporters** -- ``console`` and the SDK's
   ``InMemorySpanExporter`` -- get a ``SimpleSpanProcessor``: a span is visible
   the moment it ends, which is what a person at a terminal or a test wants,
