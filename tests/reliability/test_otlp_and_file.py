@@ -47,14 +47,14 @@ def _env(trace_file: Path, endpoint: str, protocol: str, **more: str) -> dict[st
     }
 
 
-def _file_spans(path: Path) -> set[tuple[str, str, str | None, str]]:
+def _file_spans(path: Path) -> set[tuple[str, str, str, str | None]]:
     return {
         (span["name"], span["trace_id"], span["span_id"], span["parent_span_id"])
         for span in read_spans(path)
     }
 
 
-def _received_spans(spans: list[Any]) -> set[tuple[str, str, str | None, str]]:
+def _received_spans(spans: list[Any]) -> set[tuple[str, str, str, str | None]]:
     return {
         (span.name, span.trace_id.hex(), span.span_id.hex(), span.parent_span_id.hex() or None)
         for span in spans

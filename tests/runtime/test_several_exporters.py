@@ -11,6 +11,7 @@ is counted and said per destination. (The round trips to a real receiver are in
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -103,8 +104,12 @@ def test_one_exporter_costs_the_span_path_nothing() -> None:
     assert fan_out([sink]) is sink
     assert fan_out([]) is None
     seen: list[str] = []
-    both = fan_out([lambda span: seen.append("a"), lambda span: seen.append("b")])
-    three = fan_out([lambda span, c=c: seen.append(c) for c in "xyz"])
+
+    def saying(word: str) -> Callable[[RecordingSpan], None]:
+        return lambda span: seen.append(word)
+
+    both = fan_out([saying("a"), saying("b")])
+    three = fan_out([saying(word) for word in "xyz"])
     assert both is not None and three is not None
     both(None)  # type: ignore[arg-type]
     three(None)  # type: ignore[arg-type]
