@@ -166,10 +166,18 @@ def silent_endpoint() -> Iterator[str]:
 class RunningJob:
     """A scenario process that is still running, for tests that signal it."""
 
-    def __init__(self, script: str, *args: str, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        script: str,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        interactive: bool = False,
+    ) -> None:
         self.started = time.monotonic()
+        # interactive: the job reads commands from its stdin (see send).
         self.process = subprocess.Popen(
             job_command(script, *args),
+            stdin=subprocess.PIPE if interactive else None,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -204,8 +212,16 @@ class RunningJob:
             if line.strip() == marker:
                 return
 
+    def send(self, line: str) -> None:
+        """Write *line* to the job's stdin (an ``interactive`` job)."""
+        assert self.process.stdin is not None, "not an interactive job"
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
     def finish(self, timeout: float = 60) -> Job:
         """Wait for the job to end and return what it did."""
+        if self.process.stdin is not None:
+            self.process.stdin.close()
         try:
             returncode = self.process.wait(timeout)
         except subprocess.TimeoutExpired:

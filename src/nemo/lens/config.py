@@ -21,7 +21,7 @@ from dataclasses import InitVar, dataclass
 from typing import Any, Final, TypeAlias
 
 from nemo.lens._core import strategy_registry
-from nemo.lens._core.destinations import CONSOLE_FORMATS, EXPORTER_NAMES
+from nemo.lens._core.destinations import CONSOLE_FORMATS, exporter_names
 from nemo.lens._core.ids import new_run_id
 from nemo.lens._core.variables import parse_bool, parse_fraction, parse_int
 from nemo.lens.groups import SpanGroup
@@ -188,7 +188,8 @@ class NemoLensConfig:
     span_groups: str = "default"
     """Span-group spec resolved against ``span_group_cls`` (``"per_step"``, ``"all,-layer"``)."""
     exporter: str = "otlp"
-    """``otlp``, ``console``, ``file`` or ``none`` (see :mod:`nemo.lens.exporters`)."""
+    """``otlp``, ``console``, ``file`` or ``none`` (see :mod:`nemo.lens.exporters`), or
+    several separated by commas (``otlp,file``): each gets everything."""
     run_id: str = ""
     """Identifies the run; empty means :func:`default_run_id` at set-up."""
     user: str = ""
@@ -279,13 +280,10 @@ class NemoLensConfig:
                 f"NemoLensConfig.export_sample_rate must be between 0 and 1 (a fraction of "
                 f"ranks, e.g. 0.25), got {rate!r}",
             )
-        if self.exporter.strip().lower() not in EXPORTER_NAMES:
-            raise _FieldValueError(
-                "exporter",
-                # Ours, then 0.1.0's phrase (callers match on it), then the choices.
-                f"unknown exporter {self.exporter!r} (Unknown exporter type: {self.exporter!r}); "
-                f"use one of: {', '.join(EXPORTER_NAMES)}",
-            )
+        try:
+            exporter_names(self.exporter)
+        except ValueError as exc:
+            raise _FieldValueError("exporter", str(exc)) from None
         if self.console_format.strip().lower() not in CONSOLE_FORMATS:
             raise _FieldValueError(
                 "console_format",
@@ -336,6 +334,12 @@ class NemoLensConfig:
         Raises :class:`ValueError` for an unknown name, as set-up would.
         """
         return resolve_for(self.span_groups, self.span_group_cls)
+
+    @property
+    def exporters(self) -> tuple[str, ...]:
+        """The exporters ``exporter`` names, trimmed and lower-cased, in order
+        (``"otlp,file"`` -> ``("otlp", "file")``; ``"none"`` -> ``("none",)``)."""
+        return exporter_names(self.exporter)
 
     def resolved(self) -> NemoLensConfig:
         """Return a copy with ``run_id`` filled in (see :func:`default_run_id`)."""

@@ -17,6 +17,10 @@
 ``none``
     Nothing is exported (spans are still created and propagated).
 
+Several exporters at once are a comma-separated list (``otlp,file``): each gets
+every span, metric export and log record, through a processor of its own (see
+:func:`exporter_names` for what a list may hold).
+
 This module is the API side of exporter choice, so that :mod:`nemo.lens.config`
 can validate names without the OpenTelemetry SDK; the exporters themselves
 (:mod:`nemo.lens._sdk.exporters`) import the SDK and are only loaded on the
@@ -34,6 +38,7 @@ __all__ = [
     "EXPORTER_NAMES",
     "OTLP_PROTOCOLS",
     "Signal",
+    "exporter_names",
     "otlp_protocol",
     "sibling_path",
 ]
@@ -50,6 +55,47 @@ OTLP_PROTOCOLS: Final = ("grpc", "http/protobuf")
 """The OTLP transports the Python exporters implement (``http/json`` is not one)."""
 
 Signal = Literal["traces", "metrics", "logs"]
+
+_CHOICES: Final = (
+    f"use one of: {', '.join(EXPORTER_NAMES)}; several at once separated by commas, e.g. otlp,file"
+)
+
+
+def exporter_names(value: str) -> tuple[str, ...]:
+    """The exporters *value* names, in order: ``"otlp"`` -> ``("otlp",)``,
+    ``" OTLP, file "`` -> ``("otlp", "file")``.
+
+    Names are trimmed and lower-cased; empty entries are ignored (``"otlp,"``).
+    Raises :class:`ValueError`, naming the problem and the fix, for an unknown
+    name (with 0.1.0's phrase ``Unknown exporter type: 'x'``, which callers
+    match on), a name given twice, ``none`` beside another exporter, or a value
+    that names none at all.
+    """
+    entries = [entry.strip() for entry in value.split(",")]
+    names = tuple(entry.lower() for entry in entries if entry)
+    if len(names) == 1 and names[0] in EXPORTER_NAMES:
+        return names
+    if len(names) <= 1:
+        # The message a single name has always had (callers match on it).
+        raise ValueError(
+            f"unknown exporter {value!r} (Unknown exporter type: {value!r}); {_CHOICES}"
+        )
+    for entry in entries:
+        if entry and entry.lower() not in EXPORTER_NAMES:
+            raise ValueError(
+                f"unknown exporter {entry!r} in {value!r} (Unknown exporter type: {entry!r}); "
+                f"{_CHOICES}"
+            )
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            raise ValueError(f"exporter {value!r} names {name} twice; name each exporter once")
+    if "none" in names:
+        others = ",".join(name for name in names if name != "none")
+        raise ValueError(
+            f"exporter {value!r} combines none (export nothing) with other exporters; "
+            f"use none alone, or {others} without it"
+        )
+    return names
 
 
 def otlp_protocol(signal: Signal, environ: Mapping[str, str] | None = None) -> str:

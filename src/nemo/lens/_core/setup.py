@@ -134,9 +134,10 @@ def setup_telemetry(
         resource_attributes: Extra resource attributes; they win over every
             other source (see :mod:`nemo.lens.resources`).
         span_exporter: Use this exporter for spans instead of the configured
-            one (e.g. the SDK's ``InMemorySpanExporter`` in tests).
+            one (e.g. the SDK's ``InMemorySpanExporter`` in tests); instead of
+            all of them when ``config.exporter`` names several.
         metric_reader: Use this reader for metrics instead of the configured
-            exporter (e.g. ``InMemoryMetricReader``).
+            exporter(s) (e.g. ``InMemoryMetricReader``).
         export_strategy: Overrides ``config.export_strategy``: a registered
             name, a callable ``strategy(config, rank, world_size) -> bool``
             (0.1.0), an object with ``should_export(rank, world_size, config)``,
@@ -145,7 +146,7 @@ def setup_telemetry(
         _allow_reinit: Replace an active set-up (shutting it down) instead of
             raising.
         log_exporter: Use this exporter for log records instead of the
-            configured one (e.g. the SDK's ``InMemoryLogRecordExporter``);
+            configured one(s) (e.g. the SDK's ``InMemoryLogRecordExporter``);
             needs ``config.logs_enabled``.
 
     Everything is validated before anything global changes, so an exception
@@ -207,10 +208,10 @@ def setup_telemetry(
     exporting = export_decision(strategy, resolved, rank, world_size)
     if not exporting and not resolved.spans_on_every_rank:
         return _publish_quiet_rank(resolved, rank, world_size, _allow_reinit)
-    exporter_name = resolved.exporter.strip().lower()
-    trace_path = resolved.format_trace_file(rank) if exporter_name == "file" else None
+    exporter_names = resolved.exporters
+    trace_path = resolved.format_trace_file(rank) if "file" in exporter_names else None
     signals: list[Signal] = []
-    if exporter_name == "otlp" and exporting:
+    if "otlp" in exporter_names and exporting:
         if resolved.traces_enabled and span_exporter is None:
             signals.append("traces")
         if resolved.metrics_enabled and metric_reader is None:
@@ -297,7 +298,7 @@ def setup_telemetry(
         world_size,
         resolved.run_id,
         handle.is_exporting,
-        exporter_name,
+        ",".join(exporter_names),
         ",".join(sorted(groups)) or "-",
     )
     return handle

@@ -294,6 +294,7 @@ class BatchingSpanProcessor(SpanProcessor):
             "nemo.lens: a span ended after its telemetry was shut down (a thread still "
             "emitting during shutdown or re-initialisation); it was not exported. Such spans "
             "are counted.",
+            self._destination,
         )
 
     def _wait_for_room(self) -> bool:
@@ -327,7 +328,7 @@ class BatchingSpanProcessor(SpanProcessor):
                 f"export to {self._destination} is failing or slower than the job; dropping "
                 "spans until it catches up. The total is reported at shutdown."
             )
-        self.health.dropped("traces", 1, reason, explanation)
+        self.health.dropped("traces", 1, reason, explanation, self._destination)
 
     # -- the worker -------------------------------------------------------------------
 

@@ -42,6 +42,9 @@ Choices made here, and why:
   the batch it travels in). In a worker process -- forked after set-up, or
   started by ``multiprocessing`` -- the ``file`` exporter writes each span as it
   ends: ``Pool.terminate()`` kills workers the moment their last task returns.
+* **Several exporters** (``exporter="otlp,file"``) get a processor, metric
+  reader and log processor each, with their own queues and policies; recorded
+  spans reach them all through :func:`fan_out` (with one, its processor directly).
 * **Synchronous exporters** -- ``console`` and the SDK's
   ``InMemorySpanExporter`` -- get a ``SimpleSpanProcessor``: a span is visible
   the moment it ends, which is what a person at a terminal or a test wants,
@@ -91,7 +94,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol, TypeVar, cast
@@ -112,7 +115,7 @@ from nemo.lens._sdk.exporters.factory import (
     create_span_exporter,
 )
 from nemo.lens._sdk.exporters.forwarding import ReportingMetricExporter
-from nemo.lens._sdk.exporters.health import ExportHealth
+from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
 from nemo.lens._sdk.processors import (
     TRUNCATED_ATTRIBUTE,
     OpenSpanTracker,
@@ -131,7 +134,7 @@ from nemo.lens.config import NemoLensConfig
 from nemo.lens.resources import build_resource
 from nemo.lens.sampling import RankAwareSampler
 
-__all__ = ["Pipeline", "build_pipeline"]
+__all__ = ["Pipeline", "build_pipeline", "fan_out"]
 
 
 class _Exporter(Protocol):
@@ -146,30 +149,40 @@ _logger = logging.getLogger("nemo.lens.providers")
 
 @dataclass
 class Pipeline:
-    """The providers and exporters built for one process, not yet published."""
+    """The providers and exporters built for one process, not yet published.
+
+    Each signal has one exporter per configured exporter name (``otlp,file``:
+    two), or the one passed to set-up instead.
+    """
 
     resource: Resource
     tracer_provider: TracerProvider | None = None
     meter_provider: MeterProvider | None = None
     logger_provider: LoggerProvider | None = None
-    span_exporter: SpanExporter | None = None
-    metric_reader: MetricReader | None = None
-    log_exporter: LogRecordExporter | None = None
+    span_exporters: list[SpanExporter] = field(default_factory=list)
+    metric_readers: list[MetricReader] = field(default_factory=list)
+    log_exporters: list[LogRecordExporter] = field(default_factory=list)
     tracker: OpenSpanTracker | None = None
     health: ExportHealth = field(default_factory=ExportHealth)
     """Export failures and drops of every signal (summarised at shutdown)."""
-    span_batcher: BatchingSpanProcessor | None = None
+    span_batchers: list[BatchingSpanProcessor] = field(default_factory=list)
     _closed: bool = field(default=False, repr=False)
     _lost_at_flush: int = field(default=0, repr=False)
 
     @property
+    def span_exporter(self) -> SpanExporter | None:
+        """The (first) span exporter, if any."""
+        return self.span_exporters[0] if self.span_exporters else None
+
+    @property
+    def span_batcher(self) -> BatchingSpanProcessor | None:
+        """The (first) batching span processor, if any."""
+        return self.span_batchers[0] if self.span_batchers else None
+
+    @property
     def exports(self) -> bool:
         """Whether anything leaves the process (an exporter or reader is attached)."""
-        return (
-            self.span_exporter is not None
-            or self.metric_reader is not None
-            or self.log_exporter is not None
-        )
+        return bool(self.span_exporters or self.metric_readers or self.log_exporters)
 
     def force_flush(self, timeout_ms: float) -> bool:
         """Flush every signal, waiting at most *timeout_ms*.
@@ -226,7 +239,7 @@ class Pipeline:
         timeout_ms = bounded_timeout_ms(timeout_ms)
         deadline = time.monotonic() + timeout_ms / 1000
         tasks: dict[str, Callable[[], object]] = {}
-        batcher = self.span_batcher
+        batchers = self.span_batchers
         undrained: list[str] = []
         if self.tracer_provider is not None:
             tracer_provider = self.tracer_provider
@@ -241,12 +254,11 @@ class Pipeline:
                             truncated,
                             TRUNCATED_ATTRIBUTE,
                         )
-                if batcher is not None:
+                if batchers:
                     # Drain for most of the time left, then make the exporter give
                     # up (an OTLP exporter stops retrying) so shutdown can finish.
-                    remaining_ms = (deadline - time.monotonic()) * 1000
-                    if not batcher.close(timeout_millis=max(0.0, remaining_ms * 0.9)):
-                        undrained.append("span queue")
+                    remaining_ms = max(0.0, (deadline - time.monotonic()) * 1000)
+                    undrained.extend(_close_all(batchers, remaining_ms * 0.9))
                 tracer_provider.shutdown()
 
             tasks["trace shutdown"] = shutdown_traces
@@ -265,8 +277,11 @@ class Pipeline:
                 timeout_ms,
                 ", ".join(pending),
             )
-        queued = {"traces": batcher.pending} if batcher is not None else {}
-        summary = self.health.summary(queued)
+        queued: dict[tuple[str, str], int] = {}
+        for batcher in batchers:
+            key = ("traces", describe_destination(batcher.exporter))
+            queued[key] = queued.get(key, 0) + batcher.pending
+        summary = self.health.summary(queued=queued)
         if summary is not None:
             _logger.warning("%s", summary)
         changes = self.health.changes_summary()
@@ -292,13 +307,16 @@ def build_pipeline(
     *config* must be validated and resolved. *exporting* is the export
     strategy's answer for this rank: when ``False`` no exporter or reader is
     attached, including the ones passed in. *span_exporter* / *metric_reader* /
-    *log_exporter* replace the configured exporter for their signal only. On failure,
+    *log_exporter* replace the configured exporter (every one of them, when
+    ``config.exporter`` names several) for their signal only. On failure,
     everything already built is shut down before the exception propagates.
     """
     resource, resource_changes = exportable_resource(
         build_resource(config, rank, world_size, resource_attributes)
     )
-    name = config.exporter.strip().lower()
+    names = [name for name in config.exporters if name != "none"]
+    # A caller's span exporter gets the policy of the file exporter it may stand in for.
+    caller_name = "file" if "file" in names else names[0] if names else "none"
 
     # Exporters first: they are what can fail (a file that cannot be opened, a
     # missing OTLP package) and they start no threads. Only the ones created
@@ -306,38 +324,49 @@ def build_pipeline(
     # untouched so that a corrected call can reuse them.
     created: list[Callable[[], object]] = []
 
-    def create(make: Callable[..., _X | None]) -> _X | None:
-        exporter = make(name, path=trace_path)
-        if exporter is not None:
-            created.append(exporter.shutdown)
-        return exporter
+    def create(make: Callable[..., _X | None]) -> list[tuple[str, _X]]:
+        made = []
+        for name in names:
+            exporter = make(name, path=trace_path)
+            if exporter is not None:
+                created.append(exporter.shutdown)
+                made.append((name, exporter))
+        return made
 
-    span_exp: SpanExporter | None = None
-    metric_exp: MetricExporter | None = None
-    log_exp: LogRecordExporter | None = None
+    span_exps: list[tuple[str, SpanExporter]] = []
+    metric_exps: list[tuple[str, MetricExporter]] = []
+    log_exps: list[tuple[str, LogRecordExporter]] = []
     try:
         if exporting and config.traces_enabled:
-            span_exp = (
-                span_exporter
+            span_exps = (
+                [(caller_name, span_exporter)]
                 if span_exporter is not None
                 else create(partial(create_span_exporter, console_format=config.console_format))
             )
         if exporting and config.metrics_enabled and metric_reader is None:
-            metric_exp = create(create_metric_exporter)
+            metric_exps = create(create_metric_exporter)
         if exporting and config.logs_enabled:
-            log_exp = log_exporter if log_exporter is not None else create(create_log_exporter)
+            log_exps = (
+                [(caller_name, log_exporter)]
+                if log_exporter is not None
+                else create(create_log_exporter)
+            )
     except BaseException:
         run_bounded({f"discard exporter {i}": fn for i, fn in enumerate(created)}, 1.0)
         raise
 
-    pipeline = Pipeline(resource=resource, span_exporter=span_exp, log_exporter=log_exp)
+    pipeline = Pipeline(
+        resource=resource,
+        span_exporters=[exporter for _, exporter in span_exps],
+        log_exporters=[exporter for _, exporter in log_exps],
+    )
     if resource_changes is not None:
         pipeline.health.changed(*resource_changes)
     try:
         if exporting and config.metrics_enabled:
             if metric_reader is not None:
-                pipeline.metric_reader = metric_reader
-            elif metric_exp is not None:
+                pipeline.metric_readers.append(metric_reader)
+            for name, metric_exp in metric_exps:
                 quiet_loggers, factory, usable = forwarding_options(
                     metric_exp, name, "metrics", create_metric_exporter
                 )
@@ -351,14 +380,13 @@ def build_pipeline(
                     )
                 )
                 created.append(reader.shutdown)
-                pipeline.metric_reader = reader
+                pipeline.metric_readers.append(reader)
         # The meter provider first: it is the one step that fails in practice (the
         # SDK refuses a reader already registered with another provider), and
         # nothing holding the caller's span exporter exists yet to be released.
         if config.metrics_enabled:
-            readers = [pipeline.metric_reader] if pipeline.metric_reader is not None else []
             pipeline.meter_provider = MeterProvider(
-                metric_readers=readers, resource=resource, shutdown_on_exit=False
+                metric_readers=pipeline.metric_readers, resource=resource, shutdown_on_exit=False
             )
         if config.traces_enabled:
             sampler = RankAwareSampler(exporting, rank=rank) if config.sampler_enabled else None
@@ -366,26 +394,30 @@ def build_pipeline(
                 sampler=sampler, resource=resource, id_generator=SeedIndependentIdGenerator()
             )
             pipeline.tracer_provider = tracer_provider
-            sink: Callable[[RecordingSpan], None] | None = None
-            if span_exp is not None:
+            sinks: list[Callable[[RecordingSpan], None]] = []
+            if span_exps:
                 pipeline.tracker = OpenSpanTracker()
                 tracer_provider.add_span_processor(pipeline.tracker)
+            # One processor per exporter, each with its own queue and policy (the
+            # file's block, OTLP's drop): a collector that is down never holds up
+            # the file, and the file's wait never costs the collector a span.
+            for name, span_exp in span_exps:
                 processor = span_processor(
                     span_exp, name, pipeline.health, ours=span_exporter is None
                 )
                 if isinstance(processor, BatchingSpanProcessor):
-                    pipeline.span_batcher = processor
-                    sink = processor.queue_span
+                    pipeline.span_batchers.append(processor)
+                    sinks.append(processor.queue_span)
                 else:
                     # A recorded span reads as the finished span on_end expects.
-                    sink = cast("Callable[[RecordingSpan], None]", processor.on_end)
+                    sinks.append(cast("Callable[[RecordingSpan], None]", processor.on_end))
                 tracer_provider.add_span_processor(processor)
-            # The primitives record their spans and hand them to the same processor.
-            tracer_provider.record_to(pipeline.tracker, sink)
+            # The primitives record their spans and hand them to the same processors.
+            tracer_provider.record_to(pipeline.tracker, fan_out(sinks))
         if config.logs_enabled:
             logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
             pipeline.logger_provider = logger_provider
-            if log_exp is not None:
+            for name, log_exp in log_exps:
                 logger_provider.add_log_record_processor(
                     log_processor(log_exp, name, pipeline.health, ours=log_exporter is None)
                 )
@@ -396,3 +428,46 @@ def build_pipeline(
         run_bounded({f"discard {i}": fn for i, fn in enumerate(created)}, 1.0)
         raise
     return pipeline
+
+
+def fan_out(
+    sinks: Sequence[Callable[[RecordingSpan], None]],
+) -> Callable[[RecordingSpan], None] | None:
+    """One callable that hands a recorded span to every sink, in order.
+
+    With one sink it is that sink itself: a job with one exporter pays nothing
+    for the possibility of several.
+    """
+    if len(sinks) <= 1:
+        return sinks[0] if sinks else None
+    if len(sinks) == 2:
+        first, second = sinks
+
+        def both(span: RecordingSpan) -> None:
+            first(span)
+            second(span)
+
+        return both
+    every = tuple(sinks)
+
+    def each(span: RecordingSpan) -> None:
+        for sink in every:
+            sink(span)
+
+    return each
+
+
+def _close_all(batchers: Sequence[BatchingSpanProcessor], timeout_ms: float) -> list[str]:
+    """Close every batcher, each draining for at most *timeout_ms*, at the same time;
+    return ``"span queue"`` once for each that did not drain."""
+    if len(batchers) == 1:
+        return [] if batchers[0].close(timeout_millis=timeout_ms) else ["span queue"]
+    drained: list[bool] = []
+
+    def closing(batcher: BatchingSpanProcessor) -> Callable[[], None]:
+        return lambda: drained.append(batcher.close(timeout_millis=timeout_ms))
+
+    tasks = {f"span queue {n}": closing(batcher) for n, batcher in enumerate(batchers)}
+    # Each close returns within its timeout plus its exporter's shutdown.
+    run_bounded(tasks, timeout_ms / 1000 + 1.0)
+    return ["span queue"] * (len(batchers) - sum(drained))

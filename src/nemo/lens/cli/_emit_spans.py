@@ -222,8 +222,9 @@ def emit_spans(service: str | None, texts: Sequence[str]) -> int:
         _error(f"{reason} (exporter {config.exporter!r}); see the warnings above")
         return EXIT_EXPORT_FAILED
     roots = sum(1 for line in lines if line.parent is None)
-    where = f"the {config.exporter.strip().lower()} exporter"
-    if config.exporter.strip().lower() == "file":
+    names = config.exporters
+    where = f"the {','.join(names)} exporter{'s' if len(names) > 1 else ''}"
+    if "file" in names:
         where += f" ({handle.config.format_trace_file(0)})"
     print(
         f"emitted {len(lines)} span{'' if len(lines) == 1 else 's'} "

@@ -76,6 +76,7 @@ class Forwarder(Generic[_E]):
         self._health = health
         self._quiet = tuple(quiet_loggers)
         self._destination = describe_destination(inner)
+        health.serves(self._signal, self._destination)
         self._factory = factory
         self._usable_after_fork = usable_after_fork
         self._inherited = False

@@ -4,10 +4,13 @@ nemo.lens reports, for every signal of a pipeline:
 
 * the **first** failure, as one warning naming the signal, the destination and
   the cause (the exporter's own message, captured; see
-  :mod:`nemo.lens._sdk.exporters.quiet`);
+  :mod:`nemo.lens._sdk.exporters.quiet`): one for the process per kind of
+  destination (a collector, a file, standard output), so that a job exporting
+  to a collector and a file at once hears of a full disk even while the
+  collector is down;
 * the **first** time telemetry is dropped (a full queue), as one warning;
 * a **summary** at shutdown: how many spans, metric exports and log records were
-  dropped or failed, so the loss is never silent;
+  dropped or failed, and where they were going, so the loss is never silent;
 * every suppressed attempt at ``DEBUG`` on the ``nemo.lens.exporters.health``
   logger, for whoever needs them.
 
@@ -139,50 +142,58 @@ class ExportHealth:
     """
 
     def __init__(self) -> None:
+        # Where each signal goes: the pipeline's make-up, which a forked child keeps.
+        self._served: dict[str, set[str]] = {}
         self._reset()
         _fork.register(self)
 
     def _reset(self) -> None:
-        self._failed: dict[str, Tally] = {}
-        self._dropped: dict[tuple[str, str], Tally] = {}
-        self._destinations: dict[str, str] = {}
-        self._failing: set[str] = set()
+        # Keyed by signal and destination: with several exporters, each counts its own.
+        self._failed: dict[tuple[str, str], Tally] = {}
+        self._dropped: dict[tuple[str, str, str], Tally] = {}
+        self._failing: set[tuple[str, str]] = set()
         self._changed: dict[str, Tally] = {}
         # Values the primitives dropped before the SDK saw them are counted in
         # nemo.lens.helpers for the whole process; this pipeline reports its share.
         self._door_baseline = dropped_attribute_values()
         # Acquired without blocking and never released: exactly one caller wins.
-        self._failure_warned = threading.Lock()
-        self._drop_warned: dict[str, threading.Lock] = {}
+        self._failure_warned: dict[str, threading.Lock] = {}
+        self._drop_warned: dict[tuple[str, str], threading.Lock] = {}
         self._change_warned = threading.Lock()
 
     def _after_fork_in_child(self) -> None:
         # A forked child reports its own losses, not a copy of its parent's.
         self._reset()
 
-    def _failed_tally(self, signal: str) -> Tally:
-        tally = self._failed.get(signal)
-        if tally is None:
-            tally = self._failed.setdefault(signal, Tally())
-        return tally
+    def serves(self, signal: str, destination: str) -> None:
+        """Say that *signal* goes to *destination* (one of possibly several): a summary
+        of drops names the destination once a signal has more than one."""
+        self._served.setdefault(signal, set()).add(destination)
 
     def export_failed(self, signal: str, items: int, destination: str, cause: str | None) -> None:
         """Record that *items* of *signal* could not be exported to *destination*."""
-        self._failed_tally(signal).add(items)
-        self._destinations[signal] = destination
-        self._failing.add(signal)
+        key = (signal, destination)
+        tally = self._failed.get(key)
+        if tally is None:
+            tally = self._failed.setdefault(key, Tally())
+        tally.add(items)
+        self._failing.add(key)
         if not self.attempt_failed(signal, destination, cause):
             _logger.debug("nemo.lens: exporting %d %s to %s failed", items, signal, destination)
 
     def attempt_failed(self, signal: str, destination: str, cause: str | None) -> bool:
         """Report that exporting *signal* to *destination* is failing (the exporter
-        may still be retrying); only the first report in the process is logged.
-        Returns whether this one was."""
-        self._failing.add(signal)
+        may still be retrying); only the first report in the process for this kind
+        of destination is logged. Returns whether this one was."""
+        self._failing.add((signal, destination))
         shown = scrub((cause or "no details").strip())
         if len(shown) > _CAUSE_LIMIT:
             shown = shown[:_CAUSE_LIMIT] + "..."
-        if self._failure_warned.acquire(blocking=False):
+        hint = _hint(destination)
+        warned = self._failure_warned.get(hint)
+        if warned is None:
+            warned = self._failure_warned.setdefault(hint, threading.Lock())
+        if warned.acquire(blocking=False):
             _logger.warning(
                 "nemo.lens: cannot export %s to %s (%s). The job is not affected; nemo.lens "
                 "keeps trying, reports further failures only at DEBUG on logger %r and says "
@@ -191,31 +202,36 @@ class ExportHealth:
                 destination,
                 shown,
                 _logger.name,
-                _hint(destination),
+                hint,
             )
             return True
         return False
 
     def export_succeeded(self, signal: str, destination: str) -> None:
         """Record a successful export; logs a recovery once after failures."""
-        if signal in self._failing:
-            self._failing.discard(signal)
+        key = (signal, destination)
+        if key in self._failing:
+            self._failing.discard(key)
             _logger.info("nemo.lens: exporting %s to %s works again", signal, destination)
 
-    def dropped(self, signal: str, items: int, reason: str, explanation: str) -> None:
-        """Record that *items* of *signal* were dropped for *reason* (a short phrase).
+    def dropped(
+        self, signal: str, items: int, reason: str, explanation: str, destination: str = ""
+    ) -> None:
+        """Record that *items* of *signal* were dropped for *reason* (a short phrase)
+        on their way to *destination* (if known).
 
         *explanation* is logged as a warning the first time anything is dropped
-        for that reason.
+        for that reason with that explanation (two processors dropping spans that
+        ended after shutdown say so once; two whose queues filled, each once).
         """
-        key = (signal, reason)
+        key = (signal, reason, destination)
         tally = self._dropped.get(key)
         if tally is None:
             tally = self._dropped.setdefault(key, Tally())
         tally.add(items)
-        warned = self._drop_warned.get(reason)
+        warned = self._drop_warned.get((reason, explanation))
         if warned is None:
-            warned = self._drop_warned.setdefault(reason, threading.Lock())
+            warned = self._drop_warned.setdefault((reason, explanation), threading.Lock())
         if warned.acquire(blocking=False):
             _logger.warning("%s", explanation)
 
@@ -256,6 +272,12 @@ class ExportHealth:
         parts = [f"{count} {reason}" for reason, count in totals.items()]
         return "nemo.lens: telemetry exported with changes: " + "; ".join(parts)
 
+    def _where(self, signal: str, destination: str, preposition: str) -> str:
+        # Where the items were going: said once the signal goes to several places.
+        if destination and len(self._served.get(signal, ())) > 1:
+            return f" {preposition} {destination}"
+        return ""
+
     def lost_total(self) -> int:
         """How many items of every signal were lost so far (failed plus dropped)."""
         return sum(self.lost().values())
@@ -263,32 +285,43 @@ class ExportHealth:
     def lost(self) -> dict[str, int]:
         """How many items each signal lost so far (failed plus dropped)."""
         totals: dict[str, int] = {}
-        for signal, tally in list(self._failed.items()):
+        for (signal, _), tally in list(self._failed.items()):
             totals[signal] = totals.get(signal, 0) + tally.value
-        for (signal, _), tally in list(self._dropped.items()):
+        for (signal, _, _), tally in list(self._dropped.items()):
             totals[signal] = totals.get(signal, 0) + tally.value
         return {signal: count for signal, count in totals.items() if count}
 
-    def summary(self, pending: Mapping[str, int] | None = None) -> str | None:
+    def summary(
+        self,
+        pending: Mapping[str, int] | None = None,
+        *,
+        queued: Mapping[tuple[str, str], int] | None = None,
+    ) -> str | None:
         """One line saying what was lost, or ``None`` when nothing was.
 
-        *pending* counts items still queued when shutdown gave up waiting (they
-        are lost too when the process exits).
+        *pending* counts items of each signal still queued when shutdown gave up
+        waiting (they are lost too when the process exits); *queued* counts them
+        by signal and destination instead.
         """
         parts: list[str] = []
-        for (signal, reason), tally in sorted(self._dropped.items()):
+        for (signal, reason, destination), tally in sorted(self._dropped.items()):
             if tally.value:
-                parts.append(f"{tally.value} {_UNITS.get(signal, signal)} dropped ({reason})")
-        for signal, tally in sorted(self._failed.items()):
+                where = self._where(signal, destination, "on the way to")
+                parts.append(
+                    f"{tally.value} {_UNITS.get(signal, signal)} dropped{where} ({reason})"
+                )
+        for (signal, destination), tally in sorted(self._failed.items()):
             if tally.value:
-                destination = self._destinations.get(signal, "the destination")
                 parts.append(
                     f"{tally.value} {_UNITS.get(signal, signal)} failed to export to {destination}"
                 )
-        for signal, count in sorted((pending or {}).items()):
+        left = [((signal, ""), count) for signal, count in (pending or {}).items()]
+        for (signal, destination), count in sorted([*left, *(queued or {}).items()]):
             if count:
+                where = self._where(signal, destination, "for")
                 parts.append(
-                    f"{count} {_UNITS.get(signal, signal)} still queued when shutdown timed out"
+                    f"{count} {_UNITS.get(signal, signal)} still queued{where} when shutdown "
+                    "timed out"
                 )
         if not parts:
             return None

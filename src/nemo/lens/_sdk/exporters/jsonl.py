@@ -16,6 +16,7 @@ forked child can share the file (see :class:`FileSink`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -30,6 +31,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from nemo.lens._core import fork as _fork
+from nemo.lens._sdk.exporters.appends import Landed, identity, names_file, take_back
 from nemo.lens._sdk.exporters.encoding import encode_span
 from nemo.lens._sdk.exporters.sdk_json import sdk_span_json
 
@@ -46,6 +48,8 @@ __all__ = [
 
 # The logger keeps the name users configure it by (this code's module before it moved).
 _logger = logging.getLogger("nemo.lens.exporters.jsonl")
+# A file opened again is a recovery: said where the exporters' recoveries are.
+_recovery_logger = logging.getLogger("nemo.lens.exporters.health")
 
 _LINES_PER_TEXT: Final = 256
 """Span lines encoded at a time (about 200 KB): a whole batch's text (megabytes) would be
@@ -144,6 +148,13 @@ class FileSink:
     (a buffer made on first use and kept): an export thread's batch is one
     system call (see :data:`WRITE_BUFFER_BYTES`). The buffer only lives during
     the call, so the above holds for it too.
+
+    **A call writes all of its text or none of it**, and a file removed or
+    replaced while the job runs is opened again at its path (directories
+    included) before the next write: see :mod:`~nemo.lens._sdk.exporters.appends`.
+    A write that fails raises (the exporter counts its spans); the next write the
+    file system accepts resumes. A line that could not be cut back is ended with a
+    newline first, so that it stays one broken line and never joins the next.
     """
 
     def __init__(
@@ -152,17 +163,23 @@ class FileSink:
         if buffer_bytes < 1:
             raise ValueError(f"FileSink(buffer_bytes=...) must be at least 1, got {buffer_bytes}")
         self.path = os.fspath(path)
-        parent = os.path.dirname(self.path)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
         self._lock = threading.Lock()
         self._buffer_lock = threading.Lock()
         self._buffer_bytes = buffer_bytes
         self._buffer: bytearray | None = None
-        self._fd: int | None = os.open(
+        self._torn = False
+        self._fd: int | None = self._open()
+        _fork.register(self)
+
+    def _open(self) -> int:
+        parent = os.path.dirname(self.path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        fd = os.open(
             self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666
         )
-        _fork.register(self)
+        self._identity = identity(os.fstat(fd))
+        return fd
 
     def _after_fork_in_child(self) -> None:
         self._lock = threading.Lock()
@@ -170,7 +187,7 @@ class FileSink:
 
     def write(self, text: str) -> None:
         """Append *text*; raises ``ValueError`` after :meth:`close`."""
-        self._write(text.encode("utf-8"))
+        self._write(text.encode("utf-8"), None)
 
     def write_texts(self, texts: Iterable[str]) -> None:
         """Append each text (whole lines) in order, gathered into as few writes as the
@@ -178,10 +195,13 @@ class FileSink:
 
         A text larger than the buffer is written on its own. While another thread
         gathers, the texts are written one by one instead of waiting for it.
+        Either every text is written or, when a write fails, none stays (see the
+        class docstring).
         """
+        landed = Landed()
         if not self._buffer_lock.acquire(blocking=False):
             for text in texts:
-                self.write(text)
+                self._write(text.encode("utf-8"), landed)
             return
         try:
             buffer = self._buffer
@@ -194,28 +214,58 @@ class FileSink:
                     end = used + len(data)
                     if end > len(buffer):
                         if used:
-                            self._write(view[:used])
+                            self._write(view[:used], landed)
                         used, end = 0, len(data)
                         if end > len(buffer):
-                            self._write(data)
+                            self._write(data, landed)
                             continue
                     view[used:end] = data
                     used = end
                 if used:
-                    self._write(view[:used])
+                    self._write(view[:used], landed)
         finally:
             self._buffer_lock.release()
 
-    def _write(self, data: bytes | memoryview) -> None:
+    def _write(self, data: bytes | memoryview, call: Landed | None) -> None:
+        # One piece of a call's text; *call* remembers where the call's earlier pieces
+        # went, so that a failure takes them back too.
         with self._lock:
-            if self._fd is None:
-                raise ValueError(f"{self.path} is closed")
+            fd = self._current_fd()
+            if self._torn:
+                os.write(fd, b"\n")  # end the broken line first (see the class docstring)
+                self._torn = False
             left = memoryview(data)
-            while left:
-                # A regular file takes the whole write unless the disk is full or
-                # a signal interrupts it; then finish the rest rather than lose it.
-                written = os.write(self._fd, left)
-                left = left[written:]
+            done = 0
+            try:
+                while left:
+                    # A regular file takes the whole write unless the disk is full or
+                    # a signal interrupts it; then finish the rest, or fail trying.
+                    written = os.write(fd, left)
+                    done += written
+                    left = left[written:]
+            except OSError:
+                self._torn = not take_back(fd, done, call)
+                raise
+            if call is not None:
+                call.add(fd, done)
+
+    def _current_fd(self) -> int:
+        # The descriptor to write to: reopened when the path no longer names the file.
+        fd = self._fd
+        if fd is None:
+            raise ValueError(f"{self.path} is closed")
+        if names_file(self.path, self._identity) is not False:
+            return fd  # the same file, or it cannot be told (keep on writing there)
+        fresh = self._open()  # raises when it cannot: this write fails, the next retries
+        self._fd, self._torn = fresh, False
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        _recovery_logger.info(
+            "nemo.lens: %s was removed or replaced while the job ran; writing to a new file "
+            "at that path",
+            self.path,
+        )
+        return fresh
 
     def flush(self) -> None:
         """Nothing is buffered: every write goes straight to the file."""

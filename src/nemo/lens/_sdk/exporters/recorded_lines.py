@@ -207,7 +207,7 @@ def recorded_lines(
                         parts[1::2] = values
                         line = "".join(parts)
                     shape[3] += 1
-                    if shape[3] == _WRITER_AFTER:
+                    if shape[3] >= _WRITER_AFTER:  # ">=": two export threads may count past it
                         shape[2] = _shape_writer(shape[1], len(attributes) if attributes else 0)
         except Exception:  # whatever this could not write, the general path writes
             line = None
