@@ -238,8 +238,9 @@ class NemoLensConfig:
 
     # -- validation -----------------------------------------------------------------
 
-    def _check_fields(self) -> None:
-        """Check everything that does not depend on process-wide registries."""
+    def _check_fields(self) -> frozenset[str]:
+        """Check everything that does not depend on process-wide registries; return the
+        span groups the spec enables (resolving it is the check)."""
         for name in _BOOL_FIELDS:
             value = getattr(self, name)
             if not isinstance(value, bool):
@@ -301,18 +302,19 @@ class NemoLensConfig:
                 f"(RLSpanGroup, MegatronSpanGroup), got {_describe(cls)}",
             )
         try:
-            resolve_for(self.span_groups, chosen)
+            groups = resolve_for(self.span_groups, chosen)
         except (ValueError, TypeError) as exc:
             raise _FieldValueError(
                 "span_groups", f"invalid span_groups {self.span_groups!r}: {exc}"
             ) from None
         _check_trace_file_template(self.trace_file)
+        return groups
 
     def validate(self) -> None:
         """Check every field, including that ``export_strategy`` is registered.
 
-        :func:`nemo.lens.setup_telemetry` calls this before changing anything, so
-        fields assigned after construction are checked too. Raises
+        :func:`nemo.lens.setup_telemetry` makes the same checks before changing
+        anything, so fields assigned after construction are checked too. Raises
         :class:`TypeError` for a value of the wrong type and :class:`ValueError`
         for a value out of range or unknown.
         """

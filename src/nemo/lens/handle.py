@@ -3,7 +3,7 @@
 Set-up runs in three phases so that a mistake never leaves a process half
 configured: it validates everything first, then builds the SDK pipeline without
 touching global state, then publishes it in one step (see
-:mod:`nemo.lens._core.setup`). A disabled config builds nothing: the handle's
+:mod:`nemo.lens._setup`). A disabled config builds nothing: the handle's
 tracer and meter are no-ops and OpenTelemetry's globals stay untouched. The SDK
 is imported only when set-up enables telemetry.
 
@@ -19,10 +19,11 @@ import sys
 import types
 from typing import TYPE_CHECKING
 
-from nemo.lens._core import setup as _setup
+from nemo.lens._core import lifecycle as _lifecycle
 from nemo.lens._core.handle import DEFAULT_SHUTDOWN_TIMEOUT_MS, TelemetryHandle
-from nemo.lens._core.setup import StrategyArgument, get_meter, get_tracer, setup_telemetry
+from nemo.lens._core.lifecycle import get_meter, get_tracer
 from nemo.lens._names import rehome
+from nemo.lens._setup import StrategyArgument, setup_telemetry
 
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT_MS",
@@ -42,11 +43,11 @@ class _HandleModule(types.ModuleType):
 
     @property
     def _INITIALIZED(self) -> bool:
-        return _setup.initialised()
+        return _lifecycle.initialised()
 
     @_INITIALIZED.setter
     def _INITIALIZED(self, value: object) -> None:
-        _setup.set_initialised(bool(value))
+        _lifecycle.set_initialised(bool(value))
 
 
 sys.modules[__name__].__class__ = _HandleModule

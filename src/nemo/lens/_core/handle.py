@@ -342,5 +342,5 @@ def renew_locks_after_fork() -> None:
     global LOCK
     LOCK = threading.RLock()
     handle = _state.current_handle()
-    if handle is not None:
+    if isinstance(handle, TelemetryHandle):
         handle._lock = threading.Lock()

@@ -1,4 +1,4 @@
-"""Phase 1 of set-up: everything :func:`~nemo.lens._core.setup.setup_telemetry` refuses
+"""Phase 1 of set-up: everything :func:`~nemo.lens._setup.setup_telemetry` refuses
 before it changes anything.
 
 Each check raises a ``TypeError`` or ``ValueError`` that names the argument and
@@ -112,9 +112,18 @@ def check_components(span_exporter: object, metric_reader: object, log_exporter:
 def resolve_strategy(
     config: NemoLensConfig, export_strategy: StrategyArgument | None
 ) -> ExportStrategyFunction | ExportStrategyObject | Callable[[int, int, NemoLensConfig], bool]:
-    if export_strategy is None or isinstance(export_strategy, str):
-        name = config.export_strategy if export_strategy is None else export_strategy
-        registered: ExportStrategyFunction | ExportStrategyObject = get_export_strategy(name)
+    if export_strategy is None:
+        try:
+            named: ExportStrategyFunction | ExportStrategyObject = get_export_strategy(
+                config.export_strategy
+            )
+        except ValueError as exc:  # as NemoLensConfig.validate() words it
+            raise ValueError(f"NemoLensConfig.export_strategy: {exc}") from None
+        return named
+    if isinstance(export_strategy, str):
+        registered: ExportStrategyFunction | ExportStrategyObject = get_export_strategy(
+            export_strategy
+        )
         return registered
     if callable(getattr(export_strategy, "should_export", None)) or callable(export_strategy):
         return export_strategy

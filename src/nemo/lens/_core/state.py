@@ -39,11 +39,11 @@ from nemo.lens.spec import PROFILING, categories_for, new_names, with_old_names
 
 if TYPE_CHECKING:
     from nemo.lens.groups import SpanGroup
-    from nemo.lens.handle import TelemetryHandle
 
 __all__ = [
     "GET_TRACER",
     "SCOPE_VERSION",
+    "Handle",
     "Recorder",
     "claim_setup",
     "current_handle",
@@ -375,15 +375,30 @@ def _refresh_global_tracer() -> Tracer:
 
 # --- the current handle -----------------------------------------------------------------------
 
-_current: TelemetryHandle | None = None
+
+class Handle(Protocol):
+    """What the current handle is to the rest of the state's users: a
+    :class:`~nemo.lens.handle.TelemetryHandle` (declared here so that the state, which the
+    handle's module reads, does not depend on it)."""
+
+    def force_flush(self, timeout_ms: float = ...) -> bool:
+        """Export what is buffered; wait at most *timeout_ms*."""
+        ...
+
+    def shutdown(self, timeout_ms: float = ...) -> bool:
+        """Flush and shut down what set-up installed; wait at most *timeout_ms*."""
+        ...
 
 
-def current_handle() -> TelemetryHandle | None:
+_current: Handle | None = None
+
+
+def current_handle() -> Handle | None:
     """The handle whose providers are published (``None`` before set-up and after shutdown)."""
     return _current
 
 
-def set_current_handle(handle: TelemetryHandle | None) -> None:
+def set_current_handle(handle: Handle | None) -> None:
     """Record *handle* as the current one (set-up and shutdown, under their own lock)."""
     global _current
     _current = handle

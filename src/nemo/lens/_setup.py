@@ -1,0 +1,328 @@
+"""Set-up: :func:`setup_telemetry`, in three phases, above both sides of the wall.
+
+1. :func:`validate` checks everything, in one pass, and returns the :class:`Plan` the
+   rest follows: the call's arguments, the config's fields (its span-group spec
+   resolved), the export strategy and its answer for this rank, the exporters'
+   names, the ``trace_file`` path and the OTLP variables. Nothing global has
+   changed yet; a failed call can simply be corrected and repeated.
+2. :func:`build` builds the resource, exporters and providers on the SDK side
+   (:func:`nemo.lens._sdk.pipeline.build_pipeline`): the first import of the SDK.
+   Still nothing global; a failure here releases what was built.
+3. :func:`publish` makes the result the process's, in one step: OpenTelemetry's
+   globals (SDK providers that forward to the set-up's, see
+   :mod:`nemo.lens._sdk.global_providers`), the enabled span groups, the primitives'
+   tracer, the current handle, the SIGTERM handler and the exit hook.
+
+A disabled config publishes no pipeline: the handle's tracer and meter are no-ops,
+every span group is off, and OpenTelemetry's globals are not touched, so the
+application can still install providers of its own. A rank the export strategy leaves
+out builds nothing either (unless ``spans_on_every_rank``): it enables no group.
+
+This module orchestrates both sides, so it sits above both: ``nemo.lens._core`` (the
+API side) never imports ``nemo.lens._sdk``; this module imports each, the SDK side
+only when phase 2 runs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from opentelemetry.util.types import AttributeValue
+
+from nemo.lens import state
+from nemo.lens._core import handle as _handle
+from nemo.lens._core import lifecycle as _lifecycle
+from nemo.lens._core import signals as _signals
+from nemo.lens._core import state as _state
+from nemo.lens._core.destinations import Signal
+from nemo.lens._core.handle import TelemetryHandle, shutdown_at_exit
+from nemo.lens._core.otlp_env import check_otlp_environment, register_otlp_secrets
+from nemo.lens._core.setup_checks import (
+    StrategyArgument,
+    check_components,
+    check_guard,
+    check_rank,
+    check_resource_attributes,
+    resolve_strategy,
+)
+from nemo.lens.config import NemoLensConfig
+from nemo.lens.strategies import export_decision
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk._logs.export import LogRecordExporter
+    from opentelemetry.sdk.metrics.export import MetricReader
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+    from nemo.lens._sdk.pipeline import Pipeline
+
+__all__ = ["Plan", "StrategyArgument", "build", "publish", "setup_telemetry", "validate"]
+
+_logger = logging.getLogger("nemo.lens.handle")
+_atexit_registered = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What phase 1 decided, every part of it checked."""
+
+    config: NemoLensConfig
+    """The config, with ``run_id`` resolved."""
+    rank: int
+    world_size: int
+    allow_reinit: bool
+    groups: frozenset[str]
+    """The span groups this rank enables."""
+    exporting: bool
+    """The export strategy's answer for this rank (``False`` when disabled)."""
+    builds: bool
+    """Whether phase 2 runs: enabled, and exporting or ``spans_on_every_rank``."""
+    trace_path: str | None = None
+    otlp_signals: tuple[Signal, ...] = ()
+    """The signals whose OTLP exporter set-up creates (their variables are checked)."""
+    resource_attributes: Mapping[str, AttributeValue] | None = None
+    span_exporter: SpanExporter | None = None
+    metric_reader: MetricReader | None = None
+    log_exporter: LogRecordExporter | None = None
+
+
+def setup_telemetry(
+    config: NemoLensConfig,
+    rank: int = 0,
+    world_size: int = 1,
+    resource_attributes: Mapping[str, AttributeValue] | None = None,
+    span_exporter: SpanExporter | None = None,
+    metric_reader: MetricReader | None = None,
+    export_strategy: StrategyArgument | None = None,
+    _allow_reinit: bool = False,
+    log_exporter: LogRecordExporter | None = None,
+) -> TelemetryHandle:
+    """Set up telemetry for this process and return its :class:`TelemetryHandle`.
+
+    Args:
+        config: What to set up; ``config.enabled=False`` installs nothing.
+        rank: This process's global rank.
+        world_size: Number of ranks in the job.
+        resource_attributes: Extra resource attributes; they win over every
+            other source (see :mod:`nemo.lens.resources`).
+        span_exporter: Use this exporter for spans instead of the configured
+            one (e.g. the SDK's ``InMemorySpanExporter`` in tests); instead of
+            all of them when ``config.exporter`` names several.
+        metric_reader: Use this reader for metrics instead of the configured
+            exporter(s) (e.g. ``InMemoryMetricReader``).
+        export_strategy: Overrides ``config.export_strategy``: a registered
+            name, a callable ``strategy(config, rank, world_size) -> bool``
+            (0.1.0), an object with ``should_export(rank, world_size, config)``,
+            or a function whose first parameter is named ``rank``, called as
+            ``(rank, world_size, config)``.
+        _allow_reinit: Replace an active set-up (shutting it down) instead of
+            raising.
+        log_exporter: Use this exporter for log records instead of the
+            configured one(s) (e.g. the SDK's ``InMemoryLogRecordExporter``);
+            needs ``config.logs_enabled``.
+
+    Everything is validated before anything global changes, so an exception
+    leaves the process as it was. Exporters and readers (including the ones
+    passed in) are attached only on ranks the export strategy selects.
+
+    Raises:
+        TypeError: an argument or config field has the wrong type.
+        ValueError: a config value is invalid (unknown span group, exporter,
+            strategy, OTLP protocol, rank out of range, bad ``trace_file``).
+        RuntimeError: telemetry is already set up and ``_allow_reinit`` is false.
+        ImportError: telemetry is enabled but the SDK extra is not installed.
+    """
+    plan = validate(
+        config,
+        rank,
+        world_size,
+        resource_attributes,
+        span_exporter,
+        metric_reader,
+        export_strategy,
+        _allow_reinit,
+        log_exporter,
+    )
+    return publish(plan, build(plan) if plan.builds else None)
+
+
+def validate(
+    config: object,
+    rank: object,
+    world_size: object,
+    resource_attributes: Mapping[str, AttributeValue] | None,
+    span_exporter: SpanExporter | None,
+    metric_reader: MetricReader | None,
+    export_strategy: StrategyArgument | None,
+    allow_reinit: object,
+    log_exporter: LogRecordExporter | None,
+) -> Plan:
+    """Phase 1: check everything :func:`setup_telemetry` was given, once; change nothing."""
+    if not isinstance(config, NemoLensConfig):
+        raise TypeError(
+            f"setup_telemetry() needs a NemoLensConfig, got {type(config).__name__}; "
+            "build one with NemoLensConfig(...) or NemoLensConfig.from_env()"
+        )
+    if not isinstance(allow_reinit, bool):
+        raise TypeError(f"_allow_reinit must be a bool, got {allow_reinit!r}")
+    rank, world_size = check_rank(rank, world_size)
+    groups = config._check_fields()
+    strategy = resolve_strategy(config, export_strategy)
+    extra_attributes = check_resource_attributes(resource_attributes)
+    check_components(span_exporter, metric_reader, log_exporter)
+    with _handle.LOCK:
+        check_guard(allow_reinit)
+    if not config.enabled:
+        return Plan(config, rank, world_size, allow_reinit, frozenset(), False, builds=False)
+    if config.handle_signals and threading.current_thread() is not threading.main_thread():
+        raise RuntimeError(
+            "NemoLensConfig.handle_signals=True needs setup_telemetry() to be called from the "
+            "main thread (Python lets only the main thread install signal handlers); call it "
+            "there, or set handle_signals=False"
+        )
+    resolved = config.resolved()
+    # An export_rank at or beyond world_size is not an error (v0.2.0): under
+    # single_rank no rank matches it, and an export_strategy= override still decides.
+    exporting = export_decision(strategy, resolved, rank, world_size)
+    if not exporting and not resolved.spans_on_every_rank:
+        return Plan(resolved, rank, world_size, allow_reinit, frozenset(), False, builds=False)
+    names = resolved.exporters
+    signals: list[Signal] = []
+    if "otlp" in names and exporting:
+        created: tuple[tuple[Signal, bool, object], ...] = (
+            ("traces", resolved.traces_enabled, span_exporter),
+            ("metrics", resolved.metrics_enabled, metric_reader),
+            ("logs", resolved.logs_enabled, log_exporter),
+        )
+        for signal, on, replaced in created:
+            if on and replaced is None:
+                # The protocol, headers, timeout, compression and endpoint: each
+                # exporter would otherwise fail deep in its constructor, or print a
+                # malformed header (and the token in it) to stderr.
+                check_otlp_environment(signal)
+                signals.append(signal)
+    return Plan(
+        resolved,
+        rank,
+        world_size,
+        allow_reinit,
+        groups if resolved.traces_enabled else frozenset(),
+        exporting,
+        builds=True,
+        trace_path=resolved.format_trace_file(rank) if "file" in names else None,
+        otlp_signals=tuple(signals),
+        resource_attributes=extra_attributes,
+        span_exporter=span_exporter,
+        metric_reader=metric_reader,
+        log_exporter=log_exporter,
+    )
+
+
+def build(plan: Plan) -> Pipeline:
+    """Phase 2: build the SDK side's pipeline for *plan*; change nothing global."""
+    try:
+        from nemo.lens._sdk.pipeline import build_pipeline
+    except ImportError as exc:
+        raise ImportError(
+            f"telemetry is enabled but the OpenTelemetry SDK could not be imported ({exc}); "
+            "install it with pip install 'nemo-lens[sdk]'"
+        ) from exc
+    for signal in plan.otlp_signals:
+        register_otlp_secrets(signal)
+    return build_pipeline(
+        plan.config,
+        rank=plan.rank,
+        world_size=plan.world_size,
+        exporting=plan.exporting,
+        trace_path=plan.trace_path,
+        resource_attributes=plan.resource_attributes,
+        span_exporter=plan.span_exporter,
+        metric_reader=plan.metric_reader,
+        log_exporter=plan.log_exporter,
+    )
+
+
+def publish(plan: Plan, pipeline: Pipeline | None) -> TelemetryHandle:
+    """Phase 3: make *plan* (and *pipeline*, when phase 2 built one) the process's."""
+    config = plan.config
+    handle = TelemetryHandle(
+        config=config,
+        rank=plan.rank,
+        world_size=plan.world_size,
+        enabled_groups=plan.groups,
+        is_exporting=pipeline is not None and plan.exporting and pipeline.exports,
+        pipeline=pipeline,
+    )
+    with _handle.LOCK:
+        try:
+            # Another thread may have set up while this one was building.
+            check_guard(plan.allow_reinit)
+        except RuntimeError:
+            if pipeline is not None:
+                pipeline.shutdown(_lifecycle.TESTING_SHUTDOWN_TIMEOUT_MS)
+            raise
+        previous = _state.current_handle()
+        if previous is not None:
+            previous.shutdown()
+        if pipeline is not None:
+            _publish_pipeline(pipeline)
+        if config.enabled:  # a disabled set-up is never the current one
+            _state.claim_setup(False)
+            state.set_span_group_classes(config.span_group_cls)
+            _state.set_current_handle(handle)
+        state.set_enabled_span_groups(plan.groups)
+        if pipeline is not None:
+            _state.use_tracer_provider(pipeline.tracer_provider)
+            if config.handle_signals:
+                _install_signal_handlers(handle)
+            _register_exit_hook()
+    if config.enabled:
+        _logger.info(
+            "nemo.lens: telemetry set up (rank %d/%d, run %s, exporting=%s, exporter=%s, "
+            "groups=%s)",
+            plan.rank,
+            plan.world_size,
+            config.run_id,
+            handle.is_exporting,
+            ",".join(config.exporters),
+            ",".join(sorted(plan.groups)) or "-",
+        )
+    return handle
+
+
+def _publish_pipeline(pipeline: Pipeline) -> None:
+    from nemo.lens._core import hub
+    from nemo.lens._sdk.global_providers import GLOBAL_METER_PROVIDER, GLOBAL_TRACER_PROVIDER
+
+    if pipeline.tracer_provider is not None:
+        # Processors added to the global provider while no set-up was active.
+        GLOBAL_TRACER_PROVIDER.adopt(pipeline.tracer_provider)
+    hub.publish(
+        pipeline.tracer_provider,
+        pipeline.meter_provider,
+        pipeline.logger_provider,
+        tracer_global=GLOBAL_TRACER_PROVIDER,
+        meter_global=GLOBAL_METER_PROVIDER,
+    )
+
+
+def _register_exit_hook() -> None:
+    global _atexit_registered
+    if not _atexit_registered:
+        # Our hook replaces the SDK's (disabled in providers): it is bounded, where
+        # the SDK's can hold up interpreter exit for 30 s on a dead collector.
+        atexit.register(shutdown_at_exit)
+        _atexit_registered = True
+
+
+def _install_signal_handlers(handle: TelemetryHandle) -> None:
+    # Runs while publishing: a failure here must not leave set-up half done, so
+    # it is reported and telemetry runs on without the handler.
+    try:
+        _signals.install(handle, flush=handle.force_flush, shutdown=handle.shutdown)
+    except Exception:
+        _logger.exception("nemo.lens: could not install the SIGTERM handler (handle_signals)")
