@@ -1,4 +1,5 @@
-"""The README's "A consumer in another repository" runs as written, with only the installed package.
+"""The worked example of a consumer's repository (docs/consumer-repositories.md) runs as written,
+with only the installed package.
 
 The worked example between the ``worked-example`` markers is executed block by
 block in an empty directory: ``sh`` blocks are run (``pip install`` installs a
@@ -36,11 +37,15 @@ _BLOCK = re.compile(r"^```(?P<lang>\w*)\n(?P<text>.*?)^```$", re.DOTALL | re.MUL
 _FILE = re.compile(r"^# (?P<path>[\w./-]+\.(?:toml|py))\n")
 
 
+PAGE = REPO / "docs" / "consumer-repositories.md"
+"""Where the worked example is (the README links to it)."""
+
+
 def blocks() -> list[tuple[str, str]]:
-    """(language, text) of every fenced block of the README's worked example."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = _SECTION.search(readme)
-    assert section, "README.md has no worked-example section"
+    """(language, text) of every fenced block of the worked example."""
+    page = PAGE.read_text(encoding="utf-8")
+    section = _SECTION.search(page)
+    assert section, f"{PAGE.name} has no worked-example section"
     return [(m["lang"], m["text"]) for m in _BLOCK.finditer(section["body"])]
 
 
