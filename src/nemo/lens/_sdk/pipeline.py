@@ -371,7 +371,11 @@ def build_pipeline(
                 pipeline.tracker = OpenSpanTracker()
                 tracer_provider.add_span_processor(pipeline.tracker)
                 processor = span_processor(
-                    span_exp, name, pipeline.health, ours=span_exporter is None
+                    span_exp,
+                    name,
+                    pipeline.health,
+                    ours=span_exporter is None,
+                    tracker=pipeline.tracker,
                 )
                 if isinstance(processor, BatchingSpanProcessor):
                     pipeline.span_batcher = processor

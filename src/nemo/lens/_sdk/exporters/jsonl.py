@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from nemo.lens._core import fork as _fork
-from nemo.lens._sdk.exporters.encoding import encode_span
+from nemo.lens._sdk.exporters.encoding import RESOURCE_ON_EVERY_LINE, LineLayout, encode_span
 from nemo.lens._sdk.exporters.sdk_json import sdk_span_json
 
 __all__ = [
@@ -267,11 +267,17 @@ class _BatchSinkWriter(_SinkWriter):
 
 class JsonLinesSpanExporter(_BatchSinkWriter, SpanExporter):
     """Writes each span as one JSON object per line (see
-    :mod:`~nemo.lens._sdk.exporters.encoding`)."""
+    :mod:`~nemo.lens._sdk.exporters.encoding`), its resource on every line: the
+    console's ``lens`` layout. The ``file`` exporter is a subclass with a layout of
+    its own (:mod:`~nemo.lens._sdk.exporters.trace_file`)."""
+
+    line_layout: LineLayout = RESOURCE_ON_EVERY_LINE
+    """How each line ends (the redacting wrapper encodes recorded spans with it too)."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Write one line per span."""
-        return self.export_lines([encode_span(span) for span in spans])
+        layout = self.line_layout
+        return self.export_lines([encode_span(span, layout) for span in spans])
 
     def export_lines(self, lines: Sequence[str]) -> SpanExportResult:
         """Write *lines*, spans already encoded (each without its newline), a few hundred a write.
