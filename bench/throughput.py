@@ -88,14 +88,19 @@ class DropCounter(logging.Handler):
 
 
 def _count_lines(path: Path) -> tuple[int, int, bool]:
-    """Lines, bytes, and whether the last line is a complete JSON object."""
+    """Span lines, bytes, and whether the last line is a complete JSON object.
+
+    Only the lines of finished spans count (``end_time_unix_nano``): the file also
+    holds its lifetime's header, and records of spans still open (docs/trace-format.md).
+    """
     lines = 0
     last = b""
     with open(path, "rb") as stream:
-        while chunk := stream.read(1 << 22):
-            lines += chunk.count(b"\n")
-            last = (last + chunk)[-65536:]
-    tail = last.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        for line in stream:
+            if b'"end_time_unix_nano":' in line:
+                lines += 1
+            last = line
+    tail = last.rstrip(b"\n")
     try:
         complete = isinstance(json.loads(tail), dict) if tail else lines == 0
     except ValueError:

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from nemo.lens.groups import SpanGroup
+from tests.trace_file import spans_in
 
 from .conftest import Result
 from .goodput_traces import RUN, crash_and_resume, write_big_trace
@@ -241,8 +242,7 @@ def test_speedscope_imports_what_convert_writes(
     # One profile per row of the conversion, named for its rank and group, weighing what
     # the row's spans add up to in the trace itself.
     totals: dict[str, float] = {}
-    for text in rank0.read_text(encoding="utf-8").splitlines():
-        span = json.loads(text)
+    for span in spans_in(rank0):
         group = span["attributes"]["lens.group"]
         length = (span["end_time_unix_nano"] - span["start_time_unix_nano"]) / 1e9
         totals[group] = totals.get(group, 0.0) + length

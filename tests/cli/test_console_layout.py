@@ -15,7 +15,8 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from nemo.lens import NemoLensConfig, semconv, setup_telemetry
-from nemo.lens.cli._records import Location, SpanRecord, TraceInputError, parse_line
+from nemo.lens.cli._lifetimes import TraceBook
+from nemo.lens.cli._records import Location, SpanRecord, TraceInputError
 from tests.cli.conftest import EPOCH, MS, Result, line, record_training, span_dict, write_lines
 
 Run = Callable[..., Result]
@@ -58,8 +59,7 @@ def _sdk_line(
 
 
 def _parse(text: str) -> SpanRecord:
-    record = parse_line(text.encode(), Location("t.jsonl", 1), {})
-    assert isinstance(record, SpanRecord)
+    _, (record,) = TraceBook().read(text.encode(), Location("t.jsonl", 1))
     return record
 
 
@@ -129,7 +129,7 @@ def test_a_bad_field_of_a_to_json_line_is_named(field: str, value: object, messa
     record = json.loads(_sdk_line("s", span_id=CHILD, start_ns=EPOCH, end_ns=EPOCH + MS))
     record[field] = value
     with pytest.raises(TraceInputError) as info:
-        parse_line(json.dumps(record).encode(), Location("t.jsonl", 7), {})
+        TraceBook().read(json.dumps(record).encode(), Location("t.jsonl", 7))
     assert str(info.value) == f"t.jsonl:7: {message}"
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from nemo.lens import semconv
+from tests.trace_file import spans_in
 
 from .conftest import EPOCH, MS, Result, line, span_dict, write_lines
 
@@ -154,7 +155,7 @@ def test_times_are_microseconds_from_the_first_span(
     run: Run, real_trace: Callable[..., Path], tmp_path: Path
 ) -> None:
     trace = real_trace(steps=1)
-    records = [json.loads(text) for text in trace.read_text().splitlines()]
+    records = spans_in(trace)
     out = tmp_path / "out.json"
 
     run("convert", str(trace), "-o", str(out))

@@ -22,6 +22,7 @@ import pytest
 from nemo.lens import semconv
 from nemo.lens.cli import main as cli_main
 from nemo.lens.groups import SpanGroup
+from tests.trace_file import spans_in
 
 from .conftest import Result
 
@@ -101,10 +102,7 @@ def summary_counts(lines: list[str]) -> dict[str, int]:
 
 
 def groups_in(path: Path) -> set[str]:
-    return {
-        json.loads(text)["attributes"][semconv.SPAN_GROUP]
-        for text in path.read_text(encoding="utf-8").splitlines()
-    }
+    return {span["attributes"][semconv.SPAN_GROUP] for span in spans_in(path)}
 
 
 def test_make_demo_in_pure_python_prints_the_trace_and_its_summary(tmp_path: Path) -> None:
@@ -319,8 +317,9 @@ def test_a_failure_and_a_resume_show_as_restart_and_wasted_progress(
     assert report["lifetimes"] == 2
     assert report["badput"]["restart"] > 0
     assert report["badput"]["wasted_progress"] > 0  # iterations 7 to 10 ran twice
-    steps = [json.loads(text) for text in trace.read_text("utf-8").splitlines()]
-    steps = [s for s in steps if s["attributes"].get(semconv.SPAN_GROUP) == SpanGroup.STEP]
+    steps = [
+        s for s in spans_in(trace) if s["attributes"].get(semconv.SPAN_GROUP) == SpanGroup.STEP
+    ]
     assert sorted(s["attributes"]["iteration"] for s in steps) == sorted(
         [*range(1, 11), *range(7, 13)]
     )
@@ -444,6 +443,6 @@ def test_ctrl_c_keeps_the_spans_recorded_so_far(
     assert result.status == 130
     assert result.err == "interrupted; the spans recorded so far were exported\n"
     (trace,) = (tmp_path / "traces").glob("*.jsonl")
-    names = [json.loads(text)["name"] for text in trace.read_text().splitlines()]
+    names = [span["name"] for span in spans_in(trace)]
     assert names.count("train.step") == 3  # two finished, and the one interrupted
     assert names.count("train.job") == 1

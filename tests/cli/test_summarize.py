@@ -14,6 +14,7 @@ from nemo.lens import NemoLensConfig, semconv, setup_telemetry
 from nemo.lens.cli._summary import percentile
 from nemo.lens.cli._table import format_duration
 from nemo.lens.groups import SpanGroup
+from tests.trace_file import spans_in
 
 from .conftest import Result, line, record_training, span_dict, write_lines
 
@@ -402,10 +403,7 @@ def test_the_exporter_writes_the_group_attribute_the_reader_groups_by(
 ) -> None:
     # Guards the contract between helpers.py (writer) and the reader.
     trace = real_trace(steps=1)
-    groups = {
-        json.loads(text)["attributes"].get(semconv.SPAN_GROUP)
-        for text in trace.read_text().splitlines()
-    }
+    groups = {span["attributes"].get(semconv.SPAN_GROUP) for span in spans_in(trace)}
     assert groups == {
         SpanGroup.JOB,
         SpanGroup.MODEL_INIT,

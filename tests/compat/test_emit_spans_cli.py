@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 from nemo.lens import semconv
 from nemo.lens.cli import main
+from tests.trace_file import spans_in
 
 
 @dataclass
@@ -37,7 +37,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> Run:
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return spans_in(path)
 
 
 def test_it_writes_the_tree_with_parents_given_in_any_order(

@@ -8,7 +8,6 @@ with ``trace.get_tracer_provider().force_flush()``, code checks ``isinstance``.
 from __future__ import annotations
 
 import contextvars
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from nemo.lens.groups import SpanGroup
 from nemo.lens.handle import TelemetryHandle
 from nemo.lens.providers import SeedIndependentIdGenerator
 from nemo.lens.sampling import RankAwareSampler
+from tests.trace_file import spans_in
 
 # What a module caches at import time, before any set-up.
 _CACHED_AT_IMPORT = trace.get_tracer("an.instrumented.library")
@@ -57,7 +57,7 @@ def file_setup(tmp_path: Path) -> Iterator[tuple[TelemetryHandle, Path]]:
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return spans_in(path)
 
 
 def _instrumented_work() -> None:

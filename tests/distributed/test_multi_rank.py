@@ -9,7 +9,6 @@ before it.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.trace_file import spans_in
 
 torch = pytest.importorskip(
     "torch",
@@ -100,7 +101,7 @@ def _logs(processes: list[tuple[subprocess.Popen[bytes], Path]]) -> str:
 
 def _read_spans(path: Path) -> list[dict[str, Any]]:
     assert path.exists(), f"{path.name} was not written"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return spans_in(path)  # each span with its lifetime header's resource
 
 
 def test_ranks_share_one_trace_and_pipeline_stages_link_to_their_peer(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from opentelemetry.trace import format_trace_id
 from nemo.lens import NemoLensConfig, managed_span, setup_telemetry, trace_fn
 from nemo.lens.groups import SpanGroup
 from tests.integration.phoenix_launcher import loopback_address
+from tests.trace_file import spans_in
 
 if TYPE_CHECKING:
     from tests.integration.conftest import PhoenixServer
@@ -265,8 +266,7 @@ def test_a_backend_processor_added_to_the_global_provider_gets_the_job(
 
     spans = phoenix.wait_for_spans(project, trace_id, count=sum(EXPECTED_NAMES.values()))
     assert collections.Counter(span["name"] for span in spans) == EXPECTED_NAMES
-    written = [line for line in path.read_text().splitlines() if line.strip()]
-    assert len(written) == sum(EXPECTED_NAMES.values())
+    assert len(spans_in(path)) == sum(EXPECTED_NAMES.values())
 
 
 def _listening_addresses(port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:

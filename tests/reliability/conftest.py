@@ -33,6 +33,8 @@ from typing import IO, Any
 
 import pytest
 
+from tests.trace_file import spans_in
+
 REPO = Path(__file__).resolve().parents[2]
 
 # Variables that would change what a scenario's job does; removed from its environment.
@@ -125,18 +127,9 @@ def run_job(
 
 
 def read_spans(path: Path) -> list[dict[str, Any]]:
-    """Every span in a JSON-lines file; fails on any line that is not one JSON object."""
-    spans: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            try:
-                span = json.loads(line)
-            except json.JSONDecodeError as exc:
-                shown = line[:200]
-                raise AssertionError(f"{path}:{number} is not JSON ({exc}): {shown!r}") from None
-            assert isinstance(span, dict), f"{path}:{number} is not a JSON object"
-            spans.append(span)
-    return spans
+    """Every finished span in a ``file`` trace, each with its resource; fails on any line
+    that is not one JSON object (see :func:`tests.trace_file.spans_in`)."""
+    return spans_in(path)
 
 
 def count_lines(path: Path) -> int:
@@ -185,6 +178,7 @@ class RunningJob:
         )
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._stdout: list[str] = []
+        self._stdout_ended = False  # the reader's None was taken from the queue
         assert self.process.stdout is not None
         reader = threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True)
         reader.start()
@@ -207,6 +201,7 @@ class RunningJob:
             except queue.Empty:
                 continue
             if line is None:
+                self._stdout_ended = True
                 raise AssertionError(f"the job ended before printing {marker!r}: {self.finish()}")
             self._stdout.append(line)
             if line.strip() == marker:
@@ -229,7 +224,7 @@ class RunningJob:
             raise
         assert self.process.stderr is not None
         stderr = self.process.stderr.read()
-        while True:
+        while not self._stdout_ended:
             line = self._lines.get(timeout=10)
             if line is None:
                 break

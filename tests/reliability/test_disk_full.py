@@ -36,11 +36,17 @@ _NOBODY = 65534
 
 # Each command line "NAME COUNT" emits COUNT spans named NAME (each about 1.3 KB in the
 # file), then flushes and says "done"; an empty line ends the job. With an argument,
-# the job first drops to that user id (after importing what set-up needs, which lives
-# where that user may not read), so that file permissions apply to it.
+# the job first drops to that user id, so that file permissions apply to it -- after
+# importing every module of the package, which may live where that user cannot read
+# (a checkout under root's own temporary directory).
 _DRIVEN_JOB = """
 if len(sys.argv) > 1:
-    import nemo.lens._sdk.pipeline, nemo.lens._sdk.global_providers  # noqa: F401
+    import importlib, pkgutil, nemo.lens
+    for module in pkgutil.walk_packages(nemo.lens.__path__, "nemo.lens."):
+        try:
+            importlib.import_module(module.name)
+        except ImportError:
+            pass  # an optional dependency that is not installed: not used here either
     os.setegid(int(sys.argv[1]))
     os.seteuid(int(sys.argv[1]))
 from nemo.lens import NemoLensConfig, managed_span, setup_telemetry

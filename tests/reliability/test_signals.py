@@ -40,7 +40,7 @@ resume = threading.Event()
 if mode == "app-exits":
     def on_term(signum, frame):
         with open(path, encoding="utf-8") as written:
-            report(lines_before_app_handler=sum(1 for _ in written))
+            report(lines_before_app_handler=sum('"end_time_unix_nano"' in line for line in written))
         sys.exit(143)
     signal.signal(signal.SIGTERM, on_term)
 elif mode == "app-continues":

@@ -44,6 +44,7 @@ from nemo.lens.providers import (
     FILE_MAX_QUEUE_SIZE,
     OTLP_MAX_QUEUE_SIZE,
 )
+from tests.trace_file import spans_in
 
 
 @pytest.fixture(autouse=True)
@@ -170,11 +171,13 @@ def test_file_exporter_writes_one_valid_line_per_span(tmp_path: Path) -> None:
     assert handle.shutdown() is True
 
     path = tmp_path / "deep" / "er" / "svc-abc-r2.jsonl"
-    lines = path.read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 25
-    records = [_strict_json(line) for line in lines]
-    assert sorted(r["name"] for r in records) == sorted(f"span-{i}" for i in range(25))
-    assert all(r["resource"]["nemo.rank"] == 2 for r in records)
+    records = [_strict_json(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    # The lifetime's header first, with the resource; then the spans, which name it.
+    header, *spans = records
+    assert header["trace_format"] == 2
+    assert header["resource"]["nemo.rank"] == 2
+    assert sorted(r["name"] for r in spans) == sorted(f"span-{i}" for i in range(25))
+    assert all(r["lifetime"] == header["lifetime"] and "resource" not in r for r in spans)
 
 
 def test_a_large_batch_is_written_in_whole_lines_in_order() -> None:
@@ -289,7 +292,7 @@ def test_file_exporter_default_path(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     handle.tracer.start_span("one").end()
     handle.shutdown()
     path = tmp_path / "traces" / "nemo-xyz-rank0.jsonl"
-    assert [_strict_json(line)["name"] for line in path.read_text().splitlines()] == ["one"]
+    assert [span["name"] for span in spans_in(path)] == ["one"]
 
 
 def test_file_exporter_is_safe_across_threads(tmp_path: Path) -> None:
@@ -309,7 +312,7 @@ def test_file_exporter_is_safe_across_threads(tmp_path: Path) -> None:
         thread.join()
     handle.shutdown()
 
-    names = [_strict_json(line)["name"] for line in path.read_text().splitlines()]
+    names = [span["name"] for span in spans_in(path)]
     assert len(names) == 1600
     assert len(set(names)) == 1600
 
@@ -320,7 +323,7 @@ def test_force_flush_makes_file_spans_visible_without_shutdown(tmp_path: Path) -
     handle = setup_telemetry(cfg)
     handle.tracer.start_span("early").end()
     assert handle.force_flush(timeout_ms=2000) is True
-    assert [_strict_json(line)["name"] for line in path.read_text().splitlines()] == ["early"]
+    assert [span["name"] for span in spans_in(path)] == ["early"]
 
 
 def test_file_exporter_uses_the_large_batch_queue(tmp_path: Path) -> None:
@@ -344,7 +347,7 @@ def test_file_metrics_go_to_a_sibling_file(tmp_path: Path) -> None:
     assert sibling_path(str(trace_file), "metrics") == str(tmp_path / "run.metrics.jsonl")
     (metrics_line,) = (tmp_path / "run.metrics.jsonl").read_text().splitlines()
     assert '"steps"' in metrics_line
-    assert len(trace_file.read_text().splitlines()) == 1
+    assert len(spans_in(trace_file)) == 1
 
 
 def test_unwritable_trace_file_fails_set_up_and_installs_nothing(tmp_path: Path) -> None:

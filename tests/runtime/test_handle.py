@@ -38,6 +38,7 @@ from nemo.lens.helpers import managed_span
 from nemo.lens.state import is_span_group_enabled
 from nemo.lens.testing import reset as _reset_for_testing
 from tests.runtime.conftest import JOB_ENV_PREFIXES
+from tests.trace_file import spans_in
 
 
 @pytest.fixture(autouse=True)
@@ -613,8 +614,7 @@ def test_ids_are_unique_across_ranks_that_seed_random_identically(tmp_path: Path
         completed = _run_python(_RANK_SCRIPT, str(rank), str(path))
         assert completed.returncode == 0, completed.stderr
         sdk_ids.append(json.loads(completed.stdout.strip().splitlines()[-1]))
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
+        for record in spans_in(path):
             span_ids.append(record["span_id"])
             trace_ids.add(record["trace_id"])
 

@@ -31,6 +31,7 @@ from nemo.lens._sdk.exporters.encoding import span_to_dict
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import TelemetryHandle, setup_telemetry
 from nemo.lens.testing import reset as _reset_for_testing
+from tests.trace_file import spans_in
 
 pytestmark = pytest.mark.usefixtures("clean_env", "unset_providers")
 
@@ -89,6 +90,7 @@ def _normalise(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         record["resource"] = {
             k: v for k, v in record["resource"].items() if k != semconv.LIFETIME_ID
         }
+        record.pop("lifetime", None)
         record["trace_id"] = number(record["trace_id"])
         record["span_id"] = number(record["span_id"])
         record["parent_span_id"] = number(record["parent_span_id"])
@@ -153,7 +155,7 @@ def test_the_file_exporter_writes_the_same_lines_on_both_paths(tmp_path: Path) -
         written[recording] = _run(
             lambda path=path: setup_telemetry(_config(exporter="file", trace_file=str(path))),  # type: ignore[misc]
             recording,
-            lambda path=path: [json.loads(line) for line in path.read_text().splitlines()],  # type: ignore[misc]
+            lambda path=path: spans_in(path),  # type: ignore[misc]
         )
     assert len(written[True]) == 11
     for fast, sdk in zip(written[True], written[False], strict=True):
@@ -344,13 +346,18 @@ def _batch_workload() -> None:
         pass
 
 
+@pytest.mark.parametrize("layout_name", ["resource-on-every-line", "lifetime"])
 @pytest.mark.parametrize("writer_after", [1, 10**9], ids=["compiled-writers", "pieces-only"])
 def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
-    writer_after: int, monkeypatch: pytest.MonkeyPatch
+    writer_after: int, layout_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A shape's lines are joined from its pieces until a writer is compiled for it:
     # with 1, every shape's second line on is the compiled writer's; with 10**9, none is.
+    # Either way, in either layout (the console's lines, the file's), each is the line
+    # encode_span writes for the span the SDK would have made.
     from nemo.lens._sdk.exporters import recorded_lines
+    from nemo.lens._sdk.exporters.encoding import RESOURCE_ON_EVERY_LINE, LineLayout
+    from nemo.lens._sdk.exporters.trace_file import LifetimeLayout
 
     monkeypatch.setattr(recorded_lines, "_WRITER_AFTER", writer_after)
     from nemo.lens._core import state
@@ -371,15 +378,22 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
     assert recorded and all(type(span) is RecordingSpan for span in recorded)
     general: list[Any] = []
 
+    layout: LineLayout = RESOURCE_ON_EVERY_LINE if layout_name != "lifetime" else LifetimeLayout()
+
     def encode(span: Any) -> str:
         general.append(span)
-        return encode_cleaned(span, {})
+        return encode_cleaned(span, {}, layout)
 
     # First, while the primitives' spans still keep their group's tags apart.
-    lines = RecordingSpan.json_lines(recorded, encode)
-    expected = [encode_span(clean_span(span.readable(), {})) for span in recorded]
+    lines = RecordingSpan.json_lines(recorded, encode, layout)
+    expected = [encode_span(clean_span(span.readable(), {}), layout) for span in recorded]
     assert lines == expected
-    writers = [shape[2] for shape in tracer.line_shapes.values() if shape[2] is not None]
+    if layout_name == "lifetime":
+        assert all(
+            line.endswith(f'"lifetime":"{tracer.resource.attributes[semconv.LIFETIME_ID]}"}}')
+            for line in lines
+        )
+    writers = [shape[2] for shape in tracer.line_shapes(layout).values() if shape[2] is not None]
     assert len(writers) >= (5 if writer_after == 1 else 0) and (writer_after == 1 or not writers)
     # The common shapes took the fast way; only the ones the docstring names did not.
     fast = {span._name for span in recorded} - {span._name for span in general}
@@ -392,8 +406,8 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
     assert list(later.attributes) == ["n", semconv.SPAN_GROUP, semconv.SPAN_CATEGORY, "later"]
     # A batch that begins with an SDK span is written the same way.
     sdk_span = recorded[0].readable()
-    assert RecordingSpan.json_lines([sdk_span, *recorded], encode) == [
-        encode_span(sdk_span),
+    assert RecordingSpan.json_lines([sdk_span, *recorded], encode, layout) == [
+        encode_span(sdk_span, layout),
         *expected,
     ]
 

@@ -26,6 +26,7 @@ from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import TelemetryHandle, setup_telemetry
 from nemo.lens.logging_bridge import setup_logging_bridge
 from tests.catalogue import resource_types, upstream_resource
+from tests.trace_file import spans_in
 
 pytestmark = pytest.mark.usefixtures("unset_providers")
 
@@ -154,7 +155,7 @@ def test_the_file_exporter_writes_upstreams_resource_on_every_signal(tmp_path: P
     path = tmp_path / "trace.jsonl"
     config = _config(exporter="file", trace_file=str(path), metrics_enabled=True, logs_enabled=True)
     _emit(setup_telemetry(config, rank=3, world_size=16))
-    (span,) = _lines(path)
+    (span,) = spans_in(path)  # its resource from its lifetime's header
     _check(_line_resource(span), "file: spans")
     (log,) = _lines(path.with_name("trace.logs.jsonl"))
     _check(_line_resource(log), "file: logs")

@@ -40,9 +40,11 @@ batch is counted, and the next one is exported.
 **Synchronous where a process may be killed at any moment.** With
 ``synchronous=True`` (or, after ``fork``, ``synchronous_after_fork=True``)
 there is no queue: the thread that ends a span exports it before ``end()``
-returns. nemo.lens asks for this for the ``file`` exporter in worker
-processes, which ``multiprocessing.Pool.terminate()`` kills as soon as their
-last task returns.
+returns (the ``file`` exporter in worker processes, which
+``multiprocessing.Pool.terminate()`` kills as soon as their last task returns).
+With ``open_records`` (the ``file`` exporter) the worker also asks, at every
+poll, which open spans to record for a reader of a process that dies
+(:mod:`nemo.lens._sdk.open_records`); it then runs even when synchronous.
 
 **After ``fork``** the child starts with an empty queue (the parent's spans are
 the parent's to export) and its own worker thread, and it does not export the
@@ -74,6 +76,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from nemo.lens._core import fork as _fork
 from nemo.lens._sdk.exporters.forwarding import ReportingSpanExporter
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
+from nemo.lens._sdk.span_losses import report_dropped, report_late
 
 if TYPE_CHECKING:
     from nemo.lens._sdk.recorded_span import RecordingSpan
@@ -125,6 +128,8 @@ class BatchingSpanProcessor(SpanProcessor):
         synchronous: Export each span from the thread that ends it, with no
             queue (see the module docstring).
         synchronous_after_fork: Do so in a child forked from this process.
+        open_records: Asked at every poll which open spans the exporter should
+            record (``export_open``); see :mod:`nemo.lens._sdk.open_records`.
     """
 
     def __init__(
@@ -142,6 +147,7 @@ class BatchingSpanProcessor(SpanProcessor):
         usable_after_fork: bool = True,
         synchronous: bool = False,
         synchronous_after_fork: bool = False,
+        open_records: Callable[[int, float], list[ReadableSpan] | None] | None = None,
     ) -> None:
         for name, value in (
             ("max_queue_size", max_queue_size),
@@ -178,6 +184,7 @@ class BatchingSpanProcessor(SpanProcessor):
         self._usable_after_fork = usable_after_fork
         self._synchronous = synchronous
         self._synchronous_after_fork = synchronous_after_fork
+        self._open_records = open_records
         self._disabled = False
         self._shutdown = False
         self._worker_done = threading.Event()
@@ -208,7 +215,7 @@ class BatchingSpanProcessor(SpanProcessor):
 
     def _start_worker(self) -> None:
         self._worker_done = threading.Event()
-        if self._synchronous:
+        if self._synchronous and self._open_records is None:
             # Spans are exported by the threads that end them: no worker to wait for.
             self._worker_done.set()
             return
@@ -287,15 +294,7 @@ class BatchingSpanProcessor(SpanProcessor):
             self._late()
 
     def _late(self) -> None:
-        self.health.dropped(
-            "traces",
-            1,
-            "ended after shutdown",
-            "nemo.lens: a span ended after its telemetry was shut down (a thread still "
-            "emitting during shutdown or re-initialisation); it was not exported. Such spans "
-            "are counted.",
-            self._destination,
-        )
+        report_late(self.health, self._destination)
 
     def _wait_for_room(self) -> bool:
         if self.when_full == "drop" or self._stalled:
@@ -313,22 +312,13 @@ class BatchingSpanProcessor(SpanProcessor):
         return True
 
     def _drop(self) -> None:
-        if self._stalled:
-            reason = "exporter stalled"
-            explanation = (
-                f"nemo.lens: the span exporter ({self._destination}) has not finished a batch "
-                f"in {self.stall_timeout_millis:g} ms and its queue is full; dropping spans "
-                "instead of holding the job up, until it writes again (a hung file system?). "
-                "The total is reported at shutdown."
-            )
-        else:
-            reason = "queue full"
-            explanation = (
-                f"nemo.lens: the span queue is full ({self.max_queue_size} spans) because "
-                f"export to {self._destination} is failing or slower than the job; dropping "
-                "spans until it catches up. The total is reported at shutdown."
-            )
-        self.health.dropped("traces", 1, reason, explanation, self._destination)
+        report_dropped(
+            self.health,
+            stalled=self._stalled,
+            destination=self._destination,
+            stall_timeout_millis=self.stall_timeout_millis,
+            max_queue_size=self.max_queue_size,
+        )
 
     # -- the worker -------------------------------------------------------------------
 
@@ -350,6 +340,8 @@ class BatchingSpanProcessor(SpanProcessor):
                         self._complete_flush(flush_target)
                     elif len(self._queue) >= self.max_export_batch_size:
                         self._export_batches(everything=False)
+                    if self._open_records is not None:
+                        self._record_open(self._open_records)
                 except BaseException:
                     # Nothing may end this thread early: the spans queued behind
                     # it would never be exported, and nobody would say so.
@@ -392,6 +384,12 @@ class BatchingSpanProcessor(SpanProcessor):
             self._in_flight = 0
             self._progress_at = time.monotonic()
             self._stalled = False
+
+    def _record_open(self, due: Callable[[int, float], list[ReadableSpan] | None]) -> None:
+        spans = due(time.time_ns(), time.monotonic() - self._progress_at)
+        if spans is not None:
+            self._out.export_open(spans, time.time_ns())
+            self._progress_at = time.monotonic()
 
     def _export(self, batch: list[ReadableSpan | RecordingSpan]) -> None:
         # A RecordingSpan reads as a finished ReadableSpan: the exporters' wrapper

@@ -403,7 +403,11 @@ def build_pipeline(
             # the file, and the file's wait never costs the collector a span.
             for name, span_exp in span_exps:
                 processor = span_processor(
-                    span_exp, name, pipeline.health, ours=span_exporter is None
+                    span_exp,
+                    name,
+                    pipeline.health,
+                    ours=span_exporter is None,
+                    tracker=pipeline.tracker,
                 )
                 if isinstance(processor, BatchingSpanProcessor):
                     pipeline.span_batchers.append(processor)

@@ -35,6 +35,7 @@ from opentelemetry.trace.status import Status, StatusCode
 from opentelemetry.util import types
 
 from nemo.lens import semconv
+from nemo.lens._sdk.exporters.encoding import RESOURCE_ON_EVERY_LINE, LineLayout
 from nemo.lens._sdk.exporters.recorded_lines import recorded_line, recorded_lines
 
 if TYPE_CHECKING:
@@ -423,16 +424,20 @@ class RecordingSpan(trace_api.Span):
         """Links dropped by the limit."""
         return self._links.dropped if self._links is not None else 0
 
-    def json_line(self) -> str | None:
+    def json_line(self, layout: LineLayout = RESOURCE_ON_EVERY_LINE) -> str | None:
         """The finished span as the line ``encode_span`` writes for its :meth:`readable`
         form, or ``None`` when it needs the general path (see ``recorded_line``)."""
-        return recorded_line(self)
+        return recorded_line(self, layout)
 
     @staticmethod
-    def json_lines(spans: Sequence[Any], general: Callable[[Any], str]) -> list[str]:
+    def json_lines(
+        spans: Sequence[Any],
+        general: Callable[[Any], str],
+        layout: LineLayout = RESOURCE_ON_EVERY_LINE,
+    ) -> list[str]:
         """The line of each span of a batch, these spans' the fast way and any other's
         by *general* (see ``recorded_lines``)."""
-        return recorded_lines(spans, general, RecordingSpan)
+        return recorded_lines(spans, general, RecordingSpan, layout)
 
     def readable(self) -> ReadableSpan:
         """The finished span as the SDK would have handed it to its exporters."""

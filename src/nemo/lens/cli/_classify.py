@@ -101,6 +101,7 @@ class Classifier:
             iteration,
             span.start_ns,
             span.end_ns,
+            span.attributes.get(semconv.SPAN_TRUNCATED) is True,
         )
 
 

@@ -63,7 +63,9 @@ def fail(message: str, hint: str = "") -> int:
     return EXIT_BAD_INPUT
 
 
-def report_problems(problems: Sequence[Problem]) -> None:
+def report_problems(problems: Sequence[Problem], reconstructed: int = 0) -> None:
+    """Say on stderr what was skipped, and how many spans the reader ended for a process
+    that died with them open (*reconstructed*)."""
     # One line per problem, each naming its file and line, so the warnings can be
     # grepped; a long list is cut short, as one bad file could have millions.
     for problem in problems[:MAX_PROBLEMS_SHOWN]:
@@ -71,6 +73,13 @@ def report_problems(problems: Sequence[Problem]) -> None:
     if len(problems) > MAX_PROBLEMS_SHOWN:
         more = len(problems) - MAX_PROBLEMS_SHOWN
         print(f"{PROG}: warning: skipped {more} more", file=sys.stderr)
+    if reconstructed:
+        print(
+            f"{PROG}: note: {plural(reconstructed, 'span')} never ended: the process died "
+            "with them open (SIGKILL, a crash); read as ending at their process lifetime's "
+            "last record, marked nemo.span.truncated",
+            file=sys.stderr,
+        )
 
 
 def read(paths: Sequence[str], skip_invalid: bool) -> Trace | int:
@@ -79,7 +88,7 @@ def read(paths: Sequence[str], skip_invalid: bool) -> Trace | int:
         trace = read_traces(paths, skip_invalid=skip_invalid)
     except TraceInputError as error:
         return fail(str(error), error.hint)
-    report_problems(trace.problems)
+    report_problems(trace.problems, trace.reconstructed)
     return trace
 
 

@@ -4,11 +4,13 @@ Each rank's spans are accounted over the run's wall time, from the first span's
 start to the last span's end. Every instant goes to exactly one bucket:
 
 ``productive``
-    inside a ``step`` span (a group whose schema bucket is ``productive``) whose
-    iteration was not executed again later: the last execution of an iteration
-    is the one that counts;
+    inside a ``step`` span (a group whose schema bucket is ``productive``) that
+    finished and whose iteration was not executed again later: the last
+    execution of an iteration is the one that counts;
 ``wasted_progress``
-    inside a step span whose iteration was executed again later (a crash lost it);
+    inside a step span whose iteration was executed again later (a crash lost
+    it), or that never finished: truncated (``nemo.span.truncated``), by a
+    shutdown or by the reader for a process that died in it;
 ``initialization``, ``checkpoint_save``, ``evaluation``
     inside a span of a goodput group feeding that bucket (``model_init``,
     ``load_checkpoint``, ``checkpoint``, ``evaluate``, consumers' set-up groups);
@@ -71,6 +73,8 @@ class GoodputSpan(NamedTuple):
     iteration: int | None
     start_ns: int
     end_ns: int
+    truncated: bool = False
+    """The span never finished (``nemo.span.truncated``): a step's work lost."""
 
 
 @dataclass
@@ -117,6 +121,7 @@ class _Bucketed(NamedTuple):
     bucket: str
     lifetime: str
     iteration: int | None
+    truncated: bool
 
 
 @dataclass
@@ -145,7 +150,9 @@ class Accountant:
         else:
             extent[0], extent[1] = min(extent[0], start), max(extent[1], end)
         if span.bucket:
-            rank.bucketed.append(_Bucketed(start, end, span.bucket, span.lifetime, span.iteration))
+            rank.bucketed.append(
+                _Bucketed(start, end, span.bucket, span.lifetime, span.iteration, span.truncated)
+            )
 
     def add_all(self, spans: Iterable[GoodputSpan]) -> Accountant:
         for span in spans:
@@ -200,8 +207,10 @@ def _account(rank: _Rank) -> Breakdown:
         span = spans[owner]
         bucket = span.bucket
         iteration = span.iteration
-        if bucket == PRODUCTIVE and iteration is not None and last_run[iteration] > span.start_ns:
-            bucket = WASTED  # its iteration ran again later: this execution was lost
+        if bucket == PRODUCTIVE and (
+            span.truncated or (iteration is not None and last_run[iteration] > span.start_ns)
+        ):
+            bucket = WASTED  # it never finished, or its iteration ran again later: lost
         out.buckets[bucket] += end - start
     bucketed_total = sum(out.buckets[b] for b in (PRODUCTIVE, WASTED, *SCHEMA_BADPUT))
     live_total = sum(e - s for s, e in live)

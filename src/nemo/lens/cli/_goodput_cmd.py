@@ -65,7 +65,7 @@ def cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             accountant.add(classifier.classify(span))
     except TraceInputError as error:
         return fail(str(error), error.hint)
-    report_problems(stream.problems)
+    report_problems(stream.problems, stream.reconstructed)
     _goodput_notes(classifier)
     runs = accountant.runs()
     if args.json:
@@ -103,7 +103,7 @@ def cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             builder.add(span)
     except TraceInputError as error:
         return fail(str(error), error.hint)
-    report_problems(stream.problems)
+    report_problems(stream.problems, stream.reconstructed)
     _goodput_notes(classifier)
     title = args.title or f"nemo.lens report: {os.path.basename(args.traces[0])}" + (
         f" and {plural(len(args.traces) - 1, 'more input')}" if len(args.traces) > 1 else ""

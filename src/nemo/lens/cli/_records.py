@@ -1,11 +1,15 @@
-"""One line of a trace: a span record, its process and lifetime, checked field by field.
+"""One line of a trace: what kind of record it is, and a span record checked field by field.
 
-The reader of the line format :mod:`nemo.lens._sdk.exporters.encoding` writes,
-and of the SDK's ``to_json`` layout the console prints by default (turned into
-the same fields by :mod:`nemo.lens.cli._sdk_json`; see
-:mod:`nemo.lens.cli._trace_io` for what a line may be and how inputs are read).
-Nothing of OpenTelemetry is imported: attribute names come from
-:mod:`nemo.lens.semconv`.
+The reader of the lines the exporters write: the ``file`` exporter's trace
+format 2 (``docs/trace-format.md``: a header per process lifetime, span lines
+that name their lifetime, open-span and alive records), format 1's span lines
+that carry their resource (older files, the console's ``lens`` layout), and the
+SDK's ``to_json`` layout the console prints by default (turned into the same
+fields by :mod:`nemo.lens.cli._sdk_json`). :func:`decode_line` reads a line as
+one JSON object, :func:`kind_of` says what it records, :func:`span_from_dict`
+checks a span's fields; :mod:`nemo.lens.cli._lifetimes` relates the records of
+a lifetime, and :mod:`nemo.lens.cli._trace_io` reads the inputs. Nothing of
+OpenTelemetry is imported: attribute names come from :mod:`nemo.lens.semconv`.
 """
 
 from __future__ import annotations
@@ -21,14 +25,20 @@ from nemo.lens.cli._sdk_json import SdkJsonError, file_fields, is_sdk_span
 __all__ = [
     "MAX_DEPTH",
     "NO_GROUP",
+    "TRACE_FORMAT",
     "Interned",
+    "LineKind",
     "Location",
     "Problem",
     "Process",
     "SpanEvent",
     "SpanRecord",
     "TraceInputError",
-    "parse_line",
+    "decode_line",
+    "header_of",
+    "int_field",
+    "kind_of",
+    "span_from_dict",
 ]
 
 NO_GROUP: Final = "(none)"
@@ -36,6 +46,12 @@ NO_GROUP: Final = "(none)"
 
 MAX_DEPTH: Final = 64
 """How deeply a line's JSON may nest (a span line nests five or six levels)."""
+
+TRACE_FORMAT: Final = 2
+"""The newest trace format this reader knows (a header announces its file's)."""
+
+LineKind: TypeAlias = Literal["header", "span", "open", "alive", "other"]
+"""What a JSON object of a trace records (:func:`kind_of`)."""
 
 _MAX_TIME_NS: Final = 2**64
 _SNIPPET_CHARS: Final = 60
@@ -170,9 +186,9 @@ def _snippet(text: str) -> str:
     return text if len(text) <= _SNIPPET_CHARS else text[: _SNIPPET_CHARS - 3] + "..."
 
 
-def parse_line(
-    raw: bytes, location: Location, processes: Interned
-) -> SpanRecord | Literal["blank", "other"]:
+def decode_line(raw: bytes, location: Location) -> dict[str, Any] | Literal["blank"]:
+    """The JSON object of one line (a span in the SDK's layout already in the ``file``
+    layout's fields), or ``"blank"``; anything else raises :class:`TraceInputError`."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -211,14 +227,44 @@ def parse_line(
             value = file_fields(value)
         except SdkJsonError as exc:
             raise TraceInputError(location, str(exc)) from None
-    if "start_time_unix_nano" not in value:
-        # The console exporter prints metrics and log records on the same stream.
-        if "resource_metrics" in value or "severity_number" in value:
-            return "other"
+    found: dict[str, Any] = value
+    return found
+
+
+def kind_of(value: Mapping[str, Any], location: Location) -> LineKind:
+    """What *value* records, by its keys (each kind has one no other has)."""
+    if "trace_format" in value:
+        return "header"
+    if "open_at_unix_nano" in value:
+        return "open"
+    if "alive_at_unix_nano" in value:
+        return "alive"
+    if "start_time_unix_nano" in value:
+        return "span"
+    # The console exporter prints metrics and log records on the same stream.
+    if "resource_metrics" in value or "severity_number" in value:
+        return "other"
+    raise TraceInputError(
+        location, "not a span record: a JSON object without 'start_time_unix_nano'"
+    )
+
+
+def header_of(value: Mapping[str, Any], location: Location) -> tuple[str, dict[str, Any]]:
+    """The lifetime a header introduces and its resource; a format newer than
+    :data:`TRACE_FORMAT` is an error (what it holds may not be read right)."""
+    version = value.get("trace_format")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise _field_error(location, "trace_format", "a positive integer", version, "header")
+    if version > TRACE_FORMAT:
         raise TraceInputError(
-            location, "not a span record: a JSON object without 'start_time_unix_nano'"
+            location,
+            f"written in trace format {version}; this nemo-lens reads formats up to {TRACE_FORMAT}",
+            "upgrade nemo-lens (pip install -U nemo-lens) to read this trace",
         )
-    return _span_from_dict(value, location, processes)
+    lifetime = value.get("lifetime")
+    if not isinstance(lifetime, str) or not lifetime:
+        raise _field_error(location, "lifetime", "a non-empty string", lifetime, "header")
+    return lifetime, _object_field(value, "resource", location)
 
 
 def _nested_deeper_than(value: object, limit: int) -> bool:
@@ -263,14 +309,17 @@ def _json_type(value: object) -> str:
     return "number"
 
 
-def _field_error(location: Location, key: str, expected: str, value: object) -> TraceInputError:
+def _field_error(
+    location: Location, key: str, expected: str, value: object, record: str = "span"
+) -> TraceInputError:
     shown = json.dumps(value)
     if len(shown) > _SNIPPET_CHARS:
         shown = shown[: _SNIPPET_CHARS - 3] + "..."
-    return TraceInputError(location, f"span field {key!r} must be {expected}, got {shown}")
+    return TraceInputError(location, f"{record} field {key!r} must be {expected}, got {shown}")
 
 
-def _int_field(record: Mapping[str, Any], key: str, location: Location) -> int:
+def int_field(record: Mapping[str, Any], key: str, location: Location) -> int:
+    """*record*'s *key*: a time in nanoseconds since the epoch (else an error)."""
     value = record.get(key)
     if isinstance(value, bool) or not isinstance(value, int):
         raise _field_error(location, key, "an integer (nanoseconds since the epoch)", value)
@@ -297,12 +346,28 @@ def _object_field(record: Mapping[str, Any], key: str, location: Location) -> di
     return value
 
 
-def _span_from_dict(record: dict[str, Any], location: Location, processes: Interned) -> SpanRecord:
+def span_from_dict(
+    record: dict[str, Any],
+    location: Location,
+    processes: Interned,
+    resource: Mapping[str, Any] | None = None,
+    lifetime: str | None = None,
+) -> SpanRecord:
+    """The span *record* holds, checked field by field.
+
+    Its process and lifetime come from its own ``resource`` (format 1), or are
+    given: the *resource* of its lifetime's header and the *lifetime* it names
+    (format 2). An open record (no end yet) reads as ending when it starts.
+    """
     name = record.get("name")
     if not isinstance(name, str):
         raise _field_error(location, "name", "a string", name)
-    start = _int_field(record, "start_time_unix_nano", location)
-    end = _int_field(record, "end_time_unix_nano", location)
+    start = int_field(record, "start_time_unix_nano", location)
+    end = (
+        start
+        if "open_at_unix_nano" in record
+        else int_field(record, "end_time_unix_nano", location)
+    )
     if end < start:
         raise TraceInputError(
             location,
@@ -321,16 +386,18 @@ def _span_from_dict(record: dict[str, Any], location: Location, processes: Inter
         events.append(
             SpanEvent(
                 name=str(event.get("name", "")),
-                time_ns=_int_field(event, "time_unix_nano", location),
+                time_ns=int_field(event, "time_unix_nano", location),
                 attributes=_object_field(event, "attributes", location),
             )
         )
     group = attributes.get(semconv.SPAN_GROUP)
     if group is None:
         group = attributes.get(semconv.LEGACY_SPAN_GROUP)
-    resource = _object_field(record, "resource", location)
+    if resource is None:
+        resource = _object_field(record, "resource", location)
     process = Process.from_resource(resource)
-    lifetime = _lifetime(resource, location.path)
+    if lifetime is None:
+        lifetime = _lifetime(resource, location.path)
     return SpanRecord(
         name=name,
         group=group if isinstance(group, str) and group else NO_GROUP,

@@ -15,10 +15,11 @@ Timeline
 Step durations
     Every step span (a group feeding the ``productive`` bucket) with its
     iteration and duration, per rank; an execution whose iteration ran again
-    later is marked as wasted. Past :data:`STEP_POINTS` steps a rank's series
-    is reduced to that many bins of consecutive iterations (mean and maximum
-    each). A table per rank gives the median, 90th percentile and maximum, and
-    how often the rank was the slowest at an iteration: the straggler.
+    later, or that never finished (truncated), is marked as wasted. Past
+    :data:`STEP_POINTS` steps a rank's series is reduced to that many bins of
+    consecutive iterations (mean and maximum each). A table per rank gives the
+    median, 90th percentile and maximum, and how often the rank was the slowest
+    at an iteration: the straggler.
 Goodput
     The figures of :mod:`nemo.lens.cli._goodput` for every run and rank.
 
@@ -76,11 +77,13 @@ class _Drawn:
 
 @dataclass
 class _Steps:
-    """One rank's step spans: iteration (or -1), start, end, in arrival order."""
+    """One rank's step spans: iteration (or -1), start, end, in arrival order; which of
+    them never finished (truncated: wasted, whatever ran later)."""
 
     iterations: array[int] = field(default_factory=lambda: array("q"))
     starts: array[int] = field(default_factory=lambda: array("q"))
     ends: array[int] = field(default_factory=lambda: array("q"))
+    truncated: set[int] = field(default_factory=set)
 
 
 class ReportBuilder:
@@ -143,6 +146,8 @@ class ReportBuilder:
             extent[0], extent[1] = min(extent[0], span.start_ns), max(extent[1], span.end_ns)
         if goodput.bucket == PRODUCTIVE:
             steps = self._steps[span.process]
+            if goodput.truncated:
+                steps.truncated.add(len(steps.starts))
             steps.iterations.append(-1 if goodput.iteration is None else goodput.iteration)
             steps.starts.append(span.start_ns)
             steps.ends.append(span.end_ns)
@@ -291,7 +296,9 @@ class ReportBuilder:
             for ordinal, i in enumerate(order, 1):
                 iteration = steps.iterations[i]
                 duration = steps.ends[i] - steps.starts[i]
-                wasted = iteration >= 0 and last_start[iteration] > steps.starts[i]
+                wasted = i in steps.truncated or (
+                    iteration >= 0 and last_start[iteration] > steps.starts[i]
+                )
                 x = iteration if iteration >= 0 else ordinal
                 points.append((x, duration, wasted))
                 if not wasted:

@@ -40,8 +40,9 @@ Where a span belongs
 Which process lifetime wrote it
     A job that crashed and resumed has, per rank, one process per lifetime,
     in one file (the ``file`` exporter appends) or one file each. A span's
-    :attr:`SpanRecord.lifetime` is its resource's ``nemo.lifetime.id`` (a
-    random id every ``setup_telemetry`` draws); in a trace written before that
+    :attr:`SpanRecord.lifetime` is the lifetime its line names (format 2), or
+    its resource's ``nemo.lifetime.id`` (a random id every
+    ``setup_telemetry`` draws); in a trace written before that
     attribute existed, its ``host.name`` and ``process.pid`` with the input's
     name (a pid that a container gives every lifetime is then told apart only
     by the file).
@@ -62,18 +63,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Final
 
+from nemo.lens.cli._lifetimes import TraceBook
 from nemo.lens.cli._progress import Progress, progress
 from nemo.lens.cli._records import (
     MAX_DEPTH,
     NO_GROUP,
-    Interned,
     Location,
     Problem,
     Process,
     SpanEvent,
     SpanRecord,
     TraceInputError,
-    parse_line,
 )
 
 __all__ = [
@@ -112,6 +112,8 @@ class Trace:
     """What ``skip_invalid`` skipped (always empty without it: a problem is an error)."""
     other_records: int = 0
     """Metrics and log lines skipped because they are not spans."""
+    reconstructed: int = 0
+    """Spans that never ended, their process dead, ended by the reader."""
 
 
 @dataclass
@@ -150,9 +152,11 @@ class TraceStream:
         self.other_records = 0
         """Metrics and log lines skipped because they are not spans, so far."""
         self.spans_read = 0
+        self.reconstructed = 0
+        """Spans that never ended, their process dead, ended by the reader (after every input)."""
 
     def __iter__(self) -> Iterator[SpanRecord]:
-        interned: Interned = {}
+        book = TraceBook()
         paths = self.paths
         with progress(
             "reading",
@@ -163,7 +167,7 @@ class TraceStream:
         ) as bar:
             for path in paths:
                 counts = _FileCounts()
-                yield from _read_one(path, counts, self.problems, interned, self.skip_invalid, bar)
+                yield from _read_one(path, counts, self.problems, book, self.skip_invalid, bar)
                 self.other_records += counts.other
                 self.spans_read += counts.spans
                 if counts.spans:
@@ -185,6 +189,8 @@ class TraceStream:
                         "is the job still running, or did this rank export nothing?",
                     )
                 self.problems.append(Problem(location, message))
+        yield from book.finish()
+        self.reconstructed = book.reconstructed
         if not self.spans_read:
             names = ", ".join(_display(path) for path in paths)
             raise TraceInputError(Location(names), "no span records in any input")
@@ -199,7 +205,12 @@ def read_traces(
     """Read every span of every input in ``paths`` into memory (see :class:`TraceStream`)."""
     stream = TraceStream(paths, skip_invalid=skip_invalid, show_progress=show_progress)
     spans = list(stream)
-    return Trace(spans=spans, problems=stream.problems, other_records=stream.other_records)
+    return Trace(
+        spans=spans,
+        problems=stream.problems,
+        other_records=stream.other_records,
+        reconstructed=stream.reconstructed,
+    )
 
 
 def _display(path: str) -> str:
@@ -251,7 +262,7 @@ def _read_one(
     path: str,
     counts: _FileCounts,
     problems: list[Problem],
-    interned: Interned,
+    book: TraceBook,
     skip_invalid: bool,
     bar: Progress,
 ) -> Iterator[SpanRecord]:
@@ -279,19 +290,19 @@ def _read_one(
                 problems.append(Problem(error.location, error.message))
                 break
             try:
-                record = parse_line(raw, Location(name, number), interned)
+                kind, spans = book.read(raw, Location(name, number))
             except TraceInputError as error:
                 if not skip_invalid:
                     raise
                 counts.lines += 1
                 problems.append(Problem(error.location, error.message))
                 continue
-            if record == "blank":
+            if kind == "blank":
                 continue
             counts.lines += 1
-            if record == "other":
+            if kind == "other":
                 counts.other += 1
-            elif isinstance(record, SpanRecord):
+            elif kind in ("span", "open"):
                 counts.spans += 1
-                yield record
+            yield from spans
     bar.update(pending)

@@ -31,7 +31,7 @@ def cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
         summaries = summarize(stream)
     except TraceInputError as error:
         return fail(str(error), error.hint)
-    report_problems(stream.problems)
+    report_problems(stream.problems, stream.reconstructed)
     print_lines(format_summary(summaries))
     return EXIT_OK
 

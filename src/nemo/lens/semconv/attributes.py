@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 5daa884348b5a70e4a34520c4255562ff3b41b150afac8e27d4f73ef5a69467c
+# schema-sha256: 31d4c412271ccba67d6ed7a0707cc7a9afb1dee2108d735e3865a7ba9638b112
 """The names nemo.lens emits and reads, other than the resource's and the metrics': span and log
 attributes, metric attributes and fixed values, and upstream's names.
 """
@@ -83,6 +83,7 @@ __all__ = [
     "SPAN_TRUNCATED",
     "SPAN_TRUNCATED_AT_SHUTDOWN",
     "SPAN_TRUNCATED_EVENT",
+    "SPAN_TRUNCATED_PROCESS_ENDED",
     "SPAN_TRUNCATED_REASON",
 ]
 
@@ -413,8 +414,9 @@ by (traces written before 0.2 carry `nemo.span_group` instead). Type: `string`.
 """
 
 SPAN_TRUNCATED: Final = "nemo.span.truncated"
-"""`True` on a span that was still open at shutdown and was ended by it: its end time is the
-shutdown time, not the end of the work it traced. Type: `boolean`.
+"""`True` on a span that was still open at shutdown and was ended by it (its end time is the
+shutdown time, not the end of the work it traced), or that the `nemo-lens` commands ended for
+a process that died with it open. Type: `boolean`.
 """
 
 SPAN_TRUNCATED_AT_SHUTDOWN: Final = "still open at telemetry shutdown"
@@ -423,6 +425,13 @@ SPAN_TRUNCATED_AT_SHUTDOWN: Final = "still open at telemetry shutdown"
 SPAN_TRUNCATED_EVENT: Final = "nemo.span.truncated"
 """The event on a span that shutdown ended while it was still open (with the attribute of the
 same name), saying why in its `nemo.span.truncated.reason`.
+"""
+
+SPAN_TRUNCATED_PROCESS_ENDED: Final = "process ended without closing the span"
+"""The reason of a span that the `nemo-lens` commands end for a process that died with it open
+(SIGKILL, a crash): the `file` exporter recorded that it started and never that it ended, so
+it is read as ending at its process lifetime's last recorded instant. A value of
+`nemo.span.truncated.reason`.
 """
 
 SPAN_TRUNCATED_REASON: Final = "nemo.span.truncated.reason"

@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 5daa884348b5a70e4a34520c4255562ff3b41b150afac8e27d4f73ef5a69467c
+# schema-sha256: 31d4c412271ccba67d6ed7a0707cc7a9afb1dee2108d735e3865a7ba9638b112
 """The resource attributes nemo.lens sets on every signal, and what each one holds."""
 
 from __future__ import annotations

@@ -16,6 +16,12 @@ One span becomes one JSON object (written on one line)::
      "resource": {...},
      "scope": {"name": "nemo.lens", "version": "..."} | null}
 
+That is the line of :data:`RESOURCE_ON_EVERY_LINE`, the console's ``lens``
+layout (trace format 1). The ``file`` exporter's line ends differently: its
+:class:`LineLayout` (:mod:`~nemo.lens._sdk.exporters.trace_file`) writes the
+resource once, in a header per process lifetime, and ends each line with the
+scope and ``"lifetime": "<its id>"`` instead (``docs/trace-format.md``).
+
 Ids are lower-case hex as in W3C ``traceparent``. Non-finite floats (a NaN
 loss is common) become the strings ``"NaN"``, ``"Infinity"`` and
 ``"-Infinity"``, as in the OTLP/JSON mapping, so every line is strict JSON.
@@ -54,6 +60,8 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 __all__ = [
+    "RESOURCE_ON_EVERY_LINE",
+    "LineLayout",
     "attributes_json",
     "encode_json",
     "encode_span",
@@ -63,6 +71,7 @@ __all__ = [
     "plain_key_json",
     "plain_value_json",
     "plain_values_json",
+    "scope_json",
     "span_to_dict",
     "tail_json",
 ]
@@ -187,8 +196,11 @@ _TAILS: dict[tuple[int, int], tuple[object, object, str]] = {}
 _TAILS_MAX: Final = 64
 
 
-def _tail(span: ReadableSpan) -> str:
-    return tail_json(span.resource, span.instrumentation_scope)
+def scope_json(scope: InstrumentationScope | None) -> str:
+    """The line's ``scope`` object (``null`` without one)."""
+    if scope is None:
+        return "null"
+    return _encode({"name": scope.name, "version": scope.version or None})
 
 
 def tail_json(resource: Resource, scope: InstrumentationScope | None) -> str:
@@ -197,16 +209,26 @@ def tail_json(resource: Resource, scope: InstrumentationScope | None) -> str:
     entry = _TAILS.get(key)
     if entry is not None and entry[0] is resource and entry[1] is scope:
         return entry[2]
-    scope_json = (
-        _encode({"name": scope.name, "version": scope.version or None})
-        if scope is not None
-        else "null"
-    )
-    text = f'"resource":{_encode(_attributes(resource.attributes))},"scope":{scope_json}}}'
+    text = f'"resource":{_encode(_attributes(resource.attributes))},"scope":{scope_json(scope)}}}'
     if len(_TAILS) >= _TAILS_MAX:
         _TAILS.clear()
     _TAILS[key] = (resource, scope, text)
     return text
+
+
+class LineLayout:
+    """How a span's line ends, after its own fields: here, with its resource and
+    scope written out (:func:`tail_json`; trace format 1, and the console's ``lens``
+    lines). The ``file`` exporter's layout is a subclass
+    (:class:`~nemo.lens._sdk.exporters.trace_file.LifetimeLayout`)."""
+
+    def tail(self, resource: Resource, scope: InstrumentationScope | None) -> str:
+        """The end of the line of every span of *resource* and *scope*, its ``}`` included."""
+        return tail_json(resource, scope)
+
+
+RESOURCE_ON_EVERY_LINE: Final = LineLayout()
+"""Every line carries its resource: self-contained lines (the console's ``lens`` layout)."""
 
 
 def attributes_json(attributes: Mapping[str, Any] | None) -> str:
@@ -333,7 +355,7 @@ def int_json(value: object) -> str:
     return str(value) if type(value) is int else _encode(value)
 
 
-def _fast_line(span: ReadableSpan) -> str:
+def _fast_line(span: ReadableSpan, layout: LineLayout) -> str:
     context = span.context
     parent = span.parent
     status = span.status
@@ -376,7 +398,8 @@ def _fast_line(span: ReadableSpan) -> str:
         f'"status":{{"code":"{status.status_code.name}",'
         f'"description":{"null" if description is None else _encode(description)}}},'
         f'"attributes":{attributes_json(span.attributes)},'
-        f'"events":[{events_json}],"links":[{links_json}],{_tail(span)}'
+        f'"events":[{events_json}],"links":[{links_json}],'
+        f"{layout.tail(span.resource, span.instrumentation_scope)}"
     )
 
 
@@ -384,8 +407,17 @@ def _dumps(value: dict[str, Any]) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def encode_span(span: ReadableSpan) -> str:
-    """Return *span* as one line of compact JSON (no trailing newline).
+def _dict_line(span: ReadableSpan, layout: LineLayout) -> str:
+    # span_to_dict's line, ended by the layout: the same text as _dumps of the whole
+    # dict for RESOURCE_ON_EVERY_LINE (its tail is the encoding of the last two keys).
+    fields = span_to_dict(span)
+    del fields["resource"], fields["scope"]
+    return f"{_dumps(fields)[:-1]},{layout.tail(span.resource, span.instrumentation_scope)}"
+
+
+def encode_span(span: ReadableSpan, layout: LineLayout = RESOURCE_ON_EVERY_LINE) -> str:
+    """Return *span* as one line of compact JSON (no trailing newline), ended as
+    *layout* ends it.
 
     Never raises, and the line is always valid UTF-8 text: a span holding
     something JSON cannot carry (a name that is not a ``str``, text with lone
@@ -394,14 +426,14 @@ def encode_span(span: ReadableSpan) -> str:
     nemo.lens's exporters have already applied, so there this never happens.
     """
     try:
-        line = _fast_line(span)
+        line = _fast_line(span, layout)
     except Exception:
         # Whatever the fast path could not handle, the plain path encodes as it
         # always has; what it cannot encode either is made exportable first.
         try:
-            line = _dumps(span_to_dict(span))
+            line = _dict_line(span, layout)
         except Exception:
-            line = _encode_cleaned(span)
+            line = _encode_cleaned(span, layout)
     if line.isascii() or is_clean_text(line):
         return line
     # A lone surrogate can only sit inside a JSON string here (the structure is
@@ -409,11 +441,11 @@ def encode_span(span: ReadableSpan) -> str:
     return clean_text(line)
 
 
-def _encode_cleaned(span: ReadableSpan) -> str:
+def _encode_cleaned(span: ReadableSpan, layout: LineLayout) -> str:
     from nemo.lens._sdk.exporters.redaction import clean_span
 
     try:
-        return _dumps(span_to_dict(clean_span(span, {})))
+        return _dict_line(clean_span(span, {}), layout)
     except Exception as exc:
         # Unreachable with the SDK's spans; a custom ReadableSpan whose
         # properties raise still leaves a line saying which span it was.

@@ -24,6 +24,7 @@ from nemo.lens._sdk.exporters.jsonl import (
     SdkJsonSpanExporter,
     StdoutSink,
 )
+from nemo.lens._sdk.exporters.trace_file import TraceFileSpanExporter
 
 __all__ = [
     "create_log_exporter",
@@ -115,12 +116,17 @@ def create_span_exporter(
 ) -> SpanExporter | None:
     """Return the span exporter called *name*, or ``None`` for ``none``.
 
-    *path* is the JSON-lines file for ``file``. *console_format* is how ``console``
+    *path* is the JSON-lines file for ``file`` (trace format 2:
+    :mod:`~nemo.lens._sdk.exporters.trace_file`). *console_format* is how ``console``
     prints a span (``NemoLensConfig.console_format``): ``otel``, the SDK's
-    ``to_json(indent=None)``, or ``lens``, the ``file`` exporter's line.
+    ``to_json(indent=None)``, or ``lens``, the ``file`` exporter's span line with
+    its resource on it (every console line stands alone).
     """
-    if _check_name(name) == "console" and console_format.strip().lower() == "otel":
+    key = _check_name(name)
+    if key == "console" and console_format.strip().lower() == "otel":
         return _create("traces", name, path, SdkJsonSpanExporter)
+    if key == "file":
+        return _create("traces", name, path, TraceFileSpanExporter)
     return _create("traces", name, path, JsonLinesSpanExporter)
 
 

@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from nemo.lens._core import fork as _fork
 from nemo.lens._sdk.exporters.appends import Landed, identity, names_file, take_back
-from nemo.lens._sdk.exporters.encoding import encode_span
+from nemo.lens._sdk.exporters.encoding import RESOURCE_ON_EVERY_LINE, LineLayout, encode_span
 from nemo.lens._sdk.exporters.sdk_json import sdk_span_json
 
 __all__ = [
@@ -168,6 +168,10 @@ class FileSink:
         self._buffer_bytes = buffer_bytes
         self._buffer: bytearray | None = None
         self._torn = False
+        self.preamble: Callable[[], str] | None = None
+        """What a file opened again at the path must begin with (the ``file`` exporter's
+        headers: its lines name them); asked on each such reopening."""
+        self._owes_preamble = False
         self._fd: int | None = self._open()
         _fork.register(self)
 
@@ -234,6 +238,9 @@ class FileSink:
             if self._torn:
                 os.write(fd, b"\n")  # end the broken line first (see the class docstring)
                 self._torn = False
+            if self._owes_preamble:
+                preamble = self.preamble() if self.preamble is not None else ""
+                data = preamble.encode("utf-8") + bytes(data)  # rare: once per new file
             left = memoryview(data)
             done = 0
             try:
@@ -246,6 +253,7 @@ class FileSink:
             except OSError:
                 self._torn = not take_back(fd, done, call)
                 raise
+            self._owes_preamble = False
             if call is not None:
                 call.add(fd, done)
 
@@ -257,7 +265,7 @@ class FileSink:
         if names_file(self.path, self._identity) is not False:
             return fd  # the same file, or it cannot be told (keep on writing there)
         fresh = self._open()  # raises when it cannot: this write fails, the next retries
-        self._fd, self._torn = fresh, False
+        self._fd, self._torn, self._owes_preamble = fresh, False, True
         with contextlib.suppress(OSError):
             os.close(fd)
         _recovery_logger.info(
@@ -317,11 +325,17 @@ class _BatchSinkWriter(_SinkWriter):
 
 class JsonLinesSpanExporter(_BatchSinkWriter, SpanExporter):
     """Writes each span as one JSON object per line (see
-    :mod:`~nemo.lens._sdk.exporters.encoding`)."""
+    :mod:`~nemo.lens._sdk.exporters.encoding`), its resource on every line: the
+    console's ``lens`` layout. The ``file`` exporter is a subclass with a layout of
+    its own (:mod:`~nemo.lens._sdk.exporters.trace_file`)."""
+
+    line_layout: LineLayout = RESOURCE_ON_EVERY_LINE
+    """How each line ends (the redacting wrapper encodes recorded spans with it too)."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Write one line per span."""
-        return self.export_lines([encode_span(span) for span in spans])
+        layout = self.line_layout
+        return self.export_lines([encode_span(span, layout) for span in spans])
 
     def export_lines(self, lines: Sequence[str]) -> SpanExportResult:
         """Write *lines*, spans already encoded (each without its newline), a few hundred a write.

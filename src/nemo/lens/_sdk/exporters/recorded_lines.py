@@ -15,6 +15,10 @@ a span, with no pass over the fixed text. A ``%`` template would read all of
 it, character by character: more than the rest of the line's work put together.
 A shape seen often gets a writer compiled for it (one f-string of the same
 pieces and values, without a list to fill and copy per span).
+
+A line ends as the exporter's :class:`~nemo.lens._sdk.exporters.encoding.LineLayout`
+ends it (the resource written out, or the ``file`` exporter's reference to its
+lifetime): the tracer keeps each layout's tail and shapes apart.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from opentelemetry.trace.status import StatusCode
 
 from nemo.lens._core.sanitize import is_clean_text
 from nemo.lens._sdk.exporters.encoding import (
+    RESOURCE_ON_EVERY_LINE,
+    LineLayout,
     attributes_json,
     encode_json,
     encode_text,
@@ -54,8 +60,9 @@ _WRITER_AFTER: Final = 8
 LineWriter = Callable[[Any, int, int, Any, Any], "str | None"]
 
 
-def recorded_line(span: RecordingSpan) -> str | None:
-    """The finished span as the line ``encode_span`` writes for its :meth:`readable` form.
+def recorded_line(span: RecordingSpan, layout: LineLayout = RESOURCE_ON_EVERY_LINE) -> str | None:
+    """The finished span as the line ``encode_span`` writes for its :meth:`readable` form
+    (with the same *layout*).
 
     Written straight from the recorded fields. Ids are valid (within 128 and
     64 bits: this tracer's, or a valid parent's), so ``to_bytes(...).hex()``
@@ -65,7 +72,7 @@ def recorded_line(span: RecordingSpan) -> str | None:
     the span): the exporter then takes that general path.
     """
     tracer = span._tracer
-    tail = tracer.json_tail()
+    tail = tracer.json_tail(layout)
     if not tail:
         return None  # the resource or scope needs cleaning
     name = span._name
@@ -156,9 +163,13 @@ def _links_json(span: RecordingSpan) -> str | None:
 
 
 def recorded_lines(
-    spans: Sequence[Any], general: Callable[[Any], str], recorded: type[RecordingSpan]
+    spans: Sequence[Any],
+    general: Callable[[Any], str],
+    recorded: type[RecordingSpan],
+    layout: LineLayout = RESOURCE_ON_EVERY_LINE,
 ) -> list[str]:
-    """The JSON line of each span of a batch, in order (see the module docstring).
+    """The JSON line of each span of a batch, in order, ended as *layout* ends them
+    (see the module docstring).
 
     A span of type *recorded* whose shape has fixed pieces is written from
     them: the same text :func:`recorded_line` writes. Every other span -- of
@@ -168,6 +179,8 @@ def recorded_lines(
     unset = recorded._status  # the class default: the status of a span that set none
     lines: list[str] = []
     append = lines.append
+    tracer: Any = None
+    shapes: dict[tuple[object, ...], list[Any]] = {}
     for span in spans:
         line = None
         try:
@@ -182,14 +195,16 @@ def recorded_lines(
                 and type(start) is int
                 and type(end) is int
             ):
-                shapes = span._tracer.line_shapes
+                if span._tracer is not tracer:  # (a batch's spans share one, nearly always)
+                    tracer = span._tracer
+                    shapes = tracer.line_shapes(layout)
                 # The tags object is held by its entry, so its id stands for it.
                 key = (span._name, id(tags), *attributes) if attributes else (span._name, id(tags))
                 shape = shapes.get(key)
                 if shape is None:
                     if len(shapes) >= _SHAPES_MAX:
                         shapes.clear()
-                    shape = shapes[key] = [tags, _line_parts(span), None, 0]
+                    shape = shapes[key] = [tags, _line_parts(span, layout), None, 0]
                 writer = shape[2]
                 if writer is not None:
                     line = writer(span, start, end, attributes, span._parent)
@@ -215,11 +230,11 @@ def recorded_lines(
     return lines
 
 
-def _line_parts(span: RecordingSpan) -> list[str] | None:
+def _line_parts(span: RecordingSpan, layout: LineLayout) -> list[str] | None:
     # The fixed pieces of the line of a span of this shape, with "" where the
     # trace id, span id, parent, start, end and each attribute value go (every
     # odd index); None when the shape needs the general path.
-    tail = span._tracer.json_tail()
+    tail = span._tracer.json_tail(layout)
     name = span._name
     if not tail or type(name) is not str or not (name.isascii() or is_clean_text(name)):
         return None

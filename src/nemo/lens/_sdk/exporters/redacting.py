@@ -15,6 +15,11 @@ reaches the exporter behind it:
 - any other exporter (the default ``console``, which prints the SDK's
   ``to_json``; the caller's ``span_exporter=``) gets the SDK's
   ``ReadableSpan`` the recorded span stands for, as it would from the SDK.
+
+Lines end as the exporter's ``line_layout`` says (the resource on every line
+unless it says otherwise). An exporter that records spans still open (the
+``file`` exporter's ``export_open``) gets them through :meth:`export_open`,
+cleaned the same way.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from collections.abc import Callable, Sequence
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from nemo.lens._sdk.exporters.encoding import encode_span
+from nemo.lens._sdk.exporters.encoding import RESOURCE_ON_EVERY_LINE, LineLayout, encode_span
 from nemo.lens._sdk.exporters.factory import is_otlp_span_exporter
 from nemo.lens._sdk.exporters.redaction import Changes, clean_span
 
@@ -43,22 +48,25 @@ def _as_is(span: ReadableSpan) -> ReadableSpan:
     return span
 
 
-def encode_cleaned(span: ReadableSpan, changes: Changes) -> str:
-    """*span* redacted, made exportable and encoded as one JSON line (see ``encode_span``).
+def encode_cleaned(
+    span: ReadableSpan, changes: Changes, layout: LineLayout = RESOURCE_ON_EVERY_LINE
+) -> str:
+    """*span* redacted, made exportable and encoded as one JSON line ended as *layout*
+    ends it (see ``encode_span``).
 
     A span nemo.lens's primitives recorded is written straight from its fields
     when nothing in it needs changing (``RecordingSpan.json_line``), which is
     the same line :func:`clean_span` and ``encode_span`` would write.
     """
-    json_line: Callable[[], str | None] | None = getattr(span, "json_line", None)
+    json_line: Callable[[LineLayout], str | None] | None = getattr(span, "json_line", None)
     if json_line is not None:
         try:
-            line = json_line()
+            line = json_line(layout)
         except Exception:  # whatever it could not write, the general path writes
             line = None
         if line is not None:
             return line
-    return encode_span(clean_span(_readable(span), changes))
+    return encode_span(clean_span(_readable(span), changes), layout)
 
 
 class RedactingSpanExporter(SpanExporter):
@@ -83,6 +91,10 @@ class RedactingSpanExporter(SpanExporter):
             inner, "export_lines", None
         )
         self._export_lines = export_lines
+        self._layout: LineLayout = getattr(inner, "line_layout", RESOURCE_ON_EVERY_LINE)
+        self._export_open: Callable[[Sequence[ReadableSpan], int], SpanExportResult] | None = (
+            getattr(inner, "export_open", None)
+        )
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Export the cleaned spans through *inner*."""
@@ -93,10 +105,11 @@ class RedactingSpanExporter(SpanExporter):
             json_lines: Callable[..., list[str]] | None = (
                 getattr(spans[0], "json_lines", None) if spans else None
             )
+            layout = self._layout
             lines = (
-                json_lines(spans, lambda span: encode_cleaned(span, changes))
+                json_lines(spans, lambda span: encode_cleaned(span, changes, layout), layout)
                 if json_lines is not None
-                else [encode_cleaned(span, changes) for span in spans]
+                else [encode_cleaned(span, changes, layout) for span in spans]
             )
             if changes and self._on_changes is not None:
                 self._on_changes(changes)
@@ -105,6 +118,23 @@ class RedactingSpanExporter(SpanExporter):
         if changes and self._on_changes is not None:
             self._on_changes(changes)
         return self.inner.export(cleaned)
+
+    @property
+    def records_open_spans(self) -> bool:
+        """Whether *inner* records spans still open (:meth:`export_open` writes them)."""
+        return self._export_open is not None
+
+    def export_open(self, spans: Sequence[ReadableSpan], at_ns: int) -> SpanExportResult:
+        """Record *spans* (still open at *at_ns*) through *inner*, cleaned as :meth:`export`
+        cleans spans; with none, *inner* records only that its process is alive then."""
+        export_open = self._export_open
+        if export_open is None:
+            return SpanExportResult.SUCCESS
+        changes: Changes = {}
+        cleaned = [clean_span(span, changes) for span in spans]
+        if changes and self._on_changes is not None:
+            self._on_changes(changes)
+        return export_open(cleaned, at_ns)
 
     def cleaned(self, spans: Sequence[ReadableSpan], changes: Changes) -> list[ReadableSpan]:
         """*spans* as an *inner* without ``export_lines`` receives them; what had to

@@ -1,0 +1,191 @@
+"""The ``file`` exporter's layout: trace format 2 (``docs/trace-format.md``).
+
+Every line is one JSON object a reader can classify by its keys alone, and
+every line names the process lifetime that wrote it (``"lifetime"``, the
+resource's ``nemo.lifetime.id``), so relating lines to their lifetime never
+depends on their order. Four kinds:
+
+header (``trace_format``)
+    Once per lifetime and file, before its first other line: the format's
+    version, the writer and the lifetime's resource, which the other lines
+    then leave out (about 800 bytes a span, with a typical resource).
+span (``end_time_unix_nano``)
+    A finished span: format 1's line with ``"lifetime"`` where its
+    ``"resource"`` was.
+open span (``open_at_unix_nano``)
+    A span of a ``goodput``-category group that was still open when the export
+    thread looked (its name, ids, start and attributes then): if the process
+    dies before the span ends, a reader knows what was running. Written once
+    per span, at most :data:`~nemo.lens._sdk.open_records.RECORD_AFTER_MILLIS`
+    and one poll after it started; a span that ends sooner gets none.
+alive (``alive_at_unix_nano``)
+    The lifetime was still running then: written when a goodput span is open
+    and nothing else was written for a second, so that a dead process's last
+    recorded instant is never long before it died.
+
+A span whose lifetime wrote its open record and never its line was open when
+the process died; ``nemo-lens`` ends it at the lifetime's last recorded
+instant, marked truncated. After a normal shutdown every open record has its
+line (shutdown ends what is still open).
+
+A resource whose lifetime id is missing, not text, or shared with a different
+resource is written out on each of its spans' lines, as in format 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from nemo.lens import semconv
+from nemo.lens._core.sanitize import clean_text, is_clean_text
+from nemo.lens._core.state import SCOPE_VERSION
+from nemo.lens._sdk.exporters.encoding import (
+    LineLayout,
+    attributes_json,
+    encode_json,
+    encode_text,
+    int_json,
+    scope_json,
+)
+from nemo.lens._sdk.exporters.jsonl import FileSink, JsonLinesSpanExporter, LineSink
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+__all__ = ["TRACE_FORMAT", "LifetimeLayout", "TraceFileSpanExporter"]
+
+TRACE_FORMAT: Final = 2
+"""The version a header announces: what a reader of this file must handle."""
+
+_WRITER: Final = f"nemo.lens {SCOPE_VERSION}"
+_TAILS_MAX: Final = 64
+
+
+class LifetimeLayout(LineLayout):
+    """Lines that end with their scope and their lifetime; the resource goes in a header.
+
+    :meth:`tail` is asked once per tracer (and per SDK span's resource and scope,
+    memoised here); the first time a lifetime is seen its header is made and kept
+    until :meth:`headers_written` says it is in the file, so that a failed write
+    does not leave lines whose header is nowhere.
+    """
+
+    def __init__(self) -> None:
+        self._resources: dict[str, Resource] = {}
+        """Lifetime id -> the resource its header holds."""
+        self._headers: dict[str, str] = {}
+        """Lifetime id -> its header line."""
+        self._pending: set[str] = set()
+        """The lifetimes whose header is not written yet."""
+        self._tails: dict[tuple[int, int], tuple[object, object, str]] = {}
+
+    def tail(self, resource: Resource, scope: InstrumentationScope | None) -> str:
+        """``"scope":{...},"lifetime":"<id>"}``, or the resource written out when it has
+        no lifetime of its own (see the module docstring)."""
+        key = (id(resource), id(scope))
+        entry = self._tails.get(key)
+        if entry is not None and entry[0] is resource and entry[1] is scope:
+            return entry[2]
+        lifetime = self._lifetime(resource)
+        if lifetime is None:
+            text = super().tail(resource, scope)
+        else:
+            text = f'"scope":{scope_json(scope)},"lifetime":{encode_text(lifetime)}}}'
+        if len(self._tails) >= _TAILS_MAX:
+            self._tails.clear()
+        self._tails[key] = (resource, scope, text)
+        return text
+
+    def _lifetime(self, resource: Resource) -> str | None:
+        lifetime = resource.attributes.get(semconv.LIFETIME_ID)
+        if type(lifetime) is not str or not lifetime or not is_clean_text(lifetime):
+            return None
+        known = self._resources.get(lifetime)
+        if known is None:
+            self._resources[lifetime] = resource
+            self._pending.add(lifetime)
+            self._headers[lifetime] = (
+                f'{{"trace_format":{TRACE_FORMAT},"lifetime":{encode_text(lifetime)},'
+                f'"writer":{encode_text(_WRITER)},"resource":{attributes_json(resource.attributes)}}}'
+            )
+        elif known is not resource and dict(known.attributes) != dict(resource.attributes):
+            return None  # another resource claims the id: its lines carry it whole
+        return lifetime
+
+    def pending_headers(self) -> dict[str, str]:
+        """The headers not yet in the file, by lifetime (a copy)."""
+        return {lifetime: self._headers[lifetime] for lifetime in self._pending}
+
+    def headers_written(self, lifetimes: Sequence[str]) -> None:
+        """The headers of *lifetimes* are in the file."""
+        self._pending.difference_update(lifetimes)
+
+    def written_headers(self) -> str:
+        """The header lines already in the file, for a new file at its path to begin with
+        (the lines that follow may name those lifetimes)."""
+        return "".join(
+            f"{header}\n"
+            for lifetime, header in self._headers.items()
+            if lifetime not in self._pending
+        )
+
+    def lifetimes(self) -> list[str]:
+        """Every lifetime this file has (or is about to have) a header for."""
+        return list(self._resources)
+
+
+class TraceFileSpanExporter(JsonLinesSpanExporter):
+    """The ``file`` exporter: format 2's lines (see the module docstring)."""
+
+    def __init__(self, sink: LineSink) -> None:
+        super().__init__(sink)
+        self.line_layout: LifetimeLayout = LifetimeLayout()
+        if isinstance(sink, FileSink):
+            # A trace file removed or rotated is opened again: it starts with the headers.
+            sink.preamble = self.line_layout.written_headers
+
+    def export_lines(self, lines: Sequence[str]) -> SpanExportResult:
+        """Write *lines*, after the header of any lifetime they are the first to name."""
+        headers = self.line_layout.pending_headers()
+        if not headers:
+            return super().export_lines(lines)
+        result = super().export_lines([*headers.values(), *lines])
+        if result is SpanExportResult.SUCCESS:
+            self.line_layout.headers_written(list(headers))
+        return result
+
+    def export_open(self, spans: Sequence[ReadableSpan], at_ns: int) -> SpanExportResult:
+        """Record *spans*, still open at *at_ns* (``open_at_unix_nano``); with none, record
+        that every lifetime of this file is alive then (``alive_at_unix_nano``)."""
+        layout = self.line_layout
+        if spans:
+            lines = [open_span_line(span, at_ns, layout) for span in spans]
+        else:
+            lines = [
+                f'{{"lifetime":{encode_text(lifetime)},"alive_at_unix_nano":{at_ns}}}'
+                for lifetime in layout.lifetimes()
+            ]
+        return self.export_lines(lines) if lines else SpanExportResult.SUCCESS
+
+
+def open_span_line(span: ReadableSpan, at_ns: int, layout: LineLayout) -> str:
+    """The open record of *span* (cleaned, as exporters get spans), seen open at *at_ns*."""
+    context = span.context
+    parent = span.parent
+    if context is not None:
+        ids = f'"trace_id":"{context.trace_id:032x}","span_id":"{context.span_id:016x}"'
+    else:
+        ids = '"trace_id":null,"span_id":null'
+    parent_json = "null" if parent is None else f'"{parent.span_id:016x}"'
+    line = (
+        f'{{"name":{encode_json(span.name)},{ids},"parent_span_id":{parent_json},'
+        f'"kind":"{span.kind.name}","start_time_unix_nano":{int_json(span.start_time)},'
+        f'"open_at_unix_nano":{at_ns},"attributes":{attributes_json(span.attributes)},'
+        f"{layout.tail(span.resource, span.instrumentation_scope)}"
+    )
+    return line if line.isascii() or is_clean_text(line) else clean_text(line)
