@@ -6,9 +6,11 @@ import argparse
 from collections.abc import Callable, Sequence
 
 from nemo.lens._version import __version__
+from nemo.lens.cli._check_cmd import add_check_command
 from nemo.lens.cli._common import PERFETTO_URL, PROG
 from nemo.lens.cli._goodput_cmd import cmd_goodput, cmd_report, iteration_attribute
 from nemo.lens.cli._groups_cmd import cmd_groups
+from nemo.lens.cli._sql_cmd import add_sql_command
 from nemo.lens.cli._traces_cmd import cmd_convert, cmd_emit_spans, cmd_summarize
 
 __all__ = ["build_parser"]
@@ -171,6 +173,9 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         ".jsonl replaced by .chrome.json)",
     )
     _last_options(convert, cmd_convert)
+
+    add_sql_command(commands, classes, traces_help=TRACES_HELP, skip_help=SKIP_HELP)
+    add_check_command(commands, classes, traces_help=TRACES_HELP, skip_help=SKIP_HELP)
 
     emit = commands.add_parser(
         "emit-spans",

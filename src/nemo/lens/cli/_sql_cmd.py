@@ -1,0 +1,282 @@
+"""``nemo-lens sql``: ask a trace your own question, in SQL over the engine's views.
+
+As Perfetto's trace processor exposes a trace as tables, the engine
+(:mod:`nemo.lens.cli._engine`) exposes the inputs as views -- ``spans``,
+``steps``, ``span_groups`` and ``span_group_presets`` (docs/sql.md lists their
+columns) -- and this command runs one statement over them and prints the rows
+as a table, CSV or JSON lines.
+
+A statement the engine rejects (a typo, an unknown column or view, a type
+mismatch) is a usage error: the message is the engine's, which names the
+problem, and the command exits 2. An input that cannot be read exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import date, datetime, time
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TextIO
+
+from nemo.lens.cli._common import EXIT_OK, EXIT_USAGE, PROG, fail, print_lines
+from nemo.lens.cli._table import Align, format_table
+from nemo.lens.cli._trace_io import TraceInputError
+
+if TYPE_CHECKING:
+    from nemo.lens.groups import SpanGroup
+
+__all__ = [
+    "FORMATS",
+    "VIEWS",
+    "Result",
+    "add_class_option",
+    "add_sql_command",
+    "cmd_sql",
+    "opened",
+    "query_text",
+    "register_steps",
+    "run_query",
+    "selected_classes",
+    "with_engine",
+    "write_result",
+]
+
+FORMATS: Final = ("table", "csv", "json")
+VIEWS: Final = ("spans", "steps", "span_groups", "span_group_presets")
+"""The views a statement can read (docs/sql.md has their columns)."""
+_QUERIES: Final = Path(__file__).parent / "_engine" / "queries"
+NULL_TEXT: Final = "NULL"
+"""How a table shows a missing value (CSV leaves the cell empty, JSON writes null)."""
+
+Result = tuple[list[str], list[tuple[Any, ...]]]
+"""A statement's column names and its rows."""
+
+
+class QueryError(Exception):
+    """The engine rejected a statement: the message names the problem."""
+
+
+def query_text(name: str) -> str:
+    """The packaged query ``name`` (``queries/<name>.sql``) in DuckDB's spelling."""
+    from nemo.lens.cli._engine import query
+
+    return query(name)
+
+
+def selected_classes(names: Sequence[str] | None) -> list[type[SpanGroup]]:
+    """The span-group classes ``--class`` named; every shipped one, the base first, if none."""
+    from nemo.lens.cli._classes import span_group_classes
+
+    classes = span_group_classes()
+    return [classes[name] for name in names] if names else list(classes.values())
+
+
+def register_steps(engine: Any) -> None:
+    """Create the ``steps`` view, unless the engine made it when it opened the inputs."""
+    import duckdb
+
+    try:
+        engine.sql("SELECT 1 FROM steps LIMIT 0")
+    except duckdb.CatalogException:  # no view of that name yet
+        engine.sql(query_text("steps"))
+
+
+@contextmanager
+def opened(
+    traces: Sequence[str],
+    skip_invalid: bool,
+    class_names: Sequence[str] | None,
+    *,
+    detail: bool = False,
+) -> Iterator[Any]:
+    """The engine over ``traces``, ``steps`` included; closed on the way out. With
+    ``detail`` the ``spans`` view carries attributes, events and resource as JSON."""
+    from nemo.lens.cli._common import report_problems
+    from nemo.lens.cli._engine import connect
+
+    engine = connect(
+        list(traces),
+        skip_invalid=skip_invalid,
+        span_group_classes=selected_classes(class_names),
+        detail=detail,
+    )
+    try:
+        report_problems(engine.problems, engine.reconstructed)
+        register_steps(engine)
+        yield engine
+    finally:
+        engine.close()
+
+
+def run_query(engine: Any, text: str) -> Result:
+    """Run ``text``; its columns and rows (none for a statement that returns nothing)."""
+    import duckdb
+
+    try:
+        cursor = engine.sql(text)
+        if not cursor.description:
+            return [], []
+        return [column[0] for column in cursor.description], cursor.fetchall()
+    except duckdb.Error as error:
+        raise QueryError(_first_line(error)) from error
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # as OTLP/JSON writes NaN and the infinities
+    if isinstance(value, (datetime, date, time)):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return [_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _json_value(item) for key, item in value.items()}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return NULL_TEXT
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(_json_value(value), separators=(",", ":"))
+    return str(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
+
+
+def write_result(result: Result, how: str, stream: TextIO) -> None:
+    """Print ``result`` as a table, CSV (a header row) or JSON lines (an object a row)."""
+    columns, rows = result
+    if not columns:
+        return
+    if how == "json":
+        for row in rows:
+            record = {name: _json_value(value) for name, value in zip(columns, row, strict=True)}
+            stream.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
+    elif how == "csv":
+        writer = csv.writer(stream, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(["" if v is None else _cell(v) for v in row] for row in rows)
+    else:
+        align: list[Align] = [
+            ">" if rows and all(_is_number(row[i]) or row[i] is None for row in rows) else "<"
+            for i in range(len(columns))
+        ]
+        print_lines(format_table(columns, [[_cell(v) for v in row] for row in rows], align), stream)
+
+
+# --- the command ----------------------------------------------------------------------------
+
+
+def with_engine(
+    args: argparse.Namespace,
+    parser: argparse.ArgumentParser,
+    work: Callable[[Any], int],
+    *,
+    detail: bool = False,
+) -> int:
+    """Open the engine over ``args.traces`` and run ``work`` with it; the exit status.
+
+    An input that cannot be used exits 1 with the reader's message; a statement the
+    engine rejects is a usage error (exit 2), reported through ``parser``'s name.
+    """
+    from nemo.lens.cli._engine import EngineUnavailable
+
+    try:
+        with opened(args.traces, args.skip_invalid, args.class_name, detail=detail) as engine:
+            return work(engine)
+    except (TraceInputError, EngineUnavailable) as error:
+        return fail(str(error), error.hint)
+    except QueryError as error:
+        print(f"{parser.prog}: error: the query failed: {error}", file=sys.stderr)
+        print(
+            f'  hint: the views are {", ".join(VIEWS)}; `{PROG} sql "DESCRIBE spans" '
+            "TRACE` lists a view's columns, and docs/sql.md says what each holds",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+
+
+def cmd_sql(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if not args.query.strip():
+        parser.error("the query is empty: give a statement such as 'SELECT * FROM steps LIMIT 5'")
+
+    def work(engine: Any) -> int:
+        write_result(run_query(engine, args.query), args.format, sys.stdout)
+        return EXIT_OK
+
+    return with_engine(args, parser, work, detail=True)
+
+
+def add_class_option(command: argparse.ArgumentParser, classes: Sequence[str]) -> None:
+    """``--class``: which span-group classes fill ``span_groups`` (and judge the groups)."""
+    command.add_argument(
+        "--class",
+        dest="class_name",
+        choices=classes,
+        action="append",
+        help="the span-group classes whose groups fill the span_groups and "
+        "span_group_presets views; repeat for a process hosting several consumers "
+        "(default: every shipped class, the base first)",
+    )
+
+
+def add_sql_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    classes: Sequence[str],
+    *,
+    traces_help: str,
+    skip_help: str,
+) -> None:
+    """The ``sql`` sub-command's parser."""
+    command = commands.add_parser(
+        "sql",
+        help="run a SQL query over a trace's spans and steps",
+        description=(
+            "Run one SQL statement (DuckDB's dialect) over views of the traces: spans (one "
+            "row per span), steps (one row per step execution, with its iteration, rank "
+            "and duration), span_groups and span_group_presets (the classes' schema)."
+        ),
+        epilog=(
+            f'Example: {PROG} sql "SELECT rank, count(*) AS steps, median(duration_ns) '
+            'FROM steps GROUP BY rank ORDER BY rank" trace.jsonl. '
+            f'`{PROG} sql "DESCRIBE spans" TRACE` lists a view\'s columns; docs/sql.md '
+            "says what each holds and gives the straggler query. Exit status: 0 success, "
+            "1 an input cannot be used, 2 bad usage or a statement the engine rejects."
+        ),
+    )
+    command.add_argument("query", metavar="QUERY", help="the SQL statement to run")
+    command.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
+    add_class_option(command, classes)
+    command.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table (default), csv (a header row, then the rows) or json (one object a line)",
+    )
+    command.add_argument("--skip-invalid", action="store_true", help=skip_help)
+    command.set_defaults(run=cmd_sql, command_parser=command)
