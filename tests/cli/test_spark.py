@@ -1,0 +1,117 @@
+"""The same analysis on Apache Spark (local mode) over the Parquet dataset: the same figures.
+
+The dataset is what ``nemo-lens convert --to parquet`` writes; Spark gets the
+engine's views (:mod:`nemo.lens.cli._engine.spark`) and runs the very query
+texts DuckDB runs. Every figure of ``summarize``, ``goodput`` and the straggler
+query must come out the same on both. Skipped without pyspark or Java, unless
+``NEMO_LENS_REQUIRE_SPARK=1`` (CI), where their absence fails.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nemo.lens.cli import main
+from nemo.lens.cli._engine import connect, query
+
+from .big_traces import write_big_trace
+from .goodput_traces import RANK0, RANK1, crash_and_resume
+
+REQUIRED = os.environ.get("NEMO_LENS_REQUIRE_SPARK", "").strip() == "1"
+QUERIES = ("summary", "goodput", "goodput_notes", "stragglers")
+
+
+def _missing() -> str:
+    if importlib.util.find_spec("pyspark") is None:
+        return "pyspark is not installed (pip install pyspark; the dev extra has it)"
+    java_home = os.environ.get("JAVA_HOME", "")
+    if shutil.which("java") is None and not (java_home and Path(java_home, "bin", "java").exists()):
+        return "no Java runtime for Spark (install Java 17, or set JAVA_HOME)"
+    return ""
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    missing = _missing()
+    if missing:
+        if REQUIRED:
+            pytest.fail(f"NEMO_LENS_REQUIRE_SPARK=1 but {missing}")
+        pytest.skip(missing)
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("nemo-lens-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two runs in one dataset: a crash and a resume over two ranks, and three ranks with a
+    straggler."""
+    directory = tmp_path_factory.mktemp("spark")
+    traces = [str(p) for p in crash_and_resume(directory)]
+    big = write_big_trace(directory / "big.jsonl", 3 * 301, ranks=3, straggler=2, slow_from=50)
+    traces.append(str(big.path))
+    out = directory / "dataset"
+    assert main(["convert", *traces, "--to", "parquet", "-o", str(out)]) == 0
+    return out
+
+
+def _duckdb(dataset: Path) -> dict[str, list[tuple[Any, ...]]]:
+    from nemo.lens.cli._sql_cmd import register_steps
+
+    with connect([str(dataset)]) as engine:
+        register_steps(engine)
+        return {name: engine.rows(query(name)) for name in QUERIES}
+
+
+def _same(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Rows in one order, floats to the nanosecond (both engines interpolate in doubles)."""
+    cells = [tuple(round(v, 3) if isinstance(v, float) else v for v in row) for row in rows]
+    return sorted(cells, key=repr)
+
+
+def test_spark_gives_duckdbs_figures_from_the_same_queries(spark: Any, dataset: Path) -> None:
+    from nemo.lens.cli._engine.spark import spark_query, spark_views
+
+    expected = _duckdb(dataset)
+    spark_views(spark, str(dataset))
+    for name in QUERIES:
+        columns, rows = spark_query(spark, name)
+        assert rows, f"{name}: no rows"
+        assert _same(rows) == _same(expected[name]), name
+
+    # And those figures are goodput's, not merely equal: the crashed run's ranks.
+    columns, rows = spark_query(spark, "goodput")
+    by_rank = {(r[columns.index("run_id")], r[columns.index("rank")]): r for r in rows}
+    for rank, figures in ((0, RANK0), (1, RANK1)):
+        row = by_rank[("run1", rank)]
+        assert row[columns.index("productive")] == figures["productive_s"] * 10**9
+        for bucket, seconds in figures["badput"].items():
+            assert row[columns.index(bucket)] == seconds * 10**9, bucket
+
+
+def test_spark_finds_the_straggler(spark: Any, dataset: Path) -> None:
+    from nemo.lens.cli._engine.spark import spark_query, spark_views
+
+    spark_views(spark, str(dataset))
+    columns, rows = spark_query(spark, "stragglers")
+    worst = dict(zip(columns, rows[0], strict=True))
+    assert (worst["run_id"], worst["slowest_rank"]) == ("bigrun", 2)
