@@ -1,13 +1,22 @@
-"""Reading traces back: ``nemo-lens summarize``, ``goodput`` and ``report``, in spans per second.
+"""Reading traces back: every ``nemo-lens`` command, against hand-written DuckDB queries.
 
-Runs in its own interpreter (``python -m bench.cli --spans N``). It writes a
-trace of a training job's shape -- per rank a job span and, per iteration, a
-step with forward/backward and optimizer spans inside, all with the attributes
-the primitives give them -- in the ``file`` exporter's line format, to a
-temporary directory. Then each command runs as a user runs it, in a fresh
-interpreter (``python -m nemo.lens.cli``), and is timed from start to exit;
-its peak RSS comes from the kernel's accounting of that child alone
-(``os.wait4``), so each figure is the command's own. Prints one JSON line.
+Runs in its own interpreter (``python -m bench.cli --spans N [--ten-million]``).
+It writes a trace of a training job's shape in the ``file`` exporter's format 2
+(:mod:`tests.cli.big_traces`: per rank a job, and per iteration a step with
+forward/backward and optimizer spans inside) to a temporary directory, then runs
+each command as a user runs it, in a fresh interpreter, timed from start to
+exit, with its peak RSS from the kernel's accounting of that child alone
+(``os.wait4``): ``summarize``, ``goodput``, ``report``, ``convert`` (Chrome) and
+``convert --to parquet`` over the JSON lines, then ``summarize`` and ``goodput``
+over the Parquet dataset.
+
+The baselines are measured in the same run, the same way: a fresh interpreter
+running the query a user would write by hand in DuckDB over the same input (per
+rank and group, the count, total, p50 and p99 of the durations; per rank, the
+wall time and the step time). ``summarize`` and ``goodput`` are reported as the
+ratio of their time to their baseline's, with the spans per second of each
+command and its peak memory; the targets are :data:`TARGETS`. Prints one JSON
+line (the last line of standard output), a table on standard error.
 """
 
 from __future__ import annotations
@@ -23,136 +32,178 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["COMMANDS", "main", "write_trace"]
+from bench.targets import Target
 
-COMMANDS: Final = ("summarize", "goodput", "report")
-_EPOCH: Final = 1_700_000_000_000_000_000
+__all__ = ["TARGETS", "main", "run"]
+
 _RANKS: Final = 4
+TEN_MILLION: Final = 10_000_000
+TARGETS: Final = (
+    Target("summarize_ratio", "nemo-lens summarize / hand-written DuckDB query", 1.5, "x"),
+    Target("goodput_ratio", "nemo-lens goodput / hand-written DuckDB query", 1.5, "x"),
+    Target("jsonl_spans_per_s", "summarize over JSON lines", 500_000, "spans/s", at_least=True),
+    Target("parquet_spans_per_s", "summarize over Parquet", 2_000_000, "spans/s", at_least=True),
+    Target("rss_peak_mib", "peak RSS of any command", 1024, "MiB"),
+)
+
+# The hand-written baselines: what a user who knows the format writes in DuckDB.
+_JSONL_LINES: Final = """
+lines AS (
+  SELECT * FROM read_json({source}, format = 'newline_delimited', columns = {{
+    lifetime: 'VARCHAR', trace_format: 'BIGINT', resource: 'JSON', attributes: 'JSON',
+    start_time_unix_nano: 'BIGINT', end_time_unix_nano: 'BIGINT'}})
+),
+ranks AS (
+  SELECT lifetime, CAST(resource ->> 'dl.rank' AS BIGINT) AS rank
+  FROM lines WHERE trace_format IS NOT NULL
+),
+spans AS (
+  SELECT r.rank, l.attributes ->> 'lens.group' AS span_group,
+         start_time_unix_nano AS start_ns, end_time_unix_nano AS end_ns
+  FROM lines l JOIN ranks r USING (lifetime) WHERE end_time_unix_nano IS NOT NULL
+)"""
+_PARQUET_SPANS: Final = """
+spans AS (SELECT rank, span_group, start_ns, end_ns
+           FROM read_parquet({source}, hive_partitioning = false))"""
+_SUMMARY: Final = """
+SELECT rank, span_group, count(*), sum(end_ns - start_ns),
+       quantile_cont(end_ns - start_ns, 0.5), quantile_cont(end_ns - start_ns, 0.99)
+FROM spans GROUP BY rank, span_group"""
+_GOODPUT: Final = """
+SELECT rank, max(end_ns) - min(start_ns) AS wall,
+       sum(CASE WHEN span_group = 'step' THEN end_ns - start_ns ELSE 0 END) AS productive
+FROM spans GROUP BY rank"""
 
 
-def write_trace(path: Path, spans: int, ranks: int = _RANKS) -> int:
-    """Write about ``spans`` spans over ``ranks`` ranks to ``path``; return how many exactly."""
-    from nemo.lens import semconv
-    from nemo.lens.groups import SpanGroup
-
-    per_rank = max(1, spans // ranks)
-    iterations = max(0, (per_rank - 1) // 3)
-    step_ns, gap_ns = 10_000_000, 4_000_000
-    written = 0
-
-    def record(name: str, group: str, rank: int, start: int, end: int, iteration: int) -> str:
-        attributes: dict[str, Any] = {
-            semconv.SPAN_GROUP: group,
-            semconv.SPAN_CATEGORY: "goodput" if group == SpanGroup.STEP else "profiling",
-        }
-        if iteration:
-            attributes["iteration"] = iteration
-        return json.dumps(
-            {
-                "name": name,
-                "trace_id": f"{rank + 1:032x}",
-                "span_id": f"{written + 1:016x}",
-                "parent_span_id": None,
-                "kind": "INTERNAL",
-                "start_time_unix_nano": _EPOCH + start,
-                "end_time_unix_nano": _EPOCH + end,
-                "status": {"code": "UNSET", "description": None},
-                "attributes": attributes,
-                "events": [],
-                "links": [],
-                "resource": {
-                    semconv.SERVICE_NAME: "bench",
-                    semconv.RUN_ID: "bench",
-                    semconv.RANK: rank,
-                    semconv.LIFETIME_ID: f"lifetime{rank}",
-                },
-                "scope": {"name": "nemo.lens", "version": "bench"},
-            },
-            separators=(",", ":"),
-        )
-
-    with path.open("w", encoding="utf-8") as stream:
-        for rank in range(ranks):
-            for i in range(1, iterations + 1):
-                start = (i - 1) * (step_ns + gap_ns)
-                stream.write(
-                    record(
-                        "train.forward_backward",
-                        SpanGroup.FORWARD_BACKWARD,
-                        rank,
-                        start,
-                        start + 6_000_000,
-                        0,
-                    )
-                    + "\n"
-                )
-                stream.write(
-                    record(
-                        "train.optimizer",
-                        SpanGroup.OPTIMIZER,
-                        rank,
-                        start + 6_000_000,
-                        start + 8_000_000,
-                        0,
-                    )
-                    + "\n"
-                )
-                stream.write(
-                    record("train.step", SpanGroup.STEP, rank, start, start + step_ns, i) + "\n"
-                )
-                written += 3
-            stream.write(
-                record("train.job", SpanGroup.JOB, rank, 0, iterations * (step_ns + gap_ns), 0)
-                + "\n"
-            )
-            written += 1
-    return written
+def _baseline_script(query: str, spans: str, source: str) -> str:
+    text = "WITH " + spans.format(source=repr(source)) + "\n" + query
+    return (
+        "import duckdb\n"
+        "connection = duckdb.connect(config={'memory_limit': '512MB'})\n"
+        f"connection.execute({text!r}).fetchall()\n"
+    )
 
 
-def _run(command: str, trace: Path, directory: Path) -> dict[str, Any]:
-    argv = [sys.executable, "-m", "nemo.lens.cli", command, str(trace)]
-    if command == "report":
-        argv += ["-o", str(directory / "report.html")]
+def _measure(argv: Sequence[str]) -> dict[str, Any]:
+    """Run ``argv`` to its end: wall seconds, CPU seconds, peak RSS (MiB)."""
     started = time.perf_counter()
     child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
     assert child.stderr is not None
     errors = child.stderr.read().decode("utf-8", "replace")
     child.stderr.close()
-    if child.returncode != 0:
-        raise RuntimeError(f"nemo-lens {command} failed ({child.returncode}):\n{errors}")
-    # Linux reports KiB, macOS bytes.
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])} ... failed:\n{errors}")
     peak = usage.ru_maxrss / (2**20 if sys.platform == "darwin" else 2**10)
     return {"seconds": elapsed, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_peak_mib": peak}
 
 
+def _lens(*argv: str) -> dict[str, Any]:
+    return _measure([sys.executable, "-m", "nemo.lens.cli", *argv])
+
+
+def _hand(query: str, spans: str, source: str) -> dict[str, Any]:
+    return _measure([sys.executable, "-c", _baseline_script(query, spans, source)])
+
+
 def run(spans: int) -> dict[str, Any]:
-    """Write the trace, run every command on it; the JSON-ready results."""
+    """Write the trace, run every command and baseline on it; the JSON-ready results."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.cli.big_traces import write_big_trace
+
     with tempfile.TemporaryDirectory(prefix="nemo-lens-bench-cli-") as scratch:
         directory = Path(scratch)
         trace = directory / "trace.jsonl"
         started = time.perf_counter()
-        count = write_trace(trace, spans)
+        written = write_big_trace(trace, spans, ranks=_RANKS)
+        jsonl, dataset = str(trace), str(directory / "dataset")
         results: dict[str, Any] = {
-            "spans": count,
+            "spans": written.spans,
             "trace_mib": trace.stat().st_size / 2**20,
             "write_s": time.perf_counter() - started,
-            "commands": {},
         }
-        for command in COMMANDS:
-            figures = _run(command, trace, directory)
-            figures["spans_per_s"] = count / figures["seconds"]
-            results["commands"][command] = figures
-        return results
+        commands = {
+            "summarize": _lens("summarize", jsonl),
+            "goodput": _lens("goodput", jsonl),
+            "report": _lens("report", jsonl, "-o", str(directory / "report.html")),
+            "convert": _lens("convert", jsonl, "-o", os.devnull),
+            "convert --to parquet": _lens("convert", jsonl, "--to", "parquet", "-o", dataset),
+            "summarize (parquet)": _lens("summarize", dataset),
+            "goodput (parquet)": _lens("goodput", dataset),
+        }
+        files = f"{dataset}/**/*.parquet"
+        baselines = {
+            "summarize": _hand(_SUMMARY, _JSONL_LINES, jsonl),
+            "goodput": _hand(_GOODPUT, _JSONL_LINES, jsonl),
+            "summarize (parquet)": _hand(_SUMMARY, _PARQUET_SPANS, files),
+            "goodput (parquet)": _hand(_GOODPUT, _PARQUET_SPANS, files),
+        }
+        results["parquet_mib"] = sum(p.stat().st_size for p in Path(dataset).rglob("*")) / 2**20
+    for name, figures in commands.items():
+        figures["spans_per_s"] = written.spans / figures["seconds"]
+        if name in baselines:
+            figures["baseline_s"] = baselines[name]["seconds"]
+            figures["ratio"] = figures["seconds"] / baselines[name]["seconds"]
+    results["commands"] = commands
+    results["baselines"] = baselines
+    measured = {
+        "summarize_ratio": commands["summarize"]["ratio"],
+        "goodput_ratio": commands["goodput"]["ratio"],
+        "jsonl_spans_per_s": commands["summarize"]["spans_per_s"],
+        "parquet_spans_per_s": commands["summarize (parquet)"]["spans_per_s"],
+        "rss_peak_mib": max(f["rss_peak_mib"] for f in commands.values()),
+    }
+    results["targets"] = [
+        {
+            "key": t.key,
+            "description": t.description,
+            "target": t.describe_limit(),
+            "value": measured[t.key],
+            "met": t.met(measured[t.key]),
+        }
+        for t in TARGETS
+    ]
+    return results
+
+
+def describe(results: dict[str, Any]) -> str:
+    """The results as a text table, then the targets."""
+    lines = [
+        f"{results['spans']:,} spans ({results['trace_mib']:.0f} MiB of JSON lines, "
+        f"{results['parquet_mib']:.0f} MiB of Parquet), written in {results['write_s']:.1f} s"
+    ]
+    lines.append(
+        f"{'command':<24}{'s':>8}{'spans/s':>14}{'RSS MiB':>9}{'baseline s':>12}{'ratio':>7}"
+    )
+    for name, f in results["commands"].items():
+        base = f"{f['baseline_s']:12.2f}{f['ratio']:7.2f}" if "ratio" in f else ""
+        lines.append(
+            f"{name:<24}{f['seconds']:8.2f}{f['spans_per_s']:14,.0f}{f['rss_peak_mib']:9.0f}{base}"
+        )
+    for t in results["targets"]:
+        value = f"{t['value']:,.2f}"
+        lines.append(
+            f"  {'met ' if t['met'] else 'MISS'} {t['description']}: {value} ({t['target']})"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cli")
     parser.add_argument("--spans", type=int, default=1_000_000)
+    parser.add_argument(
+        "--ten-million",
+        action="store_true",
+        help="also measure 10,000,000 spans (about 4 GB of JSON lines on disk; minutes)",
+    )
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.spans)))
+    results = run(args.spans)
+    print(describe(results), file=sys.stderr)
+    if args.ten_million:
+        results["ten_million"] = run(TEN_MILLION)
+        print(describe(results["ten_million"]), file=sys.stderr)
+    print(json.dumps(results))
     return 0
 
 
