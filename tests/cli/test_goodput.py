@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from nemo.lens import semconv
-from nemo.lens.cli._classify import Classifier
+from nemo.lens.cli._engine import connect
 from nemo.lens.cli._goodput import BADPUT_BUCKETS
-from nemo.lens.cli._trace_io import read_traces
 from nemo.lens.consumers.megatron import MegatronSpanGroup
 from nemo.lens.groups import SpanGroup
 
@@ -142,9 +141,18 @@ def test_a_span_without_its_category_takes_the_base_classes(tmp_path: Path) -> N
     )
     unknown = span_dict("mine", start_ms=0, end_ms=1, group="test_only_group")
     path = write_lines(tmp_path / "t.jsonl", [line(old), line(tagged), line(unknown)])
-    classifier = Classifier.shipped()
-    buckets = [classifier.bucket(span) for span in read_traces([str(path)]).spans]
-    assert buckets == [SpanGroup.GROUP_INFO[SpanGroup.EVALUATE].bucket, "", ""]
+    with connect([str(path)]) as engine:
+        buckets = engine.rows(
+            "SELECT s.span_category, CASE WHEN coalesce(s.span_category, g.category) = "
+            "'goodput' THEN coalesce(g.bucket, '') ELSE '' END FROM spans s "
+            "LEFT JOIN span_groups g USING (span_group) ORDER BY s.span_category NULLS FIRST, "
+            "s.span_group"
+        )
+    assert [bucket for _, bucket in buckets] == [
+        SpanGroup.GROUP_INFO[SpanGroup.EVALUATE].bucket,
+        "",
+        "",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -154,8 +162,8 @@ def test_a_span_without_its_category_takes_the_base_classes(tmp_path: Path) -> N
 def test_iteration_values(tmp_path: Path, value: object, expected: int | None) -> None:
     attributes = {} if value is None else {"iteration": value}
     record = span_dict("s", start_ms=0, end_ms=1, group=SpanGroup.STEP, attributes=attributes)
-    (span,) = read_traces([str(write_lines(tmp_path / "t.jsonl", [line(record)]))]).spans
-    assert Classifier.shipped().iteration(span) == expected
+    with connect([str(write_lines(tmp_path / "t.jsonl", [line(record)]))]) as engine:
+        assert engine.rows("SELECT iteration FROM spans") == [(expected,)]
 
 
 def test_lifetimes_of_traces_written_before_the_lifetime_id(run: Run, tmp_path: Path) -> None:

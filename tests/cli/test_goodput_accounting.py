@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nemo.lens.cli._goodput import BUCKETS, Accountant, GoodputSpan
+from tests.cli.reference.goodput import BUCKETS, Accountant, GoodputSpan
 
 S = 1_000_000_000
 """Nanoseconds per second."""

@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from nemo.lens.cli import _report
-from nemo.lens.cli._classify import Classifier
+from nemo.lens.cli._engine import connect
 from nemo.lens.cli._report import ReportBuilder
-from nemo.lens.cli._trace_io import TraceStream
 from nemo.lens.groups import SpanGroup
 
 from .conftest import Result, line, span_dict, write_lines
@@ -31,9 +30,8 @@ def page_data(page: Path) -> dict[str, Any]:
 
 
 def build(paths: list[Path], **options: Any) -> dict[str, Any]:
-    builder = ReportBuilder(Classifier.shipped(), **options)
-    for span in TraceStream([str(p) for p in paths]):
-        builder.add(span)
+    with connect([str(p) for p in paths], detail=True) as engine:
+        builder = ReportBuilder.from_engine(engine, **options)
     return builder.data(title="t", sources=[], generator="g")
 
 

@@ -10,9 +10,12 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from typing import Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from nemo.lens.cli._trace_io import STDIN, Problem, Trace, TraceInputError, read_traces
+
+if TYPE_CHECKING:
+    from nemo.lens.cli._engine import Engine
 
 __all__ = [
     "BASE_CLASS",
@@ -23,6 +26,7 @@ __all__ = [
     "PROG",
     "NotWritable",
     "fail",
+    "open_engine",
     "output_file",
     "plural",
     "print_lines",
@@ -80,6 +84,23 @@ def report_problems(problems: Sequence[Problem], reconstructed: int = 0) -> None
             "last record, marked nemo.span.truncated",
             file=sys.stderr,
         )
+
+
+def open_engine(paths: Sequence[str], skip_invalid: bool, **options: Any) -> Engine | int:
+    """Read the inputs into the engine (:func:`nemo.lens.cli._engine.connect`), or report
+    why not and return the exit status: 1 for an input that cannot be used, 2 without
+    DuckDB (the ``[cli]`` extra)."""
+    from nemo.lens.cli._engine import EngineUnavailable, connect
+
+    try:
+        engine = connect(paths, skip_invalid=skip_invalid, **options)
+    except EngineUnavailable as error:
+        fail(str(error), error.hint)
+        return EXIT_USAGE
+    except TraceInputError as error:
+        return fail(str(error), error.hint)
+    report_problems(engine.problems, engine.reconstructed)
+    return engine
 
 
 def read(paths: Sequence[str], skip_invalid: bool) -> Trace | int:

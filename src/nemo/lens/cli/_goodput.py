@@ -29,26 +29,29 @@ ranks that executed a step are candidates: a process of the run that trains
 nothing (a launcher, a scheduler's spans emitted afterwards) widens the run's
 wall time but would otherwise bound every run at zero.
 
-The accounting consumes spans one at a time and keeps, per rank, only the
-bucketed spans and the extent of each lifetime, so memory grows with the number
-of steps, not of spans.
+The accounting is SQL over the engine's ``spans`` and ``span_groups`` views
+(``queries/goodput.sql``: boundary points per rank, the pieces between them, the
+covering span that started last, sums per bucket); this module turns its rows
+into :class:`RunGoodput` s.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final
+
+from nemo.lens.cli._engine import query
+
+if TYPE_CHECKING:
+    from nemo.lens.cli._engine import Engine
 
 __all__ = [
     "BADPUT_BUCKETS",
     "BUCKETS",
-    "Accountant",
     "Breakdown",
-    "GoodputSpan",
     "RunGoodput",
+    "goodput_notes",
+    "goodput_runs",
 ]
 
 PRODUCTIVE: Final = "productive"
@@ -59,22 +62,6 @@ SCHEMA_BADPUT: Final = ("initialization", "checkpoint_save", "evaluation")
 BADPUT_BUCKETS: Final[tuple[str, ...]] = (*SCHEMA_BADPUT, WASTED, RESTART, UNACCOUNTED)
 """The badput buckets, in the order reports show them."""
 BUCKETS: Final[tuple[str, ...]] = (PRODUCTIVE, *BADPUT_BUCKETS)
-
-
-class GoodputSpan(NamedTuple):
-    """What the accounting needs of one span."""
-
-    run_id: str
-    rank: int | None
-    lifetime: str
-    """The process lifetime that emitted it: a crash and resume makes a new one."""
-    bucket: str
-    """The schema bucket its group feeds (goodput groups only); empty: transparent."""
-    iteration: int | None
-    start_ns: int
-    end_ns: int
-    truncated: bool = False
-    """The span never finished (``nemo.span.truncated``): a step's work lost."""
 
 
 @dataclass
@@ -115,134 +102,36 @@ class RunGoodput:
     ranks: dict[int | None, Breakdown]
 
 
-class _Bucketed(NamedTuple):
-    start_ns: int
-    end_ns: int
-    bucket: str
-    lifetime: str
-    iteration: int | None
-    truncated: bool
+def goodput_runs(engine: Engine) -> list[RunGoodput]:
+    """Every run's figures, runs in name order (``queries/goodput.sql``)."""
+    runs: dict[str, RunGoodput] = {}
+    for row in engine.rows(query("goodput")):
+        run_id, rank, lifetimes, start, end = row[:5]
+        counts = [int(value) for value in row[5:12]]
+        run_start, run_end, bounding = row[12:]
+        breakdown = Breakdown(int(start), int(end), dict(zip(_COLUMNS, counts, strict=True)))
+        breakdown.lifetimes = int(lifetimes)
+        found = runs.get(run_id)
+        if found is None:
+            found = runs[run_id] = RunGoodput(run_id, Breakdown(run_start, run_end), None, {})
+        found.ranks[rank] = breakdown
+        if bounding:
+            found.bounding_rank = rank
+            run = found.run
+            run.buckets = dict(breakdown.buckets)
+            run.lifetimes = breakdown.lifetimes
+            # The run is longer than the bounding rank's own span of time where other
+            # ranks started earlier or ended later: nothing of the bounding rank's ran
+            # then, so that time is unaccounted for the run.
+            run.buckets[UNACCOUNTED] += run.wall_ns - breakdown.wall_ns
+    return [runs[run_id] for run_id in sorted(runs)]
 
 
-@dataclass
-class _Rank:
-    start_ns: int | None = None
-    end_ns: int | None = None
-    lifetimes: dict[str, list[int]] = field(default_factory=dict)
-    """Lifetime -> [first start, last end]."""
-    bucketed: list[_Bucketed] = field(default_factory=list)
+def goodput_notes(engine: Engine) -> tuple[int, int]:
+    """How many step spans the trace holds, and how many of them carry no iteration."""
+    steps, without = engine.rows(query("goodput_notes"))[0]
+    return int(steps or 0), int(without or 0)
 
 
-class Accountant:
-    """Feed it spans (:meth:`add`), then ask for each run's figures (:meth:`runs`)."""
-
-    def __init__(self) -> None:
-        self._runs: dict[str, dict[int | None, _Rank]] = {}
-
-    def add(self, span: GoodputSpan) -> None:
-        rank = self._runs.setdefault(span.run_id, {}).setdefault(span.rank, _Rank())
-        start, end = span.start_ns, max(span.end_ns, span.start_ns)
-        rank.start_ns = start if rank.start_ns is None else min(rank.start_ns, start)
-        rank.end_ns = end if rank.end_ns is None else max(rank.end_ns, end)
-        extent = rank.lifetimes.get(span.lifetime)
-        if extent is None:
-            rank.lifetimes[span.lifetime] = [start, end]
-        else:
-            extent[0], extent[1] = min(extent[0], start), max(extent[1], end)
-        if span.bucket:
-            rank.bucketed.append(
-                _Bucketed(start, end, span.bucket, span.lifetime, span.iteration, span.truncated)
-            )
-
-    def add_all(self, spans: Iterable[GoodputSpan]) -> Accountant:
-        for span in spans:
-            self.add(span)
-        return self
-
-    def runs(self) -> list[RunGoodput]:
-        """Every run's figures, runs in name order."""
-        return [self._run(run_id, ranks) for run_id, ranks in sorted(self._runs.items())]
-
-    def _run(self, run_id: str, ranks: Mapping[int | None, _Rank]) -> RunGoodput:
-        start = min(r.start_ns for r in ranks.values() if r.start_ns is not None)
-        end = max(r.end_ns for r in ranks.values() if r.end_ns is not None)
-        breakdowns = {key: _account(rank) for key, rank in ranks.items()}
-
-        def slowness(key: int | None) -> tuple[int, int, bool, int]:
-            b = breakdowns[key]
-            return (b.buckets[PRODUCTIVE], -b.wall_ns, key is None, key or 0)
-
-        stepped = [k for k, b in breakdowns.items() if b.buckets[PRODUCTIVE] + b.buckets[WASTED]]
-        bounding = min(stepped or breakdowns, key=slowness)
-        chosen = breakdowns[bounding]
-        run = Breakdown(start, end, dict(chosen.buckets), chosen.lifetimes)
-        # The run is longer than the bounding rank's own span of time where other
-        # ranks started earlier or ended later: nothing of the bounding rank's ran
-        # then, so that time is unaccounted for the run.
-        run.buckets[UNACCOUNTED] += run.wall_ns - chosen.wall_ns
-        ordered = dict(sorted(breakdowns.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
-        return RunGoodput(run_id, run, bounding, ordered)
-
-
-def _account(rank: _Rank) -> Breakdown:
-    assert rank.start_ns is not None and rank.end_ns is not None
-    out = Breakdown(rank.start_ns, rank.end_ns, lifetimes=len(rank.lifetimes))
-    # Lifetimes in the order they ran; the time between one's end and the next one's
-    # start is the restart (overlapping lifetimes, two processes at once, leave none).
-    extents = sorted((s, e) for s, e in rank.lifetimes.values())
-    covered_end = extents[0][0]
-    live: list[tuple[int, int]] = []
-    for start, end in extents:
-        if start > covered_end:
-            out.buckets[RESTART] += start - covered_end
-        if live and start <= live[-1][1]:
-            live[-1] = (live[-1][0], max(live[-1][1], end))
-        else:
-            live.append((start, end))
-        covered_end = max(covered_end, end)
-
-    last_run = _last_executions(rank.bucketed)
-    spans = sorted(rank.bucketed, key=lambda s: (s.start_ns, -s.end_ns))
-    for (start, end), owner in _innermost(spans):
-        span = spans[owner]
-        bucket = span.bucket
-        iteration = span.iteration
-        if bucket == PRODUCTIVE and (
-            span.truncated or (iteration is not None and last_run[iteration] > span.start_ns)
-        ):
-            bucket = WASTED  # it never finished, or its iteration ran again later: lost
-        out.buckets[bucket] += end - start
-    bucketed_total = sum(out.buckets[b] for b in (PRODUCTIVE, WASTED, *SCHEMA_BADPUT))
-    live_total = sum(e - s for s, e in live)
-    out.buckets[UNACCOUNTED] = live_total - bucketed_total
-    return out
-
-
-def _last_executions(spans: Iterable[_Bucketed]) -> dict[int, int]:
-    """Iteration -> the start of its last execution (the one that counts)."""
-    last: dict[int, int] = {}
-    for span in spans:
-        if span.bucket == PRODUCTIVE and span.iteration is not None:
-            last[span.iteration] = max(last.get(span.iteration, span.start_ns), span.start_ns)
-    return last
-
-
-def _innermost(spans: list[_Bucketed]) -> Iterable[tuple[tuple[int, int], int]]:
-    """Cut time into pieces, each with the index of the innermost span covering it.
-
-    *spans* are sorted by start (outer first on ties). The innermost covering span is
-    the one that started last among those still open; a heap ordered by that keeps
-    it on top, and spans that ended are dropped lazily.
-    """
-    boundaries = sorted({t for s in spans for t in (s.start_ns, s.end_ns)})
-    heap: list[tuple[int, int, int]] = []  # (-start, length, index): latest start on top
-    following = 0
-    for left, right in itertools.pairwise(boundaries):
-        while following < len(spans) and spans[following].start_ns <= left:
-            span = spans[following]
-            heapq.heappush(heap, (-span.start_ns, span.end_ns - span.start_ns, following))
-            following += 1
-        while heap and spans[heap[0][2]].end_ns <= left:
-            heapq.heappop(heap)
-        if heap:
-            yield (left, right), heap[0][2]
+# The order of the bucket columns in queries/goodput.sql.
+_COLUMNS: Final = (PRODUCTIVE, *SCHEMA_BADPUT, WASTED, RESTART, UNACCOUNTED)

@@ -14,16 +14,16 @@ from nemo.lens.cli._common import (
     EXIT_OK,
     PROG,
     fail,
+    open_engine,
     output_file,
     plural,
     print_lines,
-    report_problems,
     write_output,
 )
-from nemo.lens.cli._trace_io import STDIN, TraceInputError, TraceStream
+from nemo.lens.cli._trace_io import STDIN
 
 if TYPE_CHECKING:
-    from nemo.lens.cli._classify import Classifier
+    from nemo.lens.cli._engine import Engine
 
 __all__ = ["cmd_goodput", "cmd_report", "iteration_attribute"]
 
@@ -34,18 +34,21 @@ def iteration_attribute(text: str) -> str:
     return text.strip()
 
 
-def _goodput_notes(classifier: Classifier) -> None:
+def _goodput_notes(engine: Engine, iteration_attribute: str) -> None:
     """Say on stderr what makes the figures less than they could be, and the fix."""
-    if not classifier.steps:
+    from nemo.lens.cli._goodput import goodput_notes
+
+    steps, without_iteration = goodput_notes(engine)
+    if not steps:
         print(
             f"{PROG}: note: no step span in the trace, so nothing counts as productive; "
             "record the step group (NEMO_LENS_SPAN_GROUPS=per_step)",
             file=sys.stderr,
         )
-    elif classifier.steps_without_iteration:
+    elif without_iteration:
         print(
-            f"{PROG}: note: {classifier.steps_without_iteration} of {classifier.steps} step "
-            f"spans carry no whole-number {classifier.iteration_attribute!r} attribute; "
+            f"{PROG}: note: {without_iteration} of {steps} step "
+            f"spans carry no whole-number {iteration_attribute!r} attribute; "
             "their time counts as productive, since a re-executed iteration cannot be told "
             "(name the attribute with --iteration-attribute)",
             file=sys.stderr,
@@ -53,21 +56,17 @@ def _goodput_notes(classifier: Classifier) -> None:
 
 
 def cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from nemo.lens.cli._classify import Classifier
-    from nemo.lens.cli._goodput import Accountant
+    from nemo.lens.cli._goodput import goodput_runs
     from nemo.lens.cli._goodput_format import format_goodput, run_json
 
-    classifier = Classifier.shipped(args.iteration_attribute)
-    accountant = Accountant()
-    stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
-    try:
-        for span in stream:
-            accountant.add(classifier.classify(span))
-    except TraceInputError as error:
-        return fail(str(error), error.hint)
-    report_problems(stream.problems, stream.reconstructed)
-    _goodput_notes(classifier)
-    runs = accountant.runs()
+    engine = open_engine(
+        args.traces, args.skip_invalid, iteration_attribute=args.iteration_attribute
+    )
+    if isinstance(engine, int):
+        return engine
+    with engine:
+        _goodput_notes(engine, args.iteration_attribute)
+        runs = goodput_runs(engine)
     if args.json:
         print_lines([json.dumps(run_json(run), allow_nan=False) for run in runs])
     else:
@@ -79,7 +78,6 @@ def cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
 
 def cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from nemo.lens.cli._classify import Classifier
     from nemo.lens.cli._goodput_format import goodput_line
     from nemo.lens.cli._report import ReportBuilder
     from nemo.lens.cli._report_html import render_report
@@ -95,16 +93,14 @@ def cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             f"{output}: cannot be written: no directory {directory}",
             f"create it (mkdir -p {shlex.quote(directory)}) or name another output with -o",
         )
-    classifier = Classifier.shipped(args.iteration_attribute)
-    builder = ReportBuilder(classifier)
-    stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
-    try:
-        for span in stream:
-            builder.add(span)
-    except TraceInputError as error:
-        return fail(str(error), error.hint)
-    report_problems(stream.problems, stream.reconstructed)
-    _goodput_notes(classifier)
+    engine = open_engine(
+        args.traces, args.skip_invalid, iteration_attribute=args.iteration_attribute, detail=True
+    )
+    if isinstance(engine, int):
+        return engine
+    with engine:
+        _goodput_notes(engine, args.iteration_attribute)
+        builder = ReportBuilder.from_engine(engine)
     title = args.title or f"nemo.lens report: {os.path.basename(args.traces[0])}" + (
         f" and {plural(len(args.traces) - 1, 'more input')}" if len(args.traces) > 1 else ""
     )

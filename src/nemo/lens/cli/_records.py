@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
 from nemo.lens import semconv
@@ -169,6 +169,12 @@ class SpanRecord:
     events: tuple[SpanEvent, ...]
     lifetime: str = ""
     """The process lifetime that wrote the span (see the module docstring)."""
+    resource: Mapping[str, Any] = field(default_factory=dict)
+    """Its resource: its line's own, or its lifetime header's."""
+    source: str = ""
+    """The input it was read from, as messages name it."""
+    line: int = 0
+    """Its line in that input."""
 
     @property
     def duration_ns(self) -> int:
@@ -412,6 +418,9 @@ def span_from_dict(
         attributes=attributes,
         events=tuple(events),
         lifetime=processes.setdefault(lifetime, lifetime),
+        resource=resource,
+        source=location.path,
+        line=location.line,
     )
 
 

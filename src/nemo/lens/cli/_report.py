@@ -21,16 +21,16 @@ Step durations
     median, 90th percentile and maximum, and how often the rank was the slowest
     at an iteration: the straggler.
 Goodput
-    The figures of :mod:`nemo.lens.cli._goodput` for every run and rank.
+    The figures of :mod:`nemo.lens.cli._goodput` (the engine's) for every run and rank.
 
-:class:`ReportBuilder` consumes spans (:meth:`ReportBuilder.add`) and returns
+:class:`ReportBuilder` consumes spans (:meth:`ReportBuilder.add`, rows of the
+engine's ``queries/report_spans.sql`` read in batches) and returns
 the page's data (:meth:`ReportBuilder.data`), a JSON-ready dict that
 :mod:`nemo.lens.cli._report_html` renders.
 """
 
 from __future__ import annotations
 
-import functools
 import heapq
 import json
 import math
@@ -38,17 +38,19 @@ from array import array
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from nemo.lens import semconv
-from nemo.lens.cli._classify import Classifier
-from nemo.lens.cli._goodput import PRODUCTIVE, Accountant, RunGoodput
+from nemo.lens.cli._goodput import RunGoodput
 from nemo.lens.cli._goodput_format import run_json
 from nemo.lens.cli._progress import Progress, progress
+from nemo.lens.cli._records import Process
 from nemo.lens.cli._summary import percentile
-from nemo.lens.cli._trace_io import Process, SpanRecord
 
-__all__ = ["COVERAGE_BINS", "DRAWN_SPANS", "STEP_POINTS", "ReportBuilder"]
+if TYPE_CHECKING:
+    from nemo.lens.cli._engine import Engine
+
+__all__ = ["COVERAGE_BINS", "DRAWN_SPANS", "STEP_POINTS", "ReportBuilder", "ReportSpan"]
 
 DRAWN_SPANS: Final = 20_000
 """Spans drawn one by one, with hover details: the longest ones."""
@@ -61,7 +63,28 @@ MAX_ROWS: Final = 400
 _ATTRIBUTE_CHARS: Final = 200
 _ATTRIBUTES_SHOWN: Final = 24
 _PROGRESS_EVERY: Final = 1 << 16
+_BATCH: Final = 10_000
+"""Rows fetched from the engine at a time."""
 _HIDDEN_ATTRIBUTES: Final = frozenset({semconv.SPAN_GROUP, semconv.LEGACY_SPAN_GROUP})
+
+
+class ReportSpan(NamedTuple):
+    """What the report needs of one span (a row of ``queries/report_spans.sql``)."""
+
+    process: Process
+    group: str
+    name: str
+    lifetime: str
+    start_ns: int
+    end_ns: int
+    status: str
+    status_description: str | None
+    attributes: str
+    """Its attributes as JSON text."""
+    iteration: int | None
+    truncated: bool
+    step: bool
+    """Whether it feeds the productive bucket."""
 
 
 @dataclass
@@ -91,14 +114,17 @@ class ReportBuilder:
 
     def __init__(
         self,
-        classifier: Classifier,
+        runs: list[RunGoodput],
+        buckets: Mapping[str, str],
         *,
         drawn_spans: int = DRAWN_SPANS,
         show_progress: bool | None = None,
     ) -> None:
-        self.classifier = classifier
+        self.runs = runs
+        """Every run's goodput (from the engine)."""
+        self.buckets = buckets
+        """Group -> the bucket its row shows (goodput groups that name one)."""
         self.show_progress = show_progress
-        self.accountant = Accountant()
         self._drawn_limit = drawn_spans
         self._rows: dict[tuple[Process, str], int] = {}
         self._row_first: list[tuple[int, int]] = []
@@ -112,10 +138,27 @@ class ReportBuilder:
         self._lifetimes: dict[Process, dict[str, list[int]]] = defaultdict(dict)
         self.spans = 0
 
-    def add(self, span: SpanRecord) -> None:
+    @classmethod
+    def from_engine(cls, engine: Engine, **options: Any) -> ReportBuilder:
+        """A builder fed every span of *engine*, read in batches (``report_spans.sql``)."""
+        from nemo.lens.cli._engine import query
+        from nemo.lens.cli._goodput import goodput_runs
+
+        buckets = dict(engine.rows(query("row_buckets")))
+        builder = cls(goodput_runs(engine), buckets, **options)
+        cursor = engine.sql(query("report_spans"))
+        processes: dict[tuple[Any, ...], Process] = {}
+        while batch := cursor.fetchmany(_BATCH):
+            for run_id, rank, service, group, *rest in batch:
+                key = (run_id, rank, service)
+                process = processes.get(key)
+                if process is None:
+                    process = processes[key] = Process(rank, run_id, service)
+                builder.add(ReportSpan(process, group, *rest))
+        return builder
+
+    def add(self, span: ReportSpan) -> None:
         """Take one span into every view."""
-        goodput = self.classifier.classify(span)
-        self.accountant.add(goodput)
         key = (span.process, span.group)
         row = self._rows.get(key)
         first = (span.start_ns, -span.end_ns)
@@ -144,18 +187,13 @@ class ReportBuilder:
             self._lifetimes[span.process][span.lifetime] = [span.start_ns, span.end_ns]
         else:
             extent[0], extent[1] = min(extent[0], span.start_ns), max(extent[1], span.end_ns)
-        if goodput.bucket == PRODUCTIVE:
+        if span.step:
             steps = self._steps[span.process]
-            if goodput.truncated:
+            if span.truncated:
                 steps.truncated.add(len(steps.starts))
-            steps.iterations.append(-1 if goodput.iteration is None else goodput.iteration)
+            steps.iterations.append(-1 if span.iteration is None else span.iteration)
             steps.starts.append(span.start_ns)
             steps.ends.append(span.end_ns)
-
-    @functools.cached_property
-    def runs(self) -> list[RunGoodput]:
-        """Every run's goodput (ask once every span is in)."""
-        return self.accountant.runs()
 
     def data(self, *, title: str, sources: Sequence[str], generator: str) -> dict[str, Any]:
         """The page's data: a JSON-ready dict (see :mod:`nemo.lens.cli._report_html`)."""
@@ -216,8 +254,7 @@ class ReportBuilder:
         }
 
     def _bucket_of(self, group: str) -> str:
-        bucket = self.classifier.buckets.get(group, "")
-        return bucket if self.classifier.categories.get(group) == "goodput" else ""
+        return self.buckets.get(group, "")
 
     def _coverage(self, position: Mapping[int, int], origin: int, end: int) -> dict[str, list[int]]:
         """Row -> the share (0..255) of each bin its spans cover; rows fully drawn left out."""
@@ -265,9 +302,8 @@ class ReportBuilder:
     def _restarts(self, labels: Mapping[Process, str], ms: Any) -> list[dict[str, Any]]:
         """The gaps between one lifetime of a rank and its next."""
         gaps = []
-        for process, lifetimes in self._lifetimes.items():
-            if process not in labels:
-                continue
+        for process in labels:  # ranks in order
+            lifetimes = self._lifetimes.get(process, {})
             covered_end: int | None = None
             for start, end in sorted(lifetimes.values()):
                 if covered_end is not None and start > covered_end:
@@ -358,14 +394,15 @@ def _batched(items: Sequence[Any], size: int) -> list[Sequence[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _attributes(span: SpanRecord) -> str:
+def _attributes(span: ReportSpan) -> str:
     """The span's attributes for the hover, as compact JSON, long values cut short."""
     shown: dict[str, Any] = {}
-    for key, value in span.attributes.items():
+    attributes: dict[str, Any] = json.loads(span.attributes) if span.attributes else {}
+    for key, value in attributes.items():
         if key in _HIDDEN_ATTRIBUTES:
             continue
         if len(shown) == _ATTRIBUTES_SHOWN:
-            shown["…"] = f"{len(span.attributes) - _ATTRIBUTES_SHOWN} more"
+            shown["…"] = f"{len(attributes) - _ATTRIBUTES_SHOWN} more"
             break
         if isinstance(value, str) and len(value) > _ATTRIBUTE_CHARS:
             value = value[: _ATTRIBUTE_CHARS - 1] + "…"

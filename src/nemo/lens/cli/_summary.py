@@ -4,6 +4,7 @@ What ``nemo-lens summarize`` prints and the demo ends with. For every process
 (rank of a run) and every span group: how many spans, their total duration,
 mean, median (p50) and 99th percentile (p99).
 
+The figures are SQL over the engine's ``spans`` view (``queries/summary.sql``).
 Percentiles interpolate linearly between the two nearest ranks (numpy's
 default, so numbers match a notebook's), and ``total`` adds durations up as
 they are: a group whose spans nest inside each other counts the overlap twice.
@@ -12,13 +13,16 @@ they are: a group whose spans nest inside each other counts the overlap twice.
 from __future__ import annotations
 
 import math
-from array import array
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from nemo.lens.cli._engine import query
+from nemo.lens.cli._records import Process
 from nemo.lens.cli._table import format_duration, format_table
-from nemo.lens.cli._trace_io import Process, SpanRecord
+
+if TYPE_CHECKING:
+    from nemo.lens.cli._engine import Engine
 
 __all__ = ["GroupStats", "ProcessSummary", "format_summary", "percentile", "summarize"]
 
@@ -57,37 +61,30 @@ def percentile(ordered: Sequence[int], fraction: float) -> float:
     return ordered[below] + (ordered[above] - ordered[below]) * weight
 
 
-def summarize(spans: Iterable[SpanRecord]) -> list[ProcessSummary]:
-    """Group ``spans`` by process and span group and compute their statistics.
+def summarize(engine: Engine) -> list[ProcessSummary]:
+    """The statistics of every process and span group (``queries/summary.sql``).
 
     Processes come in rank order (unknown ranks last); within one, groups come
     by total duration, largest first (ties by name), so the table reads from
     the job down to its smallest parts.
     """
-    # Signed 64-bit arrays, not lists of ints: 8 bytes a span instead of about 36,
-    # so a million-span trace summarizes in a few megabytes.
-    durations: dict[Process, dict[str, array[int]]] = defaultdict(
-        lambda: defaultdict(lambda: array("q"))
-    )
-    for span in spans:
-        durations[span.process][span.group].append(span.duration_ns)
-    summaries = []
-    for process in sorted(durations, key=Process.sort_key):
-        stats = []
-        for group, unsorted in durations[process].items():
-            values = sorted(unsorted)
-            total = sum(values)
-            stats.append(
-                GroupStats(
-                    group=group,
-                    count=len(values),
-                    total_ns=total,
-                    mean_ns=total / len(values),
-                    p50_ns=percentile(values, 0.50),
-                    p99_ns=percentile(values, 0.99),
-                )
+    by_process: dict[Process, list[GroupStats]] = {}
+    for run_id, rank, service, group, count, total, p50, p99 in engine.rows(query("summary")):
+        process = Process(rank=rank, run_id=run_id, service=service)
+        total = int(total)
+        by_process.setdefault(process, []).append(
+            GroupStats(
+                group=group,
+                count=count,
+                total_ns=total,
+                mean_ns=total / count,
+                p50_ns=float(p50),
+                p99_ns=float(p99),
             )
-        stats.sort(key=lambda item: (-item.total_ns, item.group))
+        )
+    summaries = []
+    for process in sorted(by_process, key=Process.sort_key):
+        stats = sorted(by_process[process], key=lambda item: (-item.total_ns, item.group))
         summaries.append(
             ProcessSummary(
                 process=process,

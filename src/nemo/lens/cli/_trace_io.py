@@ -143,8 +143,11 @@ class TraceStream:
         *,
         skip_invalid: bool = False,
         show_progress: bool | None = None,
+        names: dict[str, str] | None = None,
     ) -> None:
         self.paths = list(paths)
+        self.names = dict(names or {})
+        """Path -> the name messages give it (a spooled copy of standard input: ``<stdin>``)."""
         self.skip_invalid = skip_invalid
         self.show_progress = show_progress
         self.problems: list[Problem] = []
@@ -167,12 +170,20 @@ class TraceStream:
         ) as bar:
             for path in paths:
                 counts = _FileCounts()
-                yield from _read_one(path, counts, self.problems, book, self.skip_invalid, bar)
+                yield from _read_one(
+                    path,
+                    self.names.get(path, _display(path)),
+                    counts,
+                    self.problems,
+                    book,
+                    self.skip_invalid,
+                    bar,
+                )
                 self.other_records += counts.other
                 self.spans_read += counts.spans
                 if counts.spans:
                     continue
-                location = Location(_display(path))
+                location = Location(self.names.get(path, _display(path)))
                 if counts.other:
                     message = (
                         f"no span records, only {counts.other} metrics or log record(s); pass "
@@ -192,7 +203,7 @@ class TraceStream:
         yield from book.finish()
         self.reconstructed = book.reconstructed
         if not self.spans_read:
-            names = ", ".join(_display(path) for path in paths)
+            names = ", ".join(self.names.get(path, _display(path)) for path in paths)
             raise TraceInputError(Location(names), "no span records in any input")
 
 
@@ -260,6 +271,7 @@ def _open(path: str) -> Iterator[IO[bytes]]:
 
 def _read_one(
     path: str,
+    name: str,
     counts: _FileCounts,
     problems: list[Problem],
     book: TraceBook,
@@ -267,7 +279,6 @@ def _read_one(
     bar: Progress,
 ) -> Iterator[SpanRecord]:
     pending = 0
-    name = _display(path)
     with _open(path) as stream:
         # Lines are read as bytes and decoded one by one, so text that is not
         # UTF-8 is reported at its line instead of failing the whole read; and

@@ -11,14 +11,14 @@ from nemo.lens.cli._common import (
     PERFETTO_URL,
     NotWritable,
     fail,
+    open_engine,
     output_file,
     plural,
     print_lines,
     read,
-    report_problems,
     write_output,
 )
-from nemo.lens.cli._trace_io import STDIN, TraceInputError, TraceStream
+from nemo.lens.cli._trace_io import STDIN
 
 __all__ = ["cmd_convert", "cmd_emit_spans", "cmd_summarize"]
 
@@ -26,12 +26,11 @@ __all__ = ["cmd_convert", "cmd_emit_spans", "cmd_summarize"]
 def cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from nemo.lens.cli._summary import format_summary, summarize
 
-    stream = TraceStream(args.traces, skip_invalid=args.skip_invalid)
-    try:
-        summaries = summarize(stream)
-    except TraceInputError as error:
-        return fail(str(error), error.hint)
-    report_problems(stream.problems, stream.reconstructed)
+    engine = open_engine(args.traces, args.skip_invalid)
+    if isinstance(engine, int):
+        return engine
+    with engine:
+        summaries = summarize(engine)
     print_lines(format_summary(summaries))
     return EXIT_OK
 

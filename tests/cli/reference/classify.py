@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from nemo.lens import semconv
-from nemo.lens.cli._goodput import PRODUCTIVE, GoodputSpan
 from nemo.lens.cli._trace_io import SpanRecord
+from tests.cli.reference.goodput import PRODUCTIVE, GoodputSpan
 
 if TYPE_CHECKING:
     from nemo.lens.groups import SpanGroup

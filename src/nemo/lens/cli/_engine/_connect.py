@@ -1,0 +1,274 @@
+"""Open the engine: one in-memory DuckDB connection with the inputs read into its views."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Final
+
+from nemo.lens.cli._engine._inputs import Inputs, sort_inputs
+from nemo.lens.cli._engine._jsonl import CHECK_SQL, SPANS_VIEW, stage_sql
+from nemo.lens.cli._engine._parquet import parquet_view
+from nemo.lens.cli._records import Location, Problem, SpanRecord, TraceInputError
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from nemo.lens.groups import SpanGroup
+
+__all__ = ["MEMORY_LIMIT", "Engine", "EngineUnavailable", "connect", "duckdb_module"]
+
+MEMORY_LIMIT: Final = "512MB"
+"""DuckDB's own memory: beyond it, it spills to a temporary directory (the command stays
+well under 1 GB whatever the trace's size)."""
+MAX_THREADS: Final = 4
+INSTALL_HINT: Final = "install it with: pip install 'nemo-lens[cli]'"
+DEFAULT_ITERATION: Final = "iteration"
+
+SPAN_COLUMNS: Final = (
+    "run_id, rank, service, lifetime, name, span_group, trace_id, span_id, parent_span_id, "
+    "start_ns, end_ns, duration_ns, status_code, status_description, iteration, truncated, "
+    "span_category, attributes, events, resource, source, line, reconstructed"
+)
+"""The columns of the ``spans`` view, in order (``docs/trace-tables.md``)."""
+
+
+class EngineUnavailable(Exception):
+    """DuckDB is not installed: the commands that read traces need the ``[cli]`` extra."""
+
+    def __init__(self) -> None:
+        super().__init__("this command needs DuckDB, which is not installed")
+        self.hint = INSTALL_HINT
+
+
+def duckdb_module() -> ModuleType:
+    """``duckdb``, or :class:`EngineUnavailable`."""
+    try:
+        import duckdb
+    except ImportError:
+        raise EngineUnavailable() from None
+    return duckdb
+
+
+class Engine:
+    """The connection and what reading the inputs found (see :func:`connect`)."""
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection, inputs: Inputs) -> None:
+        self.connection = connection
+        self._inputs = inputs
+        self.problems: list[Problem] = []
+        """What ``skip_invalid`` skipped."""
+        self.reconstructed = 0
+        """Spans that never ended, their process dead, ended by the reader."""
+
+    def sql(self, text: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
+        """Run *text*; the cursor with its result (``fetchall``, ``fetchmany``)."""
+        return self.connection.execute(text, params)
+
+    def rows(self, text: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        return self.sql(text, params).fetchall()
+
+    def close(self) -> None:
+        self.connection.close()
+        self._inputs.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(
+    paths: Sequence[str],
+    *,
+    skip_invalid: bool = False,
+    span_group_classes: Sequence[type[SpanGroup]] | None = None,
+    iteration_attribute: str = DEFAULT_ITERATION,
+    detail: bool = False,
+    show_progress: bool | None = None,
+) -> Engine:
+    """Read *paths* (``"-"`` is standard input) into a new engine.
+
+    Raises :class:`EngineUnavailable` without DuckDB and :class:`TraceInputError` for an
+    input that cannot be used (the careful reader's message: file, line, reason). With
+    *detail* the ``spans`` view carries each span's attributes, events and resource as
+    JSON text (else NULL); *span_group_classes* default to every class nemo.lens ships.
+    """
+    duckdb = duckdb_module()
+    inputs = sort_inputs(paths)
+    if inputs.scratch is None:
+        inputs.scratch = tempfile.mkdtemp(prefix="nemo-lens-")
+    connection = duckdb.connect(
+        config={
+            "threads": max(1, min(MAX_THREADS, os.cpu_count() or 1)),
+            "memory_limit": MEMORY_LIMIT,
+            "preserve_insertion_order": False,
+            "temp_directory": os.path.join(inputs.scratch, "spill"),
+        }
+    )
+    engine = Engine(connection, inputs)
+    try:
+        _define_groups(engine, span_group_classes)
+        parts = []
+        if inputs.ordered:
+            engine.reconstructed = _read_lines(
+                engine, inputs, skip_invalid, iteration_attribute, detail, show_progress
+            )
+            parts.append("jsonl_spans")
+        if inputs.parquet:
+            engine.sql(parquet_view(inputs.parquet, iteration_attribute, detail))
+            parts.append("parquet_spans")
+        union = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS} FROM {part}" for part in parts)
+        engine.sql(f"CREATE OR REPLACE TEMP VIEW spans AS {union}")
+    except BaseException:
+        engine.close()
+        raise
+    return engine
+
+
+def _define_groups(engine: Engine, classes: Sequence[type[SpanGroup]] | None) -> None:
+    from nemo.lens.cli._engine._groups import group_rows, preset_rows
+
+    if classes is None:
+        from nemo.lens.cli._classes import span_group_classes
+
+        classes = list(span_group_classes().values())
+    engine.sql(
+        "CREATE TEMP TABLE span_groups (span_group VARCHAR, category VARCHAR, "
+        "bucket VARCHAR, fires VARCHAR)"
+    )
+    engine.sql("CREATE TEMP TABLE span_group_presets (span_group VARCHAR, preset VARCHAR)")
+    groups = group_rows(classes)
+    if groups:
+        engine.connection.executemany("INSERT INTO span_groups VALUES (?, ?, ?, ?)", groups)
+    presets = preset_rows(classes)
+    if presets:
+        engine.connection.executemany("INSERT INTO span_group_presets VALUES (?, ?)", presets)
+
+
+def _read_lines(
+    engine: Engine,
+    inputs: Inputs,
+    skip_invalid: bool,
+    iteration: str,
+    detail: bool,
+    show_progress: bool | None,
+) -> int:
+    """Stage the JSON-lines inputs; how many spans the reader ended for a dead process."""
+    duckdb = duckdb_module()
+    if not inputs.careful:
+        try:
+            _staged(
+                engine,
+                stage_sql(inputs.ordered, inputs.names, iteration, detail),
+                inputs,
+                show_progress,
+            )
+            bad, with_spans = engine.rows(CHECK_SQL)[0]
+            names = [inputs.names.get(path, path) for path in inputs.ordered]
+            if not bad and set(names) <= set(with_spans or ()):
+                engine.sql(SPANS_VIEW)
+                (count,) = engine.rows("SELECT count(*) FROM jsonl_spans WHERE reconstructed")[0]
+                return int(count)
+        except duckdb.Error as error:
+            if os.environ.get("NEMO_LENS_ENGINE_DEBUG"):
+                print(
+                    f"engine: {error}", file=__import__("sys").stderr
+                )  # the careful reader says what is wrong, at which line
+    spooled = _careful(engine, inputs, skip_invalid, show_progress)
+    engine.sql(stage_sql([spooled], {}, iteration, detail))
+    bad, _ = engine.rows(CHECK_SQL)[0]
+    if bad:
+        # Read by the careful reader but not by DuckDB: a time past 2262 (2**63 ns).
+        raise TraceInputError(
+            Location(", ".join(inputs.names.get(p, p) for p in inputs.ordered)),
+            "holds a time past the year 2262 (2**63 ns since the epoch), which the engine "
+            "cannot hold",
+        )
+    engine.sql(SPANS_VIEW)
+    return engine.reconstructed
+
+
+def _staged(engine: Engine, text: str, inputs: Inputs, show_progress: bool | None) -> None:
+    """Run the staging statement; on a terminal, with a bar of DuckDB's progress through
+    the input bytes (polled while the statement runs on a worker thread)."""
+    from nemo.lens.cli._progress import progress
+
+    total = sum(os.path.getsize(path) for path in inputs.ordered)
+    with progress("reading", total=total, unit="B", unit_scale=True, enabled=show_progress) as bar:
+        if not bar.enabled:
+            engine.sql(text)
+            return
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                engine.sql(text)
+            except BaseException as error:  # re-raised on the calling thread
+                failure.append(error)
+
+        worker = threading.Thread(target=run, name="nemo-lens-read", daemon=True)
+        worker.start()
+        shown = 0
+        while worker.is_alive():
+            worker.join(_POLL_S)
+            done = engine.connection.query_progress()
+            if done > 0:
+                now = min(total, int(total * done / 100))
+                bar.update(max(0, now - shown))
+                shown = max(shown, now)
+        bar.update(total - shown)
+        if failure:
+            raise failure[0]
+
+
+_POLL_S: Final = 0.1
+
+
+def _careful(engine: Engine, inputs: Inputs, skip_invalid: bool, show_progress: bool | None) -> str:
+    """Read the JSON-lines inputs with the careful reader into one canonical file."""
+    from nemo.lens.cli._trace_io import TraceStream
+
+    assert inputs.scratch is not None
+    stream = TraceStream(
+        inputs.ordered, skip_invalid=skip_invalid, show_progress=show_progress, names=inputs.names
+    )
+    spooled = os.path.join(inputs.scratch, "careful.jsonl")
+    with open(spooled, "w", encoding="utf-8") as out:
+        for span in stream:
+            out.write(_canonical(span) + "\n")
+    engine.problems = stream.problems
+    engine.reconstructed = stream.reconstructed
+    return spooled
+
+
+def _canonical(span: SpanRecord) -> str:
+    """*span* as a format-1 line with its lifetime, input and line: what the careful reader
+    resolved, read back by the same SQL."""
+    return json.dumps(
+        {
+            "name": span.name,
+            "trace_id": span.trace_id,
+            "span_id": span.span_id,
+            "parent_span_id": span.parent_span_id,
+            "start_time_unix_nano": span.start_ns,
+            "end_time_unix_nano": span.end_ns,
+            "status": {"code": span.status, "description": span.status_description},
+            "attributes": span.attributes,
+            "events": [
+                {"name": e.name, "time_unix_nano": e.time_ns, "attributes": e.attributes}
+                for e in span.events
+            ],
+            "resource": span.resource,
+            "lifetime": span.lifetime,
+            "_source": span.source,
+            "_line": span.line or None,
+        },
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )

@@ -1,0 +1,70 @@
+"""The columnar trace: a Hive-partitioned Parquet dataset of the ``spans`` view, and its reader.
+
+``nemo-lens convert --to parquet TRACE... -o DIR`` writes
+``DIR/run_id=<run>/rank=<rank>/data_N.parquet``: one row per span with the columns
+of the ``spans`` view (``docs/trace-tables.md``), partition columns kept in the
+files too (so a rank that is NULL or a run id that is empty reads back as it
+was, not as the text of a directory name), and the dataset's schema version in
+each file's key-value metadata (``nemo.lens.trace_tables``). Every command reads
+such a directory as a TRACE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from nemo.lens.cli._engine._jsonl import quote, whole_number
+
+__all__ = ["SCHEMA_KEY", "SCHEMA_VERSION", "copy_sql", "parquet_view"]
+
+SCHEMA_VERSION: Final = 1
+"""The version of the dataset's schema; a reader refuses a newer one."""
+SCHEMA_KEY: Final = "nemo.lens.trace_tables"
+
+STORED: Final = (
+    "run_id, rank, service, lifetime, name, span_group, trace_id, span_id, parent_span_id, "
+    "start_ns, end_ns, duration_ns, status_code, status_description, iteration, truncated, "
+    "span_category, attributes, events, resource, source, line"
+)
+"""The stored columns (the view's, less ``reconstructed``: stored spans are just spans)."""
+
+
+def copy_sql(directory: str) -> str:
+    """The statement that writes the ``spans`` view to the dataset *directory*."""
+    return (
+        f"COPY (SELECT {STORED} FROM spans) TO {quote(directory)} (FORMAT parquet, "
+        "PARTITION_BY (run_id, rank), WRITE_PARTITION_COLUMNS true, OVERWRITE_OR_IGNORE true, "
+        f"COMPRESSION zstd, KV_METADATA {{{quote(SCHEMA_KEY)}: {quote(str(SCHEMA_VERSION))}}})"
+    )
+
+
+def versions_sql(files: Sequence[str]) -> str:
+    """The schema versions the *files* declare (decoded text, one row per file)."""
+    listing = "[" + ", ".join(quote(f) for f in files) + "]"
+    return (
+        "SELECT file_name, decode(value) FROM parquet_kv_metadata("
+        f"{listing}) WHERE decode(key) = {quote(SCHEMA_KEY)}"
+    )
+
+
+def parquet_view(files: Sequence[str], iteration: str, detail: bool) -> str:
+    """The view ``parquet_spans`` over the dataset's *files*."""
+    listing = "[" + ", ".join(quote(f) for f in files) + "]"
+    nothing = "CAST(NULL AS VARCHAR)"
+    if iteration == "iteration":
+        iterations = "iteration"
+    else:
+        value = f"json_extract(attributes, {quote(chr(36) + '.' + chr(34) + iteration + chr(34))})"
+        iterations = whole_number(value)
+    return f"""
+CREATE OR REPLACE TEMP VIEW parquet_spans AS
+SELECT run_id, CAST(rank AS BIGINT) AS rank, service, lifetime, name, span_group, trace_id,
+       span_id, parent_span_id, start_ns, end_ns, duration_ns, status_code, status_description,
+       {iterations} AS iteration, truncated, span_category,
+       {"attributes" if detail else nothing} AS attributes,
+       {"events" if detail else nothing} AS events,
+       {"resource" if detail else nothing} AS resource,
+       source, line, false AS reconstructed
+FROM read_parquet({listing}, hive_partitioning = false, union_by_name = true)
+"""
