@@ -161,9 +161,11 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
     )
     convert.add_argument(
         "--to",
-        choices=("chrome",),
+        choices=("chrome", "parquet"),
         default="chrome",
-        help="the output format (default: chrome)",
+        help="the output format (default: chrome): Chrome trace-event JSON, or a "
+        "Hive-partitioned Parquet dataset (a directory: run_id=.../rank=.../*.parquet) that "
+        "every command, DuckDB and Spark read (docs/trace-tables.md)",
     )
     convert.add_argument(
         "-o",

@@ -4,6 +4,7 @@ form, and spans written after the fact."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from nemo.lens.cli._common import (
@@ -39,6 +40,8 @@ def cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 
 
 def cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.to == "parquet":
+        return _convert_to_parquet(args, parser)
     from nemo.lens.cli._chrome import build_chrome_trace, write_chrome_trace
 
     unnamed = "name the output file with -o OUT (or -o -)"
@@ -70,6 +73,40 @@ def cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
             f"open it in Perfetto ({PERFETTO_URL}, 'Open trace file') or chrome://tracing",
         ],
         report,
+    )
+    return EXIT_OK
+
+
+def _convert_to_parquet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens.cli._engine._parquet import SCHEMA_VERSION, copy_sql
+
+    output = output_file(args, parser, ".parquet", "name the dataset's directory with -o DIR")
+    if output == STDIN:
+        parser.error("-o -: a Parquet dataset is a directory; name one")
+    if os.path.exists(output) and not (os.path.isdir(output) and not os.listdir(output)):
+        return fail(
+            f"{output}: already exists",
+            "name a new directory (or an empty one) with -o DIR; a dataset is never "
+            "written over another",
+        )
+    engine = open_engine(args.traces, args.skip_invalid, detail=True)
+    if isinstance(engine, int):
+        return engine
+    with engine:
+        try:
+            engine.sql(copy_sql(output))
+        except Exception as exc:  # duckdb.Error: the file system refused
+            return fail(f"{output}: cannot be written: {exc}")
+        spans, ranks, runs = engine.rows(
+            "SELECT count(*), count(DISTINCT (run_id, coalesce(rank, -1))), "
+            "count(DISTINCT run_id) FROM spans"
+        )[0]
+    print_lines(
+        [
+            f"wrote {output}: {spans} spans, {plural(runs, 'run')}, {plural(ranks, 'rank')} "
+            f"(Parquet, trace tables version {SCHEMA_VERSION}); every nemo-lens command "
+            "reads it as a TRACE"
+        ]
     )
     return EXIT_OK
 
