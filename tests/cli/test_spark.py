@@ -21,11 +21,13 @@ import pytest
 from nemo.lens.cli import main
 from nemo.lens.cli._engine import connect, query
 
-from .big_traces import write_big_trace
+from .big_traces import SLOW_STEP_MS, STEP_MS, write_big_trace
+from .conftest import MS
 from .goodput_traces import RANK0, RANK1, crash_and_resume
 
 REQUIRED = os.environ.get("NEMO_LENS_REQUIRE_SPARK", "").strip() == "1"
 QUERIES = ("summary", "goodput", "goodput_notes", "stragglers")
+SLOW_FROM = 50
 
 
 def _missing() -> str:
@@ -50,6 +52,7 @@ def spark() -> Iterator[Any]:
         SparkSession.builder.master("local[2]")
         .appName("nemo-lens-tests")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")
         .getOrCreate()
@@ -67,7 +70,10 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     straggler."""
     directory = tmp_path_factory.mktemp("spark")
     traces = [str(p) for p in crash_and_resume(directory)]
-    big = write_big_trace(directory / "big.jsonl", 3 * 301, ranks=3, straggler=2, slow_from=50)
+    big = write_big_trace(
+        directory / "big.jsonl", 3 * 301, ranks=3, straggler=2, slow_from=SLOW_FROM
+    )
+    assert big.iterations == 100
     traces.append(str(big.path))
     out = directory / "dataset"
     assert main(["convert", *traces, "--to", "parquet", "-o", str(out)]) == 0
@@ -113,5 +119,9 @@ def test_spark_finds_the_straggler(spark: Any, dataset: Path) -> None:
 
     spark_views(spark, str(dataset))
     columns, rows = spark_query(spark, "stragglers")
-    worst = dict(zip(columns, rows[0], strict=True))
-    assert (worst["run_id"], worst["slowest_rank"]) == ("bigrun", 2)
+    found = [dict(zip(columns, row, strict=True)) for row in rows]
+    big = [row for row in found if row["run_id"] == "bigrun"]
+    slow = [row for row in big if row["iteration"] >= SLOW_FROM]
+    assert len(big) == 100 and len(slow) == 100 - SLOW_FROM + 1
+    lag = (SLOW_STEP_MS - STEP_MS) * MS
+    assert {(row["slowest_rank"], row["lag_ns"]) for row in slow} == {(2, lag)}
