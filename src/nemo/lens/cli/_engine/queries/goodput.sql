@@ -30,26 +30,117 @@ judged AS (
     ON l.run_id = b.run_id AND l.rank IS NOT DISTINCT FROM b.rank AND l.iteration = b.iteration
 ),
 -- Cut each rank's time at every start and end; each piece goes to the innermost span
--- covering it: the one that started last (the shortest, on a tie).
-points AS (
-  SELECT DISTINCT run_id, rank, start_ns AS at_ns FROM judged
-  UNION
-  SELECT DISTINCT run_id, rank, end_ns AS at_ns FROM judged
+-- covering it: the one that started last (the shortest, on a tie). A linear sweep: in
+-- start order (the longer first, so a span follows every span that encloses it), a
+-- span's depth is how many spans are open just after its start; while the spans nest,
+-- the innermost span covering a piece is the last one to start, before the piece, at
+-- the piece's depth. A cluster (spans each starting before all earlier ones ended) where
+-- some span outlives the span it lies in does not nest: its pieces take the covering
+-- span that started last from a join of the cluster's pieces with its spans.
+-- Zero-length spans cover nothing.
+ordered AS (
+  SELECT run_id, rank, start_ns, end_ns, bucket,
+         ROW_NUMBER() OVER (PARTITION BY run_id, rank
+                            ORDER BY start_ns, end_ns DESC, bucket DESC) AS seq,
+         max(end_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns, end_ns DESC, bucket DESC
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach_ns
+  FROM judged WHERE end_ns > start_ns
 ),
+clustered AS (
+  SELECT run_id, rank, start_ns, end_ns, bucket, seq,
+         sum(CASE WHEN reach_ns IS NULL OR start_ns >= reach_ns THEN 1 ELSE 0 END)
+           OVER (PARTITION BY run_id, rank ORDER BY seq
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cluster
+  FROM ordered
+),
+edges AS (
+  SELECT run_id, rank, start_ns AS at_ns, 1 AS opens, seq FROM clustered
+  UNION ALL
+  SELECT run_id, rank, end_ns AS at_ns, 0 AS opens, CAST(NULL AS BIGINT) AS seq FROM clustered
+),
+-- The spans before it in order, itself included, less those ended by its start.
+depths AS (
+  SELECT run_id, rank, seq, depth FROM (
+    SELECT run_id, rank, seq, opens,
+           seq - sum(1 - opens) OVER (PARTITION BY run_id, rank ORDER BY at_ns, opens
+                                      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS depth
+    FROM edges
+  ) e WHERE opens = 1
+),
+deep AS (
+  SELECT c.run_id, c.rank, c.start_ns, c.end_ns, c.bucket, c.seq, c.cluster, d.depth
+  FROM clustered c
+  JOIN depths d ON d.run_id = c.run_id AND d.rank IS NOT DISTINCT FROM c.rank AND d.seq = c.seq
+),
+-- Each span's enclosing span, were the spans nested: the last one before it a level up.
+enclosing AS (
+  SELECT run_id, rank, seq, end_ns, depth, outer_seq FROM (
+    SELECT run_id, rank, seq, end_ns, depth, probe,
+           max(CASE WHEN probe = 0 THEN seq END)
+             OVER (PARTITION BY run_id, rank, level ORDER BY seq
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS outer_seq
+    FROM (
+      SELECT run_id, rank, seq, end_ns, depth, depth + 1 AS level, 0 AS probe FROM deep
+      UNION ALL
+      SELECT run_id, rank, seq, end_ns, depth, depth AS level, 1 AS probe FROM deep
+    ) l
+  ) e WHERE probe = 1 AND depth > 1
+),
+tangled AS (
+  SELECT DISTINCT d.run_id, d.rank, d.cluster
+  FROM enclosing e
+  JOIN deep d ON d.run_id = e.run_id AND d.rank IS NOT DISTINCT FROM e.rank AND d.seq = e.seq
+  LEFT JOIN deep o
+    ON o.run_id = e.run_id AND o.rank IS NOT DISTINCT FROM e.rank AND o.seq = e.outer_seq
+  WHERE o.seq IS NULL OR o.end_ns < e.end_ns
+),
+-- The pieces, with how many spans cover each (its depth).
 pieces AS (
   SELECT run_id, rank, at_ns AS left_ns,
-         LEAD(at_ns) OVER (PARTITION BY run_id, rank ORDER BY at_ns) AS right_ns
-  FROM points
+         LEAD(at_ns) OVER (PARTITION BY run_id, rank ORDER BY at_ns) AS right_ns,
+         sum(opened) OVER (PARTITION BY run_id, rank ORDER BY at_ns
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS depth
+  FROM (SELECT run_id, rank, at_ns, sum(2 * opens - 1) AS opened
+        FROM edges GROUP BY run_id, rank, at_ns) p
+),
+owned AS (
+  SELECT run_id, rank, left_ns, right_ns, owner FROM (
+    SELECT run_id, rank, probe, left_ns, right_ns,
+           max(CASE WHEN probe = 0 THEN seq END)
+             OVER (PARTITION BY run_id, rank, depth ORDER BY at_ns, probe
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS owner
+    FROM (
+      SELECT run_id, rank, depth, start_ns AS at_ns, 0 AS probe, seq,
+             CAST(NULL AS BIGINT) AS left_ns, CAST(NULL AS BIGINT) AS right_ns
+      FROM deep
+      UNION ALL
+      SELECT run_id, rank, depth, left_ns, 1, CAST(NULL AS BIGINT), left_ns, right_ns
+      FROM pieces WHERE depth > 0 AND right_ns IS NOT NULL
+    ) l
+  ) o WHERE probe = 1
+),
+assigned AS (
+  SELECT o.run_id, o.rank, o.left_ns, o.right_ns, d.bucket, d.cluster,
+         CASE WHEN t.cluster IS NULL THEN false ELSE true END AS tangled
+  FROM owned o
+  JOIN deep d ON d.run_id = o.run_id AND d.rank IS NOT DISTINCT FROM o.rank AND d.seq = o.owner
+  LEFT JOIN tangled t
+    ON t.run_id = o.run_id AND t.rank IS NOT DISTINCT FROM o.rank AND t.cluster = d.cluster
+),
+untangled AS (
+  SELECT a.run_id, a.rank, a.left_ns, a.right_ns, d.bucket,
+         ROW_NUMBER() OVER (PARTITION BY a.run_id, a.rank, a.left_ns
+                            ORDER BY d.start_ns DESC, d.end_ns ASC, d.bucket) AS nth
+  FROM assigned a
+  JOIN deep d
+    ON d.run_id = a.run_id AND d.rank IS NOT DISTINCT FROM a.rank AND d.cluster = a.cluster
+   AND d.start_ns <= a.left_ns AND d.end_ns > a.left_ns
+  WHERE a.tangled
 ),
 covered AS (
-  SELECT p.run_id, p.rank, p.left_ns, p.right_ns, j.bucket,
-         ROW_NUMBER() OVER (PARTITION BY p.run_id, p.rank, p.left_ns
-                            ORDER BY j.start_ns DESC, j.end_ns ASC, j.bucket) AS nth
-  FROM pieces p
-  JOIN judged j
-    ON j.run_id = p.run_id AND j.rank IS NOT DISTINCT FROM p.rank
-   AND j.start_ns <= p.left_ns AND j.end_ns > p.left_ns
-  WHERE p.right_ns IS NOT NULL
+  SELECT run_id, rank, left_ns, right_ns, bucket FROM assigned WHERE NOT tangled
+  UNION ALL
+  SELECT run_id, rank, left_ns, right_ns, bucket FROM untangled WHERE nth = 1
 ),
 sums AS (
   SELECT run_id, rank,
@@ -62,7 +153,7 @@ sums AS (
          sum(CASE WHEN bucket = 'wasted_progress' THEN right_ns - left_ns ELSE 0 END)
            AS wasted_progress,
          sum(right_ns - left_ns) AS bucketed_total
-  FROM covered WHERE nth = 1
+  FROM covered
   GROUP BY run_id, rank
 ),
 -- Each lifetime's extent; restart is the time between one's end and the next's start,
