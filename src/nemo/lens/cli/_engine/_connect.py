@@ -175,11 +175,8 @@ def _read_lines(
                 engine.sql(SPANS_VIEW)
                 (count,) = engine.rows("SELECT count(*) FROM jsonl_spans WHERE reconstructed")[0]
                 return int(count)
-        except duckdb.Error as error:
-            if os.environ.get("NEMO_LENS_ENGINE_DEBUG"):
-                print(
-                    f"engine: {error}", file=__import__("sys").stderr
-                )  # the careful reader says what is wrong, at which line
+        except duckdb.Error:
+            pass  # DuckDB refused a file: the careful reader says what is wrong, at which line
     spooled = _careful(engine, inputs, skip_invalid, show_progress)
     engine.sql(stage_sql([spooled], {}, iteration, detail))
     bad, _ = engine.rows(CHECK_SQL)[0]

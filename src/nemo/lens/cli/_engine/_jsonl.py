@@ -15,7 +15,12 @@ is ended at its lifetime's last recorded instant, marked truncated.
 
 Every top-level field is read as ``JSON``, so that its type can be checked: a
 record of the wrong shape is never read as something it is not; it only sends
-the command to the careful reader, which names its file and line.
+the command to the careful reader, which names its file and line. The checks
+read a value's type from its text (:func:`_text_of`), which DuckDB writes
+minified: the first character tells a string, an object, an array, and a
+whole number is its digits alone. Parsing each value again for ``json_type``
+would cost several times the reading of the file; an object is parsed once,
+for the paths taken out of it.
 """
 
 from __future__ import annotations
@@ -72,25 +77,56 @@ def _key(name: str) -> str:
 _INT_TYPES: Final = "('UBIGINT', 'BIGINT')"
 
 
+def _text_of(column: str) -> str:
+    """The JSON *column*'s text, as DuckDB wrote it (minified)."""
+    return f"CAST({column} AS VARCHAR)"
+
+
+def _starts(column: str, character: str) -> str:
+    """Whether the JSON *column* is a string (*character* ``"``), an object (``{``) or an
+    array (``[``): a JSON value's first character says which."""
+    return f"prefix({_text_of(column)}, {quote(character)})"
+
+
+def _digits(column: str) -> str:
+    """Whether the JSON *column* is a non-negative integer: its text is digits alone (a
+    float's has a point or an exponent; a string's, its quotes)."""
+    text = _text_of(column)
+    return f"({text} <> '' AND ltrim({text}, '0123456789') = '')"
+
+
+def _unquoted(column: str) -> str:
+    """The JSON string *column*'s value: its text less the quotes, unless it holds an
+    escape (only then is it parsed)."""
+    text = _text_of(column)
+    return f"CASE WHEN strpos({text}, '\\') = 0 THEN {text}[2:-2] ELSE {column} ->> '$' END"
+
+
+def _integer(column: str) -> str:
+    """Whether the JSON *column* is an integer (its text digits, after a minus)."""
+    signed = f"ltrim({_text_of(column)}, '-')"
+    return f"({signed} <> '' AND ltrim({signed}, '0123456789') = '')"
+
+
 def _ns(column: str) -> str:
     """Whether the JSON *column* is a whole number of nanoseconds a BIGINT holds."""
-    return f"(json_type({column}) IN {_INT_TYPES} AND TRY_CAST({column} AS BIGINT) >= 0)"
+    return f"({_digits(column)} AND TRY_CAST({_text_of(column)} AS BIGINT) IS NOT NULL)"
 
 
 def _str(column: str) -> str:
-    return f"json_type({column}) = 'VARCHAR'"
+    return _starts(column, '"')
 
 
 def _nonempty(column: str) -> str:
-    return f"({_str(column)} AND {column} ->> '$' <> '')"
+    return f"({_str(column)} AND {_text_of(column)} <> '\"\"')"
 
 
-def _opt(column: str, types: str) -> str:
-    return f"({column} IS NULL OR json_type({column}) IN {types})"
+def _opt(column: str, first: str) -> str:
+    return f"({column} IS NULL OR {_starts(column, first)})"
 
 
-_OBJ: Final = "('OBJECT')"
-_STR: Final = "('VARCHAR')"
+_OBJ: Final = "{"
+_STR: Final = '"'
 _ISO: Final = r"'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|z|[+-]\d\d:\d\d)$'"
 _HEX: Final = "'^0x[0-9a-fA-F]+$'"
 _TRACE: Final = "(context -> '$.trace_id')"
@@ -104,8 +140,8 @@ def _event_checks(events: str) -> str:
         "AND coalesce(json_type(e, '$.attributes') IN ('OBJECT', 'NULL'), true)"
     )
     return (
-        f"({events} IS NULL OR (json_type({events}) = 'ARRAY' AND (json_array_length({events}) = 0"
-        f" OR list_bool_and(list_transform(json_extract({events}, '$[*]'), {each})))))"
+        f"({events} IS NULL OR {_text_of(events)} = '[]' OR ({_starts(events, '[')}"
+        f" AND list_bool_and(list_transform(json_extract({events}, '$[*]'), {each}))))"
     )
 
 
@@ -124,30 +160,27 @@ def _sdk_id_ok(column: str) -> str:
 def whole_number(value: str) -> str:
     """The JSON *value* as a BIGINT when it holds a whole number (as the classifier reads
     an iteration: an integer, or a float or string holding one), else NULL."""
+    text = _text_of(value)
     return (
-        f"CASE json_type({value}) WHEN 'UBIGINT' THEN TRY_CAST({value} AS BIGINT) "
-        f"WHEN 'BIGINT' THEN TRY_CAST({value} AS BIGINT) "
-        f"WHEN 'DOUBLE' THEN CASE WHEN CAST({value} AS DOUBLE) = floor(CAST({value} AS DOUBLE)) "
-        f"THEN TRY_CAST(CAST({value} AS DOUBLE) AS BIGINT) END "
-        f"WHEN 'VARCHAR' THEN TRY_CAST(trim({value} ->> '$') AS BIGINT) END"
+        f"CASE WHEN {_str(value)} THEN TRY_CAST(trim({value} ->> '$') AS BIGINT) "
+        f"WHEN {_integer(value)} THEN TRY_CAST({text} AS BIGINT) "
+        f"WHEN TRY_CAST({text} AS DOUBLE) = floor(TRY_CAST({text} AS DOUBLE)) "
+        f"THEN TRY_CAST(TRY_CAST({text} AS DOUBLE) AS BIGINT) END"
     )
 
 
 def _text(value: str) -> str:
     """A resource value as the careful reader's ``str()`` gives it (strings as they are)."""
-    return (
-        f"CASE WHEN json_type({value}) = 'VARCHAR' THEN {value} ->> '$' "
-        f"ELSE CAST({value} AS VARCHAR) END"
-    )
+    return f"CASE WHEN {_str(value)} THEN {value} ->> '$' ELSE {_text_of(value)} END"
 
 
 def _truthy(value: str) -> str:
+    text = _text_of(value)
     return (
-        f"(CASE json_type({value}) WHEN 'VARCHAR' THEN {value} ->> '$' <> '' "
-        f"WHEN 'BOOLEAN' THEN CAST({value} AS VARCHAR) = 'true' "
-        f"WHEN 'NULL' THEN false WHEN 'OBJECT' THEN {value} <> '{{}}' "
-        f"WHEN 'ARRAY' THEN json_array_length({value}) > 0 "
-        f"ELSE TRY_CAST({value} AS DOUBLE) <> 0 END)"
+        f"(CASE left({text}, 1) WHEN '\"' THEN {text} <> '\"\"' "
+        f"WHEN 't' THEN true WHEN 'f' THEN false WHEN 'n' THEN false "
+        f"WHEN '{{' THEN {text} <> '{{}}' WHEN '[' THEN {text} <> '[]' "
+        f"ELSE TRY_CAST({text} AS DOUBLE) <> 0 END)"
     )
 
 
@@ -232,7 +265,7 @@ def stage_sql(files: Sequence[str], names: dict[str, str], iteration: str, detai
         "AND (links IS NULL OR CAST(links AS VARCHAR) = '[]')"
     )
     header_ok = (
-        f"json_type(trace_format) IN {_INT_TYPES} AND TRY_CAST(trace_format AS BIGINT) "
+        f"{_integer('trace_format')} AND TRY_CAST(trace_format AS BIGINT) "
         f"BETWEEN 1 AND 2 AND {_nonempty('lifetime')} AND {_opt('resource', _OBJ)}"
     )
     alive_ok = f"{_nonempty('lifetime')} AND {_ns('alive_at_unix_nano')}"
@@ -254,7 +287,8 @@ WITH raw AS (
   FROM raw
 ), picked AS (
   SELECT *, json_extract(attributes, {attr_paths}) AS a,
-         json_extract(res, {resource_paths}) AS r
+         json_extract(res, {resource_paths}) AS r,
+         json_extract(status, ['$.code', '$.description', '$.status_code']) AS st
   FROM checked
 )
 SELECT
@@ -262,14 +296,14 @@ SELECT
   TRY_CAST(_line AS BIGINT) AS line,
   kind,
   ok,
-  lifetime ->> '$' AS named,
+  {_unquoted("lifetime")} AS named,
   kind IN ('span', 'open') AND lifetime IS NOT NULL AND resource IS NULL AS uses_header,
-  name ->> '$' AS name,
-  CASE WHEN kind = 'sdk' THEN {_sdk_id(_TRACE)} ELSE trace_id ->> '$' END
+  {_unquoted("name")} AS name,
+  CASE WHEN kind = 'sdk' THEN {_sdk_id(_TRACE)} ELSE {_unquoted("trace_id")} END
     AS trace_id,
-  CASE WHEN kind = 'sdk' THEN {_sdk_id(_SPAN)} ELSE span_id ->> '$' END
+  CASE WHEN kind = 'sdk' THEN {_sdk_id(_SPAN)} ELSE {_unquoted("span_id")} END
     AS span_id,
-  CASE WHEN kind = 'sdk' THEN {_sdk_id("parent_id")} ELSE parent_span_id ->> '$' END
+  CASE WHEN kind = 'sdk' THEN {_sdk_id("parent_id")} ELSE {_unquoted("parent_span_id")} END
     AS parent_span_id,
   CASE WHEN kind = 'sdk' THEN {_sdk_time("start_time")}
        ELSE TRY_CAST(start_time_unix_nano AS BIGINT) END AS start_ns,
@@ -278,22 +312,22 @@ SELECT
        ELSE TRY_CAST(end_time_unix_nano AS BIGINT) END AS end_ns,
   greatest(TRY_CAST(end_time_unix_nano AS BIGINT), TRY_CAST(start_time_unix_nano AS BIGINT),
            TRY_CAST(open_at_unix_nano AS BIGINT), TRY_CAST(alive_at_unix_nano AS BIGINT),
-           CASE WHEN kind = 'span' AND json_array_length(events) > 0 THEN
+           CASE WHEN kind = 'span' AND CAST(events AS VARCHAR) <> '[]' THEN
              list_max(list_transform(json_extract(events, '$[*].time_unix_nano'),
                                      lambda t: TRY_CAST(t AS BIGINT))) END) AS latest_ns,
-  coalesce(CASE WHEN kind = 'sdk' THEN {_text("(status -> '$.status_code')")}
-                ELSE {_text("(status -> '$.code')")} END, 'UNSET') AS status_code,
-  {_text("(status -> '$.description')")} AS status_description,
-  CASE WHEN a[1] IS NOT NULL THEN CASE WHEN {_nonempty("a[1]")} THEN a[1] ->> '$' END
-       WHEN {_nonempty("a[2]")} THEN a[2] ->> '$' END AS span_group,
-  CASE WHEN {_str("a[3]")} THEN a[3] ->> '$' END AS span_category,
+  coalesce(CASE WHEN kind = 'sdk' THEN {_text("st[3]")} ELSE {_text("st[1]")} END, 'UNSET')
+    AS status_code,
+  {_text("st[2]")} AS status_description,
+  CASE WHEN a[1] IS NOT NULL THEN CASE WHEN {_nonempty("a[1]")} THEN {_unquoted("a[1]")} END
+       WHEN {_nonempty("a[2]")} THEN {_unquoted("a[2]")} END AS span_group,
+  CASE WHEN {_str("a[3]")} THEN {_unquoted("a[3]")} END AS span_category,
   coalesce(CAST(a[4] AS VARCHAR) = 'true', false) AS truncated,
   {whole_number("a[5]")} AS iteration,
   {keep("CAST(coalesce(attributes, '{}') AS VARCHAR)")} AS attributes,
   {keep("CAST(coalesce(events, '[]') AS VARCHAR)")} AS events,
   {keep("CAST(coalesce(res, '{}') AS VARCHAR)")} AS resource,
-  coalesce(CASE WHEN json_type(r[1]) IN {_INT_TYPES} THEN TRY_CAST(r[1] AS BIGINT) END,
-           CASE WHEN json_type(r[2]) IN {_INT_TYPES} THEN TRY_CAST(r[2] AS BIGINT) END) AS res_rank,
+  coalesce(CASE WHEN {_integer("r[1]")} THEN TRY_CAST(r[1] AS BIGINT) END,
+           CASE WHEN {_integer("r[2]")} THEN TRY_CAST(r[2] AS BIGINT) END) AS res_rank,
   coalesce(CASE WHEN {_truthy("r[3]")} THEN {_text("r[3]")} END,
            CASE WHEN {_truthy("r[4]")} THEN {_text("r[4]")} END,
            CASE WHEN {_truthy("r[5]")} THEN {_text("r[5]")} END, '') AS res_run,
