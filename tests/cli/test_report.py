@@ -184,3 +184,18 @@ def test_ranks_of_several_services_are_told_apart(tmp_path: Path) -> None:
     gym["resource"]["service.name"] = "gym"
     data = build([write_lines(tmp_path / "t.jsonl", [line(trainer), line(gym)])])
     assert sorted(row["process"] for row in data["rows"]) == ["gym rank 0", "svc rank 0"]
+
+
+def test_of_spans_as_long_the_earliest_are_drawn_and_only_their_names_sent(
+    tmp_path: Path,
+) -> None:
+    lines = [
+        line(span_dict(f"s{i}", start_ms=i * 10, end_ms=i * 10 + 5, group=SpanGroup.STEP))
+        for i in reversed(range(6))
+    ]
+    data = build([write_lines(tmp_path / "t.jsonl", lines)], drawn_spans=2)
+
+    assert [s[1] for s in data["spans"]] == [0.0, 10.0]
+    assert data["names"] == ["s0", "s1"]
+    (bins,) = data["coverage"].values()
+    assert sum(1 for share in bins if share) > 0
