@@ -18,12 +18,6 @@ Nesting
     threads) are therefore spread over extra rows, ``step (2)`` and so on; every
     row is properly nested and each span stays within its parent in time.
 
-Streaming
-    The spans are ordered in the engine (``queries/chrome_spans.sql``) into a
-    temporary table and read twice in batches: once to lay the rows out (only
-    each row's open ends are kept), once to write the events, so memory stays
-    flat whatever the trace's size.
-
 Timestamps
     Times are relative to the earliest span start of the inputs (kept in
     ``otherData.origin_unix_nano``): epoch nanoseconds as microseconds would
@@ -36,38 +30,25 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, TextIO
+from typing import Any, Final, TextIO
 
 from nemo.lens.cli._progress import progress
-from nemo.lens.cli._records import Process
-from nemo.lens.cli._sdk_json import event_time_ns
+from nemo.lens.cli._trace_io import Process, SpanRecord
 from nemo.lens.semconv import LEGACY_SPAN_GROUP, SPAN_GROUP
 
-if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
-
-    from nemo.lens.cli._engine import Engine
-
-__all__ = ["ChromeTrace", "write_chrome_trace"]
+__all__ = ["ChromeTrace", "build_chrome_trace", "write_chrome_trace"]
 
 _NS_PER_US: Final = 1000.0
-_TABLE: Final = "chrome_spans"
-_BATCH: Final = 10_000
-_LAYOUT: Final = (
-    f"SELECT run_id, rank, service, span_group, start_ns, end_ns FROM {_TABLE} ORDER BY position"
-)
-_EVENTS: Final = (
-    "SELECT run_id, rank, service, span_group, start_ns, end_ns, name, status_code, "
-    "status_description, trace_id, span_id, parent_span_id, attributes, events "
-    f"FROM {_TABLE} ORDER BY position"
-)
 
 
 @dataclass
 class ChromeTrace:
-    """What a conversion wrote: how many processes, rows and spans."""
+    """A converted trace: its events and the ``otherData`` block, ready to write."""
 
+    events: list[dict[str, Any]]
+    other_data: dict[str, Any]
     processes: int = 0
     rows: int = 0
     spans: int = 0
@@ -97,47 +78,194 @@ class _Row:
         return True
 
 
-class _Layout:
-    """One process's lanes, fed its spans in start order."""
+def _depths(spans: Sequence[SpanRecord]) -> list[int]:
+    """Each span's depth in its trace's tree (0 for roots and orphans).
 
-    def __init__(self) -> None:
-        self.lanes_of: dict[str, list[_Row]] = defaultdict(list)
+    Only used to order a parent before a child that has exactly its start and
+    end, which time alone cannot do.
+    """
+    index = {
+        (span.trace_id, span.span_id): position
+        for position, span in enumerate(spans)
+        if span.span_id is not None
+    }
+    depths: list[int | None] = [None] * len(spans)
+    for position in range(len(spans)):
+        chain: list[int] = []
+        current: int | None = position
+        while current is not None and depths[current] is None and current not in chain:
+            chain.append(current)
+            span = spans[current]
+            current = (
+                index.get((span.trace_id, span.parent_span_id))
+                if span.parent_span_id is not None
+                else None
+            )
+        base = -1 if current is None or current in chain else depths[current]
+        assert base is not None
+        for offset, member in enumerate(reversed(chain), 1):
+            depths[member] = base + offset
+    return [depth or 0 for depth in depths]
 
-    def place(self, group: str, start: int, end: int) -> _Row:
-        lanes = self.lanes_of[group]
-        row = next((lane for lane in lanes if lane.admits(start, end)), None)
+
+def _assign_rows(
+    spans: Sequence[SpanRecord], indices: Sequence[int]
+) -> tuple[list[_Row], list[tuple[int, _Row]]]:
+    """Place one process's spans (``indices``, in start order) on rows.
+
+    Returns the rows in display order -- groups by first start, a group's extra
+    lanes right below its first -- and each span index with its row.
+    """
+    lanes_of: dict[str, list[_Row]] = defaultdict(list)
+    placed: list[tuple[int, _Row]] = []
+    for i in indices:
+        span = spans[i]
+        lanes = lanes_of[span.group]
+        row = next((lane for lane in lanes if lane.admits(span.start_ns, span.end_ns)), None)
         if row is None:
-            row = _Row(group, len(lanes) + 1, start)
-            row.admits(start, end)
+            row = _Row(span.group, len(lanes) + 1, span.start_ns)
+            row.admits(span.start_ns, span.end_ns)
             lanes.append(row)
-        return row
-
-    def rows(self) -> list[tuple[str, int]]:
-        """(group, lane) in display order: groups by first start, a group's lanes below it."""
-        groups = sorted(
-            self.lanes_of.values(), key=lambda lanes: (lanes[0].first_start, lanes[0].group)
-        )
-        return [(row.group, row.lane) for lanes in groups for row in lanes]
+        placed.append((i, row))
+    # A group's first lane was opened by its earliest span, so it carries the group's start.
+    groups = sorted(lanes_of.values(), key=lambda lanes: (lanes[0].first_start, lanes[0].group))
+    return [row for lanes in groups for row in lanes], placed
 
 
 def _us(nanoseconds: int) -> float:
     return nanoseconds / _NS_PER_US
 
 
-def _args(row: Sequence[Any]) -> dict[str, Any]:
-    status, description, trace_id, span_id, parent_id, attributes = row[7:13]
+def _args(span: SpanRecord) -> dict[str, Any]:
     # The group is the row, not an argument (under either key a trace may carry).
     args = {
         key: value
-        for key, value in (json.loads(attributes) if attributes else {}).items()
+        for key, value in span.attributes.items()
         if key not in (SPAN_GROUP, LEGACY_SPAN_GROUP)
     }
-    if status != "UNSET":
-        args["status"] = f"{status}: {description}" if description else status
-    args["span.id"] = span_id
-    args["span.parent_id"] = parent_id
-    args["trace.id"] = trace_id
+    if span.status != "UNSET":
+        args["status"] = (
+            f"{span.status}: {span.status_description}" if span.status_description else span.status
+        )
+    args["span.id"] = span.span_id
+    args["span.parent_id"] = span.parent_span_id
+    args["trace.id"] = span.trace_id
     return args
+
+
+def build_chrome_trace(
+    spans: Sequence[SpanRecord],
+    *,
+    sources: Sequence[str] = (),
+    show_progress: bool | None = None,
+) -> ChromeTrace:
+    """Lay ``spans`` out as Chrome trace events (see the module docstring).
+
+    ``sources`` (the input names) is recorded in ``otherData``; ``show_progress``
+    is as for :func:`nemo.lens.cli._progress.progress`.
+    """
+    if not spans:
+        raise ValueError("no spans to convert")
+    from nemo.lens._version import __version__
+
+    origin = min(span.start_ns for span in spans)
+    depths = _depths(spans)
+    order = sorted(
+        range(len(spans)),
+        key=lambda i: (spans[i].start_ns, -spans[i].end_ns, depths[i]),
+    )
+    by_process: dict[Process, list[int]] = defaultdict(list)
+    for i in order:
+        by_process[spans[i].process].append(i)
+    processes = sorted(by_process, key=Process.sort_key)
+    several_runs = len({process.run_id for process in processes}) > 1
+
+    metadata: list[dict[str, Any]] = []
+    timed: list[dict[str, Any]] = []
+    row_count = 0
+    with progress("laying out", total=len(spans), unit="span", enabled=show_progress) as bar:
+        for pid, process in enumerate(processes, 1):
+            row_count += _lay_out_process(
+                spans,
+                by_process[process],
+                process.label(with_run=several_runs),
+                pid,
+                origin,
+                metadata,
+                timed,
+                bar.update,
+            )
+    return ChromeTrace(
+        events=metadata + timed,
+        other_data={
+            "generator": f"nemo-lens {__version__}",
+            "origin_unix_nano": origin,
+            "sources": list(sources),
+        },
+        processes=len(processes),
+        rows=row_count,
+        spans=len(spans),
+    )
+
+
+# Spans laid out between progress updates: keeps the bar's cost out of the loop.
+_PROGRESS_EVERY: Final = 4096
+
+
+def _lay_out_process(
+    spans: Sequence[SpanRecord],
+    indices: Sequence[int],
+    label: str,
+    pid: int,
+    origin: int,
+    metadata: list[dict[str, Any]],
+    timed: list[dict[str, Any]],
+    advance: Callable[[int], None],
+) -> int:
+    """Append one process's metadata and events; return how many rows it has."""
+    metadata += [
+        _meta("process_name", pid, 0, name=label),
+        _meta("process_sort_index", pid, 0, sort_index=pid),
+    ]
+    rows, placed = _assign_rows(spans, indices)
+    tids = {id(row): tid for tid, row in enumerate(rows, 1)}
+    for tid, row in enumerate(rows, 1):
+        metadata += [
+            _meta("thread_name", pid, tid, name=row.name),
+            _meta("thread_sort_index", pid, tid, sort_index=tid),
+        ]
+    for count, (i, row) in enumerate(placed, 1):
+        span = spans[i]
+        tid = tids[id(row)]
+        timed.append(
+            {
+                "name": span.name,
+                "cat": span.group,
+                "ph": "X",
+                "ts": _us(span.start_ns - origin),
+                "dur": _us(span.duration_ns),
+                "pid": pid,
+                "tid": tid,
+                "args": _args(span),
+            }
+        )
+        timed.extend(
+            {
+                "name": event.name,
+                "cat": span.group,
+                "ph": "i",
+                "s": "t",
+                "ts": _us(event.time_ns - origin),
+                "pid": pid,
+                "tid": tid,
+                "args": dict(event.attributes),
+            }
+            for event in span.events
+        )
+        if count % _PROGRESS_EVERY == 0:
+            advance(_PROGRESS_EVERY)
+    advance(len(placed) % _PROGRESS_EVERY)
+    return len(rows)
 
 
 def _meta(kind: str, pid: int, tid: int, **args: Any) -> dict[str, Any]:
@@ -148,100 +276,24 @@ def _encode(event: dict[str, Any]) -> str:
     return json.dumps(event, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _batches(engine: Engine, text: str) -> Iterator[list[tuple[Any, ...]]]:
-    cursor = engine.sql(text)
-    while batch := cursor.fetchmany(_BATCH):
-        yield batch
+def _chunks(trace: ChromeTrace) -> Iterator[str]:
+    yield '{"traceEvents":[\n'
+    for position, event in enumerate(trace.events):
+        yield ("," if position else "") + _encode(event) + "\n"
+    yield '],"displayTimeUnit":"ms","otherData":' + _encode(trace.other_data) + "}\n"
 
 
 def write_chrome_trace(
-    engine: Engine,
-    stream: TextIO,
-    *,
-    sources: Sequence[str] = (),
-    show_progress: bool | None = None,
-) -> ChromeTrace:
-    """Write *engine*'s spans to *stream* as one Chrome trace JSON object, an event per line
-    (readable with ``grep``), batch by batch (see the module docstring)."""
-    from nemo.lens._version import __version__
-    from nemo.lens.cli._engine import query
+    trace: ChromeTrace, stream: TextIO, *, show_progress: bool | None = None
+) -> None:
+    """Write ``trace`` as one JSON object, an event per line (readable with ``grep``).
 
-    engine.sql(f"CREATE OR REPLACE TEMP TABLE {_TABLE} AS {query('chrome_spans')}")
-    ((spans, origin, runs),) = engine.rows(
-        f"SELECT count(*), min(start_ns), count(DISTINCT run_id) FROM {_TABLE}"
-    )
-    if not spans:
-        raise ValueError("no spans to convert")
-    layouts: dict[Process, _Layout] = {}
-    with progress("laying out", total=spans, unit="span", enabled=show_progress) as bar:
-        for batch in _batches(engine, _LAYOUT):
-            for run_id, rank, service, group, start, end in batch:
-                process = Process(rank, run_id, service)
-                layout = layouts.get(process)
-                if layout is None:
-                    layout = layouts[process] = _Layout()
-                layout.place(group, start, end)
-            bar.update(len(batch))
-    trace = ChromeTrace(processes=len(layouts), spans=spans)
-    tids: dict[Process, tuple[int, dict[tuple[str, int], int]]] = {}
-    stream.write('{"traceEvents":[\n')
-    first = True
-
-    def put(event: dict[str, Any]) -> None:
-        nonlocal first
-        stream.write(("" if first else ",") + _encode(event) + "\n")
-        first = False
-
-    for pid, process in enumerate(layouts, 1):  # in rank order, as the spans came
-        put(_meta("process_name", pid, 0, name=process.label(with_run=runs > 1)))
-        put(_meta("process_sort_index", pid, 0, sort_index=pid))
-        rows = layouts[process].rows()
-        tids[process] = (pid, {row: tid for tid, row in enumerate(rows, 1)})
-        trace.rows += len(rows)
-        for tid, (group, lane) in enumerate(rows, 1):
-            name = group if lane == 1 else f"{group} ({lane})"
-            put(_meta("thread_name", pid, tid, name=name))
-            put(_meta("thread_sort_index", pid, tid, sort_index=tid))
-    layouts = {process: _Layout() for process in layouts}
-    with progress("writing", total=spans, unit="span", enabled=show_progress) as bar:
-        for batch in _batches(engine, _EVENTS):
-            for row in batch:
-                run_id, rank, service, group, start, end, name = row[:7]
-                process = Process(rank, run_id, service)
-                placed = layouts[process].place(group, start, end)
-                pid, tid_of = tids[process]
-                tid = tid_of[(placed.group, placed.lane)]
-                put(
-                    {
-                        "name": name,
-                        "cat": group,
-                        "ph": "X",
-                        "ts": _us(start - origin),
-                        "dur": _us(end - start),
-                        "pid": pid,
-                        "tid": tid,
-                        "args": _args(row),
-                    }
-                )
-                for event in json.loads(row[13]) if row[13] else ():
-                    put(
-                        {
-                            "name": str(event.get("name", "")),
-                            "cat": group,
-                            "ph": "i",
-                            "s": "t",
-                            "ts": _us(event_time_ns(event) - origin),
-                            "pid": pid,
-                            "tid": tid,
-                            "args": dict(event.get("attributes") or {}),
-                        }
-                    )
-            bar.update(len(batch))
-    other = {"generator": f"nemo-lens {__version__}", "origin_unix_nano": origin}
-    stream.write(
-        '],"displayTimeUnit":"ms","otherData":'
-        + _encode({**other, "sources": list(sources)})
-        + "}\n"
-    )
-    engine.sql(f"DROP TABLE {_TABLE}")
-    return trace
+    Streams event by event, so a trace of millions of spans never exists as one
+    string in memory. ``show_progress`` is as for :func:`nemo.lens.cli._progress.progress`.
+    """
+    # Two chunks more than events: the opening and the closing of the object.
+    total = len(trace.events) + 2
+    with progress("writing", total=total, unit="ev", enabled=show_progress) as bar:
+        for chunk in _chunks(trace):
+            stream.write(chunk)
+            bar.update()
