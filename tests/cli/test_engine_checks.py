@@ -1,10 +1,12 @@
 """The engine's checks of a record read each value's type from its JSON text (the first
-character, a whole number's digits): a value of the wrong type must still send the
-command to the careful reader, which names the line, and a string holding escapes must
-read as the careful reader reads it."""
+character; an integer has no point nor exponent) or let DuckDB refuse it (attributes,
+status and resource are read as structs): a value of the wrong type must still send the
+command to the careful reader, which names the line, and the values read must be the
+careful reader's (strings with escapes, iterations of every type, status texts)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,8 @@ import pytest
 from nemo.lens import semconv
 from nemo.lens.cli._engine import connect
 
-from .conftest import Result, line, span_dict, write_lines
+from .conftest import EPOCH, Result, line, span_dict, write_lines
+from .reference.classify import _whole_number
 
 Run = Callable[..., Result]
 
@@ -34,6 +37,20 @@ Run = Callable[..., Result]
         ("attributes", "x"),
         ("status", ["OK"]),
         ("events", {"name": "e"}),
+        ("start_time_unix_nano", 1.0),
+        ("start_time_unix_nano", 1e3),
+        ("start_time_unix_nano", True),
+        ("end_time_unix_nano", "1700000000000000000"),
+        ("end_time_unix_nano", None),
+        ("lifetime", 7),
+        ("lifetime", ""),
+        ("span_id", True),
+        ("parent_span_id", 12),
+        ("status", "OK"),
+        ("attributes", [1]),
+        ("resource", "x"),
+        ("resource", 3),
+        ("events", [{"name": "e", "time_unix_nano": 1.5}]),
     ],
 )
 def test_a_value_of_the_wrong_type_is_named_at_its_line(
@@ -69,3 +86,79 @@ def test_strings_with_escapes_read_as_written(tmp_path: Path) -> None:
         (name, group, "prof\u00efling", 4, "ab" * 8),
         ("plain", "job", None, 5, None),
     ]
+
+
+_HEAD = {"trace_format": 2, "lifetime": "L1", "resource": {"service.name": "svc", "dl.rank": 0}}
+_SPAN = {
+    k: v for k, v in span_dict("s", group="job", start_ms=0, end_ms=1).items() if k != "resource"
+}
+_SPAN["lifetime"] = "L1"
+
+
+@pytest.mark.parametrize(
+    ("record", "field", "value"),
+    [
+        (_HEAD, "trace_format", 1.5),
+        (_HEAD, "trace_format", "2"),
+        (_HEAD, "trace_format", True),
+        (_HEAD, "lifetime", 7),
+        (_HEAD, "resource", ["x"]),
+        ({"lifetime": "L1", "alive_at_unix_nano": EPOCH}, "alive_at_unix_nano", "5"),
+        ({"lifetime": "L1", "alive_at_unix_nano": EPOCH}, "alive_at_unix_nano", 2.5),
+        ({**_SPAN, "open_at_unix_nano": EPOCH}, "open_at_unix_nano", 1.5),
+        ({**_SPAN, "open_at_unix_nano": EPOCH}, "start_time_unix_nano", "1"),
+    ],
+)
+def test_a_format_2_record_of_the_wrong_type_is_named_at_its_line(
+    run: Run, tmp_path: Path, record: dict[str, Any], field: str, value: Any
+) -> None:
+    bad = {**record, field: value}
+    trace = write_lines(tmp_path / "t.jsonl", [json.dumps(_HEAD), line(_SPAN), json.dumps(bad)])
+
+    result = run("summarize", str(trace))
+
+    assert result.status == 1
+    assert result.err_lines[0].startswith(f"nemo-lens: error: {trace}:3: ")
+
+
+@pytest.mark.parametrize("detail", [False, True])
+@pytest.mark.parametrize(
+    "value",
+    [3, 0, 3.0, 1e3, 3.5, " 4 ", "-4", "4_0", "4.0", "0x4", "1e3", "x", True, None, [3], {"n": 3}],
+)
+def test_an_iteration_reads_as_the_classifier_reads_it(
+    tmp_path: Path, detail: bool, value: Any
+) -> None:
+    record = span_dict("s", group="step", start_ms=0, end_ms=1, attributes={"iteration": value})
+    trace = write_lines(tmp_path / "t.jsonl", [line(record)])
+
+    with connect([str(trace)], detail=detail) as engine:
+        rows = engine.rows("SELECT iteration FROM spans")
+
+    assert rows == [(_whole_number(value),)]
+
+
+@pytest.mark.parametrize("detail", [False, True])
+def test_status_and_resource_values_read_as_text(tmp_path: Path, detail: bool) -> None:
+    record = span_dict("s", group="job", start_ms=0, end_ms=1, status=("ERROR", 'it "broke"'))
+    odd = span_dict("t", group="job", start_ms=0, end_ms=2, rank=3)
+    odd["status"] = {"code": 2, "description": None}
+    odd["resource"]["service.name"] = 'sv"c'
+    trace = write_lines(tmp_path / "t.jsonl", [line(record), line(odd)])
+
+    with connect([str(trace)], detail=detail) as engine:
+        rows = engine.rows(
+            "SELECT status_code, status_description, rank, service FROM spans ORDER BY end_ns"
+        )
+
+    assert rows == [("ERROR", 'it "broke"', 0, "svc"), ("2", None, 3, 'sv"c')]
+
+
+def test_an_iteration_attribute_that_is_also_a_group_key_reads_both(tmp_path: Path) -> None:
+    record = span_dict("s", group="7", start_ms=0, end_ms=1)
+    trace = write_lines(tmp_path / "t.jsonl", [line(record)])
+
+    with connect([str(trace)], iteration_attribute=semconv.SPAN_GROUP) as engine:
+        rows = engine.rows("SELECT span_group, iteration FROM spans")
+
+    assert rows == [("7", 7)]

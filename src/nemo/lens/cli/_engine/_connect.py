@@ -11,7 +11,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 from nemo.lens.cli._engine._inputs import Inputs, sort_inputs
-from nemo.lens.cli._engine._jsonl import CHECK_SQL, SPANS_VIEW, stage_sql
+from nemo.lens.cli._engine._jsonl import CHECK_SQL, stage_sql
+from nemo.lens.cli._engine._jsonl_views import RESOLVED_VIEW, SPANS_VIEW, dead_sql
 from nemo.lens.cli._engine._parquet import parquet_view
 from nemo.lens.cli._records import Location, Problem, SpanRecord, TraceInputError
 
@@ -169,17 +170,15 @@ def _read_lines(
                 inputs,
                 show_progress,
             )
-            bad, with_spans = engine.rows(CHECK_SQL)[0]
+            bad, with_spans, opened = engine.rows(CHECK_SQL)[0]
             names = [inputs.names.get(path, path) for path in inputs.ordered]
             if not bad and set(names) <= set(with_spans or ()):
-                engine.sql(SPANS_VIEW)
-                (count,) = engine.rows("SELECT count(*) FROM jsonl_spans WHERE reconstructed")[0]
-                return int(count)
+                return _relate(engine, opened > 0)
         except duckdb.Error:
             pass  # DuckDB refused a file: the careful reader says what is wrong, at which line
     spooled = _careful(engine, inputs, skip_invalid, show_progress)
     engine.sql(stage_sql([spooled], {}, iteration, detail))
-    bad, _ = engine.rows(CHECK_SQL)[0]
+    bad, _, opened = engine.rows(CHECK_SQL)[0]
     if bad:
         # Read by the careful reader but not by DuckDB: a time past 2262 (2**63 ns).
         raise TraceInputError(
@@ -187,8 +186,17 @@ def _read_lines(
             "holds a time past the year 2262 (2**63 ns since the epoch), which the engine "
             "cannot hold",
         )
-    engine.sql(SPANS_VIEW)
+    _relate(engine, opened > 0)
     return engine.reconstructed
+
+
+def _relate(engine: Engine, any_open: bool) -> int:
+    """Define the views over the staged lines; how many spans a dead process left open."""
+    engine.sql(RESOLVED_VIEW)
+    engine.sql(dead_sql(any_open))
+    engine.sql(SPANS_VIEW)
+    (count,) = engine.rows("SELECT count(*) FROM jsonl_dead")[0]
+    return int(count)
 
 
 def _staged(engine: Engine, text: str, inputs: Inputs, show_progress: bool | None) -> None:

@@ -8,19 +8,23 @@ lines naming their lifetime, open-span and alive records) -- and the SDK's
 one row per record, with what every command needs already taken out of its
 JSON (the group, the category, the iteration, the resource's rank, run and
 service, the lifetime) and ``ok``, whether the record passes every check the
-careful reader (:mod:`nemo.lens.cli._records`) makes of it. :data:`SPANS_VIEW`
-then relates the records of each lifetime: a span line gets its header's
-resource, and a span recorded open whose line never came (its process died)
-is ended at its lifetime's last recorded instant, marked truncated.
+careful reader (:mod:`nemo.lens.cli._records`) makes of it.
+:mod:`nemo.lens.cli._engine._jsonl_views` then relates the records of each
+lifetime.
 
 Every top-level field is read as ``JSON``, so that its type can be checked: a
 record of the wrong shape is never read as something it is not; it only sends
-the command to the careful reader, which names its file and line. The checks
-read a value's type from its text (:func:`_text_of`), which DuckDB writes
-minified: the first character tells a string, an object, an array, and a
-whole number is its digits alone. Parsing each value again for ``json_type``
-would cost several times the reading of the file; an object is parsed once,
-for the paths taken out of it.
+the command to the careful reader, which names its file and line. (DuckDB's
+typed reading would not do: it reads ``"12"`` and ``1.5`` as the integers 12
+and 2, and ``7`` as the string ``'7'``.) Each value is taken out of its JSON
+once, in the first step of the statement, from the text DuckDB writes for it
+(minified, numbers written anew): a string is the text between its quotes
+unless it holds an escape, an integer is text without a point or an exponent
+that casts to a BIGINT. The checks and the columns read those values; only an
+object (attributes, status, a resource) is parsed, once, for the paths taken
+out of it. Each step costs a small part of reading the file: ``json_type``
+would parse a value again, and a string function that walks characters
+(``ltrim``) costs more than the parse.
 """
 
 from __future__ import annotations
@@ -29,9 +33,8 @@ from collections.abc import Sequence
 from typing import Final
 
 from nemo.lens import semconv
-from nemo.lens.cli._records import NO_GROUP
 
-__all__ = ["CHECK_SQL", "LINES_TABLE", "SPANS_VIEW", "quote", "stage_sql", "whole_number"]
+__all__ = ["CHECK_SQL", "LINES_TABLE", "quote", "stage_sql", "whole_number"]
 
 LINES_TABLE: Final = "lines"
 
@@ -74,9 +77,6 @@ def _key(name: str) -> str:
     return '$."' + name + '"'
 
 
-_INT_TYPES: Final = "('UBIGINT', 'BIGINT')"
-
-
 def _text_of(column: str) -> str:
     """The JSON *column*'s text, as DuckDB wrote it (minified)."""
     return f"CAST({column} AS VARCHAR)"
@@ -88,43 +88,37 @@ def _starts(column: str, character: str) -> str:
     return f"prefix({_text_of(column)}, {quote(character)})"
 
 
-def _digits(column: str) -> str:
-    """Whether the JSON *column* is a non-negative integer: its text is digits alone (a
-    float's has a point or an exponent; a string's, its quotes)."""
+def _string(column: str) -> str:
+    """The JSON *column*'s value when it is a string, else NULL: its text between the
+    quotes, unless the text holds an escape (only then is it parsed)."""
     text = _text_of(column)
-    return f"({text} <> '' AND ltrim({text}, '0123456789') = '')"
+    return (
+        f"CASE WHEN {_starts(column, _STR)} THEN CASE WHEN strpos({text}, '\\') = 0 "
+        f"THEN substr({text}, 2, length({text}) - 2) ELSE {column} ->> '$' END END"
+    )
 
 
-def _unquoted(column: str) -> str:
-    """The JSON string *column*'s value: its text less the quotes, unless it holds an
-    escape (only then is it parsed)."""
+def _whole(column: str) -> str:
+    """The JSON *column* as a BIGINT when it is an integer a BIGINT holds, else NULL.
+    DuckDB writes a float with a point or an exponent, and a cast of the text refuses a
+    string (its quotes), a boolean, an object, an array and a number too large."""
     text = _text_of(column)
-    return f"CASE WHEN strpos({text}, '\\') = 0 THEN {text}[2:-2] ELSE {column} ->> '$' END"
-
-
-def _integer(column: str) -> str:
-    """Whether the JSON *column* is an integer (its text digits, after a minus)."""
-    signed = f"ltrim({_text_of(column)}, '-')"
-    return f"({signed} <> '' AND ltrim({signed}, '0123456789') = '')"
-
-
-def _ns(column: str) -> str:
-    """Whether the JSON *column* is a whole number of nanoseconds a BIGINT holds."""
-    return f"({_digits(column)} AND TRY_CAST({_text_of(column)} AS BIGINT) IS NOT NULL)"
-
-
-def _str(column: str) -> str:
-    return _starts(column, '"')
-
-
-def _nonempty(column: str) -> str:
-    return f"({_str(column)} AND {_text_of(column)} <> '\"\"')"
+    return (
+        f"CASE WHEN strpos({text}, '.') + strpos({text}, 'e') + strpos({text}, 'E') = 0 "
+        f"THEN TRY_CAST({text} AS BIGINT) END"
+    )
 
 
 def _opt(column: str, first: str) -> str:
     return f"({column} IS NULL OR {_starts(column, first)})"
 
 
+def _empty_list(column: str) -> str:
+    """Whether the JSON *column* is absent or ``[]``."""
+    return f"({column} IS NULL OR {_text_of(column)} = '[]')"
+
+
+_INT_TYPES: Final = "('UBIGINT', 'BIGINT')"
 _OBJ: Final = "{"
 _STR: Final = '"'
 _ISO: Final = r"'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,6})?(Z|z|[+-]\d\d:\d\d)$'"
@@ -134,14 +128,17 @@ _SPAN: Final = "(context -> '$.span_id')"
 
 
 def _event_checks(events: str) -> str:
+    """Whether *events* is absent or a list of well-formed events; only a non-empty list
+    is taken apart (a CASE evaluates a branch for its own rows alone)."""
     each = (
         "lambda e: json_type(e) = 'OBJECT' AND json_type(e, '$.time_unix_nano') IN "
         f"{_INT_TYPES} AND TRY_CAST(json_extract(e, '$.time_unix_nano') AS BIGINT) >= 0 "
         "AND coalesce(json_type(e, '$.attributes') IN ('OBJECT', 'NULL'), true)"
     )
     return (
-        f"({events} IS NULL OR {_text_of(events)} = '[]' OR ({_starts(events, '[')}"
-        f" AND list_bool_and(list_transform(json_extract({events}, '$[*]'), {each}))))"
+        f"(CASE WHEN {_empty_list(events)} THEN true WHEN {_starts(events, '[')} "
+        f"THEN list_bool_and(list_transform(json_extract({events}, '$[*]'), {each})) "
+        "ELSE false END)"
     )
 
 
@@ -154,24 +151,31 @@ def _sdk_id(column: str) -> str:
 
 
 def _sdk_id_ok(column: str) -> str:
-    return f"({column} IS NULL OR ({_str(column)} AND regexp_matches({column} ->> '$', {_HEX})))"
+    return (
+        f"({column} IS NULL OR ({_starts(column, _STR)} "
+        f"AND regexp_matches({column} ->> '$', {_HEX})))"
+    )
 
 
 def whole_number(value: str) -> str:
     """The JSON *value* as a BIGINT when it holds a whole number (as the classifier reads
-    an iteration: an integer, or a float or string holding one), else NULL."""
+    an iteration: an integer, or a float or string holding one), else NULL. A string
+    is what Python's ``int()`` reads (DuckDB's cast would read ``"4.0"`` and ``"0x4"``)."""
     text = _text_of(value)
+    number = f"TRY_CAST({text} AS DOUBLE)"
     return (
-        f"CASE WHEN {_str(value)} THEN TRY_CAST(trim({value} ->> '$') AS BIGINT) "
-        f"WHEN {_integer(value)} THEN TRY_CAST({text} AS BIGINT) "
-        f"WHEN TRY_CAST({text} AS DOUBLE) = floor(TRY_CAST({text} AS DOUBLE)) "
-        f"THEN TRY_CAST(TRY_CAST({text} AS DOUBLE) AS BIGINT) END"
+        f"CASE WHEN {_starts(value, _STR)} THEN CASE WHEN regexp_full_match("
+        f"trim({value} ->> '$'), '[+-]?[0-9](_?[0-9])*') THEN TRY_CAST(trim({value} ->> '$') "
+        "AS BIGINT) END "
+        f"WHEN strpos({text}, '.') + strpos({text}, 'e') + strpos({text}, 'E') = 0 "
+        f"THEN TRY_CAST({text} AS BIGINT) "
+        f"WHEN {number} = floor({number}) THEN TRY_CAST({number} AS BIGINT) END"
     )
 
 
 def _text(value: str) -> str:
     """A resource value as the careful reader's ``str()`` gives it (strings as they are)."""
-    return f"CASE WHEN {_str(value)} THEN {value} ->> '$' ELSE {_text_of(value)} END"
+    return f"CASE WHEN {_starts(value, _STR)} THEN {value} ->> '$' ELSE {_text_of(value)} END"
 
 
 def _truthy(value: str) -> str:
@@ -182,6 +186,28 @@ def _truthy(value: str) -> str:
         f"WHEN '{{' THEN {text} <> '{{}}' WHEN '[' THEN {text} <> '[]' "
         f"ELSE TRY_CAST({text} AS DOUBLE) <> 0 END)"
     )
+
+
+_ATTRIBUTE_KEYS: Final = (
+    semconv.SPAN_GROUP,
+    semconv.LEGACY_SPAN_GROUP,
+    semconv.SPAN_CATEGORY,
+    semconv.SPAN_TRUNCATED,
+)
+_STATUS: Final = "STRUCT(code VARCHAR, description VARCHAR, status_code VARCHAR)"
+"""A span's status as DuckDB reads it: an object (else DuckDB refuses the line), each value
+as text (a string as it is, anything else its JSON), as the careful reader's ``str()``."""
+
+
+def _ident(name: str) -> str:
+    """*name* as a SQL identifier (a struct's field)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _struct(keys: Sequence[str], *more: str) -> str:
+    """A STRUCT of JSON values under *keys* (and the fields *more*): DuckDB reads an
+    object's keys into it, as it reads the line."""
+    return "STRUCT(" + ", ".join([f"{_ident(k)} JSON" for k in keys] + list(more)) + ")"
 
 
 _RESOURCE_KEYS: Final = (
@@ -207,24 +233,50 @@ def stage_sql(files: Sequence[str], names: dict[str, str], iteration: str, detai
     taken out of them either way).
     """
     listing = "[" + ", ".join(quote(f) for f in files) + "]"
-    columns = "{" + ", ".join(f"{quote(f)}: 'JSON'" for f in _FIELDS) + "}"
+    attribute_keys = list(dict.fromkeys((*_ATTRIBUTE_KEYS, iteration)))
+    picks = [attribute_keys.index(k) for k in (*_ATTRIBUTE_KEYS, iteration)]
+    typed = {"_source": "VARCHAR", "_line": "BIGINT", "status": _STATUS}
+    if not detail:
+        # Taken apart by DuckDB as it reads the line, which refuses any but an object.
+        typed["attributes"] = _struct(attribute_keys)
+        typed["resource"] = _struct(_RESOURCE_KEYS, f"attributes {_struct(_RESOURCE_KEYS)}")
+    columns = "{" + ", ".join(f"{quote(f)}: {quote(typed.get(f, 'JSON'))}" for f in _FIELDS) + "}"
     mapped = " ".join(f"WHEN {quote(f)} THEN {quote(n)}" for f, n in names.items())
     source = f"CASE filename {mapped} ELSE filename END" if mapped else "filename"
-    attr_paths = (
-        "["
-        + ", ".join(
-            quote(p)
-            for p in (
-                _key(semconv.SPAN_GROUP),
-                _key(semconv.LEGACY_SPAN_GROUP),
-                _key(semconv.SPAN_CATEGORY),
-                _key(semconv.SPAN_TRUNCATED),
-                _key(iteration),
-            )
+    if detail:
+        attr_paths = "[" + ", ".join(quote(_key(k)) for k in attribute_keys) + "]"
+        resource_paths = "[" + ", ".join(quote(_key(k)) for k in _RESOURCE_KEYS) + "]"
+        picked = (
+            f"json_extract(attributes, {attr_paths}) AS a, json_extract(res, {resource_paths}) AS r"
         )
-        + "]"
-    )
-    resource_paths = "[" + ", ".join(quote(_key(k)) for k in _RESOURCE_KEYS) + "]"
+
+        def attribute(n: int) -> str:
+            return f"a[{picks[n - 1] + 1}]"
+
+        def resource(n: int) -> str:
+            return f"r[{n}]"
+
+        objects = " AND ".join(_opt(f, _OBJ) for f in ("attributes", "resource"))
+        res = (
+            ", CASE WHEN kind = 'sdk' THEN coalesce(resource -> '$.attributes', '{}') "
+            "ELSE resource END AS res"
+        )
+        sdk_resource = "coalesce(json_type(resource, '$.attributes') IN ('OBJECT', 'NULL'), true)"
+    else:
+        picked = ", ".join(
+            f"CASE WHEN kind = 'sdk' THEN resource.attributes.{_ident(k)} "
+            f"ELSE resource.{_ident(k)} END AS r{n}"
+            for n, k in enumerate(_RESOURCE_KEYS, 1)
+        )
+
+        def attribute(n: int) -> str:
+            return f"attributes.{_ident(attribute_keys[picks[n - 1]])}"
+
+        def resource(n: int) -> str:
+            return f"r{n}"
+
+        objects = sdk_resource = "true"
+        res = ""
     nothing = "CAST(NULL AS VARCHAR)"
     keep = (lambda text: text) if detail else (lambda text: nothing)
     # One record's kind, by the keys it has (as kind_of reads them, the SDK layout first).
@@ -237,103 +289,119 @@ def stage_sql(files: Sequence[str], names: dict[str, str], iteration: str, detai
         "WHEN resource_metrics IS NOT NULL OR severity_number IS NOT NULL THEN 'other' "
         "ELSE 'bad' END"
     )
-    lifetime_ok = f"(lifetime IS NULL OR {_nonempty('lifetime')})"
+    # Each scalar taken out of its JSON once (the step "valued"): *_s a string, *_n an
+    # integer, NULL when the field holds something else (or nothing).
+    strings = {
+        "name": "name",
+        "trace_id": "trace",
+        "span_id": "span",
+        "parent_span_id": "parent",
+        "lifetime": "life",
+    }
+    wholes = {
+        "start_time_unix_nano": "start",
+        "end_time_unix_nano": "end",
+        "open_at_unix_nano": "open_at",
+        "alive_at_unix_nano": "alive_at",
+        "trace_format": "format",
+    }
+    valued = ", ".join(
+        [f"{_string(f)} AS {n}_s" for f, n in strings.items()]
+        + [f"{_whole(f)} AS {n}_n" for f, n in wholes.items()]
+    )
+
+    def optional(field: str) -> str:
+        return f"({field} IS NULL OR {strings[field]}_s IS NOT NULL)"
+
+    def ns(field: str) -> str:
+        return f"{wholes[field]}_n >= 0"
+
+    lifetime_ok = "(lifetime IS NULL OR life_s <> '')"
     common = (
-        f"{_str('name')} AND {_ns('start_time_unix_nano')} AND {_opt('attributes', _OBJ)} "
-        f"AND {_opt('status', _OBJ)} AND {_opt('resource', _OBJ)} AND {lifetime_ok} "
-        f"AND {_opt('trace_id', _STR)} AND {_opt('span_id', _STR)} "
-        f"AND {_opt('parent_span_id', _STR)}"
+        f"name_s IS NOT NULL AND {ns('start_time_unix_nano')} AND {objects} AND {lifetime_ok} "
+        f"AND {optional('trace_id')} AND {optional('span_id')} AND {optional('parent_span_id')}"
     )
     span_ok = (
-        f"{common} AND {_ns('end_time_unix_nano')} AND TRY_CAST(end_time_unix_nano AS BIGINT) "
-        f">= TRY_CAST(start_time_unix_nano AS BIGINT) AND {_event_checks('events')}"
+        f"{common} AND {ns('end_time_unix_nano')} AND end_n >= start_n "
+        f"AND {_event_checks('events')}"
     )
-    open_ok = (
-        f"{common} AND {_ns('open_at_unix_nano')} AND "
-        "(events IS NULL OR CAST(events AS VARCHAR) = '[]')"
-    )
+    open_ok = f"{common} AND {ns('open_at_unix_nano')} AND {_empty_list('events')}"
     sdk_ok = (
-        f"{_str('name')} AND json_type(context) = 'OBJECT' "
+        f"name_s IS NOT NULL AND {_starts('context', _OBJ)} "
         f"AND {_sdk_id_ok(_TRACE)} AND {_sdk_id_ok(_SPAN)} AND {_sdk_id_ok('parent_id')} "
-        f"AND {_str('start_time')} AND regexp_matches(start_time ->> '$', {_ISO}) "
-        f"AND {_str('end_time')} AND regexp_matches(end_time ->> '$', {_ISO}) "
+        f"AND {_starts('start_time', _STR)} AND regexp_matches(start_time ->> '$', {_ISO}) "
+        f"AND {_starts('end_time', _STR)} AND regexp_matches(end_time ->> '$', {_ISO}) "
         f"AND {_sdk_time('start_time')} >= 0 "
         f"AND {_sdk_time('end_time')} >= {_sdk_time('start_time')} "
-        f"AND {_opt('attributes', _OBJ)} AND {_opt('status', _OBJ)} AND {_opt('resource', _OBJ)} "
-        "AND coalesce(json_type(resource, '$.attributes') IN ('OBJECT', 'NULL'), true) "
-        "AND (events IS NULL OR CAST(events AS VARCHAR) = '[]') "
-        "AND (links IS NULL OR CAST(links AS VARCHAR) = '[]')"
+        f"AND {objects} AND {sdk_resource} "
+        f"AND {_empty_list('events')} AND {_empty_list('links')}"
     )
-    header_ok = (
-        f"{_integer('trace_format')} AND TRY_CAST(trace_format AS BIGINT) "
-        f"BETWEEN 1 AND 2 AND {_nonempty('lifetime')} AND {_opt('resource', _OBJ)}"
-    )
-    alive_ok = f"{_nonempty('lifetime')} AND {_ns('alive_at_unix_nano')}"
+    header_ok = f"format_n BETWEEN 1 AND 2 AND life_s <> '' AND {objects}"
+    alive_ok = f"life_s <> '' AND {ns('alive_at_unix_nano')}"
     ok = (
         f"CASE kind WHEN 'span' THEN {span_ok} WHEN 'open' THEN {open_ok} "
         f"WHEN 'sdk' THEN {sdk_ok} WHEN 'header' THEN {header_ok} WHEN 'alive' THEN {alive_ok} "
         "WHEN 'other' THEN true ELSE false END"
     )
+
+    a1, a2, a3, a4, a5 = (attribute(n) for n in range(1, 6))
+    r1, r2, r3, r4, r5, r6, r7, r8, r9 = (resource(n) for n in range(1, 10))
+
+    def nonempty(value: str) -> str:
+        return f"({_starts(value, _STR)} AND {_text_of(value)} <> '\"\"')"
+
+    def integer(value: str) -> str:
+        return f"CASE WHEN NOT {_starts(value, _STR)} THEN {_whole(value)} END"
+
     return f"""
 CREATE OR REPLACE TEMP TABLE {LINES_TABLE} AS
 WITH raw AS (
   SELECT *, {kind} AS kind
   FROM read_json({listing}, format = 'newline_delimited', filename = true,
                  columns = {columns}, maximum_object_size = {MAX_OBJECT_BYTES})
+), valued AS (
+  SELECT *, {valued} FROM raw
 ), checked AS (
-  SELECT *, coalesce({ok}, false) AS ok,
-         CASE WHEN kind = 'sdk' THEN coalesce(resource -> '$.attributes', '{{}}')
-              ELSE resource END AS res
-  FROM raw
+  SELECT *, coalesce({ok}, false) AS ok{res} FROM valued
 ), picked AS (
-  SELECT *, json_extract(attributes, {attr_paths}) AS a,
-         json_extract(res, {resource_paths}) AS r,
-         json_extract(status, ['$.code', '$.description', '$.status_code']) AS st
-  FROM checked
+  SELECT *, {picked} FROM checked
 )
 SELECT
-  coalesce(_source ->> '$', {source}) AS source,
-  TRY_CAST(_line AS BIGINT) AS line,
+  coalesce(_source, {source}) AS source,
+  _line AS line,
   kind,
   ok,
-  {_unquoted("lifetime")} AS named,
+  life_s AS named,
   kind IN ('span', 'open') AND lifetime IS NOT NULL AND resource IS NULL AS uses_header,
-  {_unquoted("name")} AS name,
-  CASE WHEN kind = 'sdk' THEN {_sdk_id(_TRACE)} ELSE {_unquoted("trace_id")} END
-    AS trace_id,
-  CASE WHEN kind = 'sdk' THEN {_sdk_id(_SPAN)} ELSE {_unquoted("span_id")} END
-    AS span_id,
-  CASE WHEN kind = 'sdk' THEN {_sdk_id("parent_id")} ELSE {_unquoted("parent_span_id")} END
-    AS parent_span_id,
-  CASE WHEN kind = 'sdk' THEN {_sdk_time("start_time")}
-       ELSE TRY_CAST(start_time_unix_nano AS BIGINT) END AS start_ns,
-  CASE WHEN kind = 'sdk' THEN {_sdk_time("end_time")}
-       WHEN kind = 'open' THEN TRY_CAST(start_time_unix_nano AS BIGINT)
-       ELSE TRY_CAST(end_time_unix_nano AS BIGINT) END AS end_ns,
-  greatest(TRY_CAST(end_time_unix_nano AS BIGINT), TRY_CAST(start_time_unix_nano AS BIGINT),
-           TRY_CAST(open_at_unix_nano AS BIGINT), TRY_CAST(alive_at_unix_nano AS BIGINT),
-           CASE WHEN kind = 'span' AND CAST(events AS VARCHAR) <> '[]' THEN
+  name_s AS name,
+  CASE WHEN kind = 'sdk' THEN {_sdk_id(_TRACE)} ELSE trace_s END AS trace_id,
+  CASE WHEN kind = 'sdk' THEN {_sdk_id(_SPAN)} ELSE span_s END AS span_id,
+  CASE WHEN kind = 'sdk' THEN {_sdk_id("parent_id")} ELSE parent_s END AS parent_span_id,
+  CASE WHEN kind = 'sdk' THEN {_sdk_time("start_time")} ELSE start_n END AS start_ns,
+  CASE WHEN kind = 'sdk' THEN {_sdk_time("end_time")} WHEN kind = 'open' THEN start_n
+       ELSE end_n END AS end_ns,
+  greatest(end_n, start_n, open_at_n, alive_at_n,
+           CASE WHEN kind = 'span' AND NOT {_empty_list("events")} THEN
              list_max(list_transform(json_extract(events, '$[*].time_unix_nano'),
                                      lambda t: TRY_CAST(t AS BIGINT))) END) AS latest_ns,
-  coalesce(CASE WHEN kind = 'sdk' THEN {_text("st[3]")} ELSE {_text("st[1]")} END, 'UNSET')
+  coalesce(CASE WHEN kind = 'sdk' THEN status.status_code ELSE status.code END, 'UNSET')
     AS status_code,
-  {_text("st[2]")} AS status_description,
-  CASE WHEN a[1] IS NOT NULL THEN CASE WHEN {_nonempty("a[1]")} THEN {_unquoted("a[1]")} END
-       WHEN {_nonempty("a[2]")} THEN {_unquoted("a[2]")} END AS span_group,
-  CASE WHEN {_str("a[3]")} THEN {_unquoted("a[3]")} END AS span_category,
-  coalesce(CAST(a[4] AS VARCHAR) = 'true', false) AS truncated,
-  {whole_number("a[5]")} AS iteration,
+  status.description AS status_description,
+  CASE WHEN {a1} IS NOT NULL THEN CASE WHEN {nonempty(a1)} THEN {_string(a1)} END
+       WHEN {nonempty(a2)} THEN {_string(a2)} END AS span_group,
+  {_string(a3)} AS span_category,
+  coalesce(CAST({a4} AS VARCHAR) = 'true', false) AS truncated,
+  {whole_number(a5)} AS iteration,
   {keep("CAST(coalesce(attributes, '{}') AS VARCHAR)")} AS attributes,
   {keep("CAST(coalesce(events, '[]') AS VARCHAR)")} AS events,
   {keep("CAST(coalesce(res, '{}') AS VARCHAR)")} AS resource,
-  coalesce(CASE WHEN {_integer("r[1]")} THEN TRY_CAST(r[1] AS BIGINT) END,
-           CASE WHEN {_integer("r[2]")} THEN TRY_CAST(r[2] AS BIGINT) END) AS res_rank,
-  coalesce(CASE WHEN {_truthy("r[3]")} THEN {_text("r[3]")} END,
-           CASE WHEN {_truthy("r[4]")} THEN {_text("r[4]")} END,
-           CASE WHEN {_truthy("r[5]")} THEN {_text("r[5]")} END, '') AS res_run,
-  coalesce({_text("r[6]")}, '') AS res_service,
-  CASE WHEN {_nonempty("r[7]")} THEN r[7] ->> '$'
-       ELSE {source} || ':' || coalesce({_text("r[8]")}, '') || ':' || coalesce({_text("r[9]")}, '')
+  coalesce({integer(r1)}, {integer(r2)}) AS res_rank,
+  coalesce(CASE WHEN {_truthy(r3)} THEN {_text(r3)} END,
+           CASE WHEN {_truthy(r4)} THEN {_text(r4)} END,
+           CASE WHEN {_truthy(r5)} THEN {_text(r5)} END, '') AS res_run,
+  coalesce({_text(r6)}, '') AS res_service,
+  CASE WHEN {nonempty(r7)} THEN {r7} ->> '$'
+       ELSE {source} || ':' || coalesce({_text(r8)}, '') || ':' || coalesce({_text(r9)}, '')
   END AS res_lifetime
 FROM picked
 """
@@ -341,58 +409,9 @@ FROM picked
 
 CHECK_SQL: Final = f"""
 SELECT count(*) FILTER (WHERE NOT ok),
-       list(DISTINCT source) FILTER (WHERE kind IN ('span', 'open', 'sdk'))
+       list(DISTINCT source) FILTER (WHERE kind IN ('span', 'open', 'sdk')),
+       count(*) FILTER (WHERE kind = 'open')
 FROM {LINES_TABLE}
 """
-
-SPANS_VIEW: Final = f"""
-CREATE OR REPLACE TEMP VIEW jsonl_spans AS
-WITH heads AS (
-  SELECT named AS lifetime, any_value(res_rank) AS rank, any_value(res_run) AS run_id,
-         any_value(res_service) AS service, any_value(resource) AS resource
-  FROM {LINES_TABLE} WHERE kind = 'header' GROUP BY named
-), resolved AS (
-  SELECT l.*,
-         CASE WHEN l.uses_header THEN h.rank ELSE l.res_rank END AS rank,
-         CASE WHEN l.uses_header THEN coalesce(h.run_id, '') ELSE l.res_run END AS run_id,
-         CASE WHEN l.uses_header THEN coalesce(h.service, '') ELSE l.res_service END AS service,
-         CASE WHEN l.uses_header THEN coalesce(h.resource, l.resource) ELSE l.resource END
-           AS resource_text,
-         coalesce(l.named, l.res_lifetime) AS lifetime
-  FROM {LINES_TABLE} l LEFT JOIN heads h ON l.uses_header AND h.lifetime = l.named
-  WHERE l.kind IN ('span', 'sdk', 'open')
-), last AS (
-  SELECT coalesce(named, res_lifetime) AS lifetime, max(latest_ns) AS last_ns
-  FROM {LINES_TABLE} WHERE kind IN ('span', 'open', 'alive') GROUP BY 1
-), ended AS (
-  SELECT DISTINCT lifetime, span_id FROM resolved WHERE kind <> 'open' AND span_id IS NOT NULL
-), dead AS (
-  SELECT o.* FROM (
-    SELECT *, row_number() OVER (PARTITION BY lifetime, span_id ORDER BY source, line) AS nth
-    FROM resolved WHERE kind = 'open' AND span_id IS NOT NULL
-  ) o
-  WHERE o.nth = 1
-    AND NOT EXISTS (SELECT 1 FROM ended e WHERE e.lifetime = o.lifetime AND e.span_id = o.span_id)
-)
-SELECT run_id, rank, service, lifetime, name, coalesce(span_group, {quote(NO_GROUP)}) AS span_group,
-       trace_id, span_id, parent_span_id, start_ns, end_ns, end_ns - start_ns AS duration_ns,
-       status_code, status_description, iteration, truncated, span_category,
-       attributes, events, resource_text AS resource, source, line, false AS reconstructed
-FROM resolved WHERE kind <> 'open'
-UNION ALL
-SELECT d.run_id, d.rank, d.service, d.lifetime, d.name,
-       coalesce(d.span_group, {quote(NO_GROUP)}),
-       d.trace_id, d.span_id, d.parent_span_id, d.start_ns,
-       greatest(l.last_ns, d.start_ns), greatest(l.last_ns, d.start_ns) - d.start_ns,
-       d.status_code, d.status_description, d.iteration, true, d.span_category,
-       json_merge_patch(d.attributes, {quote('{"' + semconv.SPAN_TRUNCATED + '": true}')}),
-       CASE WHEN d.events IS NOT NULL THEN CAST(to_json(list_append(
-         CAST(d.events AS JSON[]),
-         json_object('name', {quote(semconv.SPAN_TRUNCATED_EVENT)},
-                     'time_unix_nano', greatest(l.last_ns, d.start_ns),
-                     'attributes', json_object({quote(semconv.SPAN_TRUNCATED_REASON)},
-                                               {quote(semconv.SPAN_TRUNCATED_PROCESS_ENDED)}))))
-       AS VARCHAR) END,
-       d.resource_text, d.source, d.line, true
-FROM dead d JOIN last l ON l.lifetime = d.lifetime
-"""
+"""How many records fail a check, which inputs hold spans, how many spans were recorded
+open (only then can a process have died with spans unended)."""
