@@ -400,7 +400,7 @@ SELECT
            CASE WHEN {_truthy(r4)} THEN {_text(r4)} END,
            CASE WHEN {_truthy(r5)} THEN {_text(r5)} END, '') AS res_run,
   coalesce({_text(r6)}, '') AS res_service,
-  CASE WHEN {nonempty(r7)} THEN {r7} ->> '$'
+  CASE WHEN life_s IS NOT NULL THEN NULL WHEN {nonempty(r7)} THEN {r7} ->> '$'
        ELSE {source} || ':' || coalesce({_text(r8)}, '') || ':' || coalesce({_text(r9)}, '')
   END AS res_lifetime
 FROM picked
