@@ -162,3 +162,19 @@ def test_an_iteration_attribute_that_is_also_a_group_key_reads_both(tmp_path: Pa
         rows = engine.rows("SELECT span_group, iteration FROM spans")
 
     assert rows == [("7", 7)]
+
+
+def test_a_resource_holding_a_key_named_attributes_reads_as_any_other(
+    run: Run, tmp_path: Path
+) -> None:
+    # DuckDB reads the SDK layout's resource.attributes as an object and refuses a line
+    # where it is not; the careful reader, which reads it as any key, reads the trace.
+    record = span_dict("s", group="job", start_ms=0, end_ms=1)
+    record["resource"]["attributes"] = "x"
+    trace = write_lines(tmp_path / "t.jsonl", [line(record)])
+
+    result = run("summarize", str(trace))
+
+    assert result.status == 0, result.err_lines
+    with connect([str(trace)]) as engine:
+        assert engine.rows("SELECT name, service FROM spans") == [("s", "svc")]

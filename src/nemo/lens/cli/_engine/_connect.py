@@ -177,7 +177,7 @@ def _read_lines(
         except duckdb.Error:
             pass  # DuckDB refused a file: the careful reader says what is wrong, at which line
     spooled = _careful(engine, inputs, skip_invalid, show_progress)
-    engine.sql(stage_sql([spooled], {}, iteration, detail))
+    engine.sql(stage_sql([spooled], {}, iteration, detail, structs=False))
     bad, _, opened = engine.rows(CHECK_SQL)[0]
     if bad:
         # Read by the careful reader but not by DuckDB: a time past 2262 (2**63 ns).

@@ -223,27 +223,38 @@ _RESOURCE_KEYS: Final = (
 )
 
 
-def stage_sql(files: Sequence[str], names: dict[str, str], iteration: str, detail: bool) -> str:
+def stage_sql(
+    files: Sequence[str],
+    names: dict[str, str],
+    iteration: str,
+    detail: bool,
+    *,
+    structs: bool = True,
+) -> str:
     """The statement that creates :data:`LINES_TABLE` from the JSON-lines *files*.
 
     *names* maps a file to the name errors and ``source`` give it (a spooled standard
     input is ``<stdin>``); *iteration* is the step spans' iteration attribute; with
     *detail*, each span's attributes, events and resource are kept as JSON text (what
     ``report``, ``convert`` and ``sql`` show), else left NULL (what the figures need is
-    taken out of them either way).
+    taken out of them either way). Without *detail* and with *structs*, attributes and
+    resource are read as structs, which DuckDB fills as it reads the line (refusing a line
+    whose resource's ``attributes``, the SDK layout's, is not an object: the careful
+    reader's own file, which may hold one, is read without *structs*).
     """
     listing = "[" + ", ".join(quote(f) for f in files) + "]"
     attribute_keys = list(dict.fromkeys((*_ATTRIBUTE_KEYS, iteration)))
     picks = [attribute_keys.index(k) for k in (*_ATTRIBUTE_KEYS, iteration)]
     typed = {"_source": "VARCHAR", "_line": "BIGINT", "status": _STATUS}
-    if not detail:
+    whole = detail or not structs
+    if not whole:
         # Taken apart by DuckDB as it reads the line, which refuses any but an object.
         typed["attributes"] = _struct(attribute_keys)
         typed["resource"] = _struct(_RESOURCE_KEYS, f"attributes {_struct(_RESOURCE_KEYS)}")
     columns = "{" + ", ".join(f"{quote(f)}: {quote(typed.get(f, 'JSON'))}" for f in _FIELDS) + "}"
     mapped = " ".join(f"WHEN {quote(f)} THEN {quote(n)}" for f, n in names.items())
     source = f"CASE filename {mapped} ELSE filename END" if mapped else "filename"
-    if detail:
+    if whole:
         attr_paths = "[" + ", ".join(quote(_key(k)) for k in attribute_keys) + "]"
         resource_paths = "[" + ", ".join(quote(_key(k)) for k in _RESOURCE_KEYS) + "]"
         picked = (
