@@ -46,6 +46,8 @@ def test_the_page_fetches_nothing(run: Run, tmp_path: Path) -> None:
         "goodput 35.9%: 33.000 s productive of 92.000 s wall; badput: initialization 15.000 s, "
         "checkpoint_save 4.000 s, evaluation 2.000 s, wasted_progress 15.000 s, "
         "restart 17.000 s, unaccounted 6.000 s",
+        "stragglers: 1 of 4 iterations had a rank slower than the median; the worst, rank 0 "
+        "at iteration 4, 500.000 ms over the median rank",
         f"wrote {page}: 32 spans; open it in a browser (it needs no network)",
     ]
     text = page.read_text(encoding="utf-8")

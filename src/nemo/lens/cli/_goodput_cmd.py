@@ -123,6 +123,7 @@ def cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     several = len(builder.runs) > 1
     print_lines(
         [(f"run {run.run_id}: " if several else "") + goodput_line(run) for run in builder.runs]
+        + ([summary] if (summary := builder.stragglers.summary()) else [])
         + [f"wrote {output}: {shown}; open it in a browser (it needs no network)"]
     )
     return EXIT_OK

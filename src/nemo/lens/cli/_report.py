@@ -20,6 +20,10 @@ Step durations
     consecutive iterations (mean and maximum each). A table per rank gives the
     median, 90th percentile and maximum, and how often the rank was the slowest
     at an iteration: the straggler (:mod:`nemo.lens.cli._report_steps`).
+Stragglers
+    The iterations with the largest lag of the slowest rank over the median
+    rank, as the packaged straggler query gives them
+    (:mod:`nemo.lens.cli._report_stragglers`).
 Goodput
     The figures of :mod:`nemo.lens.cli._goodput` (the engine's) for every run and rank.
 
@@ -42,6 +46,7 @@ from nemo.lens.cli._goodput import RunGoodput
 from nemo.lens.cli._goodput_format import run_json
 from nemo.lens.cli._records import Process
 from nemo.lens.cli._report_steps import StepSeries, fetch_steps
+from nemo.lens.cli._report_stragglers import Stragglers, fetch_stragglers
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -106,6 +111,7 @@ class ReportBuilder:
         self.coverage: dict[_Row, list[int]] = {}
         self.lifetimes: dict[Process, list[tuple[int, int]]] = defaultdict(list)
         self.steps = StepSeries()
+        self.stragglers = Stragglers()
 
     @classmethod
     def from_engine(cls, engine: Engine, *, drawn_spans: int = DRAWN_SPANS) -> ReportBuilder:
@@ -134,6 +140,7 @@ class ReportBuilder:
             builder.drawn.append(_Drawn(row, start, stop, name, _attributes(*status)))
         builder._cover(engine)
         builder.steps = fetch_steps(engine, STEP_POINTS)
+        builder.stragglers = fetch_stragglers(engine)
         return builder
 
     def _order(self) -> tuple[list[Process], list[_Row]]:
@@ -234,6 +241,7 @@ class ReportBuilder:
             "coverage_bins": COVERAGE_BINS,
             "restarts": self._restarts(labels, ms),
             "steps": self.steps.ranks(processes, labels),
+            "stragglers": self.stragglers.page(with_run=several_runs),
             "goodput": [run_json(run) for run in self.runs],
         }
 

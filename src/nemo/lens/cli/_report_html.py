@@ -335,6 +335,49 @@ def _steps_section(steps: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def _stragglers_section(stragglers: dict[str, Any]) -> str:
+    """The iterations with the largest lag of the slowest rank over the median rank."""
+    if not stragglers["iterations"]:
+        return ""  # no iteration that two ranks executed
+    out = ['<section id="stragglers"><h2>Stragglers</h2>']
+    rows, lagging = stragglers["rows"], stragglers["lagging"]
+    if not rows:
+        out.append(
+            f'<p class="note">At none of the {stragglers["iterations"]:,} iterations that '
+            "two ranks or more executed was the slowest rank slower than the median rank.</p>"
+        )
+        return "".join(out) + "</section>"
+    shown = (
+        f"All {lagging:,} iterations"
+        if len(rows) == lagging
+        else f"The {len(rows):,} (the table's most) of {lagging:,} iterations with the largest lag"
+    )
+    out.append(
+        f'<p class="note">{shown} at which the slowest rank was slower than the median rank, '
+        f"of {stragglers['iterations']:,} that two ranks or more executed; the worst first. "
+        "Each rank's counted execution of the iteration (not a wasted one); a tie for the "
+        "slowest goes to the lowest rank. The figures are the straggler query's "
+        "(<code>nemo-lens sql</code>, docs/sql.md).</p>"
+    )
+    head = (
+        "<th>iteration</th><th>slowest rank</th><th>its step</th><th>median rank's</th>"
+        "<th>lag</th><th>ranks</th>"
+    )
+    body = [
+        f'<tr data-iteration="{row["iteration"]}" data-process="{_e(row["process"])}" '
+        f'data-lag-ns="{row["lag_ns"]}"><td>{row["iteration"]}</td><td>{_e(row["process"])}</td>'
+        f"<td>{_duration_ms(row['slowest_ns'] / 1e6)}</td>"
+        f"<td>{_duration_ms(row['median_ns'] / 1e6)}</td>"
+        f"<td>{_duration_ms(row['lag_ns'] / 1e6)}</td><td>{row['ranks']}</td></tr>"
+        for row in rows
+    ]
+    out.append(
+        f'<table class="figures" id="stragglers-table"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></section>"
+    )
+    return "".join(out)
+
+
 # --- the page --------------------------------------------------------------------------------
 
 
@@ -387,6 +430,7 @@ def render_report(data: dict[str, Any]) -> str:
             _goodput_section(data["goodput"]),
             _timeline_section(data),
             _steps_section(data["steps"]),
+            _stragglers_section(data["stragglers"]),
             "<script type='application/json' id='report-data'>",
             _embed(
                 {
