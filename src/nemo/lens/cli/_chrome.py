@@ -18,6 +18,14 @@ Nesting
     threads) are therefore spread over extra rows, ``step (2)`` and so on; every
     row is properly nested and each span stays within its parent in time.
 
+Streaming
+    The spans are copied once into a temporary table and ordered by a plain sort
+    in the engine, which spills to disk: process (rank order), start, the longer
+    first, the parent first on a tie of both (a depth computed only for the spans
+    that tie). They are read twice in that order, in batches: narrow to lay the
+    rows out (only each row's open ends are kept), then wide to write each event,
+    so memory stays flat whatever the trace's size.
+
 Timestamps
     Times are relative to the earliest span start of the inputs (kept in
     ``otherData.origin_unix_nano``): epoch nanoseconds as microseconds would
@@ -30,25 +38,69 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from nemo.lens.cli._progress import progress
-from nemo.lens.cli._trace_io import Process, SpanRecord
+from nemo.lens.cli._records import Process
+from nemo.lens.cli._sdk_json import event_time_ns
 from nemo.lens.semconv import LEGACY_SPAN_GROUP, SPAN_GROUP
 
-__all__ = ["ChromeTrace", "build_chrome_trace", "write_chrome_trace"]
+if TYPE_CHECKING:
+    from nemo.lens.cli._engine import Engine
+
+__all__ = ["ChromeTrace", "write_chrome_trace"]
 
 _NS_PER_US: Final = 1000.0
+_BATCH: Final = 8192
+_WIDE: Final = "chrome_spans"
+_DEPTHS: Final = "chrome_depths"
+_CAP: Final = 1024
+"""How far up the tie-breaking depth follows a span's parents (a parent cycle stops)."""
+
+_COPY: Final = (
+    f"CREATE OR REPLACE TEMP TABLE {_WIDE} AS SELECT rank, run_id, service, span_group, "
+    "start_ns, end_ns, name, status_code, status_description, trace_id, span_id, "
+    "parent_span_id, attributes, events FROM spans"
+)
+# The depth (how many ancestors the span's trace holds) only of the spans that share their
+# process, start and end with another: only there does it decide the order.
+_DEPTH: Final = f"""
+CREATE OR REPLACE TEMP TABLE {_DEPTHS} AS
+WITH RECURSIVE ties AS (
+  SELECT rank, run_id, service, start_ns, end_ns FROM {_WIDE}
+  GROUP BY rank, run_id, service, start_ns, end_ns HAVING count(*) > 1
+),
+up (id, trace_id, parent, depth) AS (
+  SELECT w.rowid, w.trace_id, w.parent_span_id, 0
+  FROM {_WIDE} w JOIN ties t ON w.rank IS NOT DISTINCT FROM t.rank AND w.run_id = t.run_id
+    AND w.service = t.service AND w.start_ns = t.start_ns AND w.end_ns = t.end_ns
+  UNION ALL
+  SELECT up.id, up.trace_id, p.parent_span_id, up.depth + 1
+  FROM up JOIN {_WIDE} p ON p.trace_id = up.trace_id AND p.span_id = up.parent
+  WHERE up.depth < {_CAP}
+)
+SELECT id, max(depth) AS depth FROM up GROUP BY id
+"""
+_ORDERED: Final = (
+    f"FROM {_WIDE} w LEFT JOIN {_DEPTHS} d ON d.id = w.rowid ORDER BY w.rank IS NULL, "
+    "w.rank, w.run_id, w.service, w.start_ns, w.end_ns DESC, coalesce(d.depth, 0), w.rowid"
+)
+_LAYOUT: Final = (
+    f"SELECT w.rank, w.run_id, w.service, w.span_group, w.start_ns, w.end_ns {_ORDERED}"
+)
+_EVENTS: Final = (
+    "SELECT w.rank, w.run_id, w.service, w.span_group, w.start_ns, w.end_ns, w.name, "
+    "w.status_code, w.status_description, w.trace_id, w.span_id, w.parent_span_id, "
+    f"w.attributes, w.events {_ORDERED}"
+)
 
 
 @dataclass
 class ChromeTrace:
-    """A converted trace: its events and the ``otherData`` block, ready to write."""
+    """What a conversion wrote: how many processes, rows and spans."""
 
-    events: list[dict[str, Any]]
-    other_data: dict[str, Any]
     processes: int = 0
     rows: int = 0
     spans: int = 0
@@ -78,194 +130,54 @@ class _Row:
         return True
 
 
-def _depths(spans: Sequence[SpanRecord]) -> list[int]:
-    """Each span's depth in its trace's tree (0 for roots and orphans).
+class _Layout:
+    """One process's rows, fed its spans in start order."""
 
-    Only used to order a parent before a child that has exactly its start and
-    end, which time alone cannot do.
-    """
-    index = {
-        (span.trace_id, span.span_id): position
-        for position, span in enumerate(spans)
-        if span.span_id is not None
-    }
-    depths: list[int | None] = [None] * len(spans)
-    for position in range(len(spans)):
-        chain: list[int] = []
-        current: int | None = position
-        while current is not None and depths[current] is None and current not in chain:
-            chain.append(current)
-            span = spans[current]
-            current = (
-                index.get((span.trace_id, span.parent_span_id))
-                if span.parent_span_id is not None
-                else None
-            )
-        base = -1 if current is None or current in chain else depths[current]
-        assert base is not None
-        for offset, member in enumerate(reversed(chain), 1):
-            depths[member] = base + offset
-    return [depth or 0 for depth in depths]
+    def __init__(self) -> None:
+        self.lanes_of: dict[str, list[_Row]] = defaultdict(list)
 
-
-def _assign_rows(
-    spans: Sequence[SpanRecord], indices: Sequence[int]
-) -> tuple[list[_Row], list[tuple[int, _Row]]]:
-    """Place one process's spans (``indices``, in start order) on rows.
-
-    Returns the rows in display order -- groups by first start, a group's extra
-    lanes right below its first -- and each span index with its row.
-    """
-    lanes_of: dict[str, list[_Row]] = defaultdict(list)
-    placed: list[tuple[int, _Row]] = []
-    for i in indices:
-        span = spans[i]
-        lanes = lanes_of[span.group]
-        row = next((lane for lane in lanes if lane.admits(span.start_ns, span.end_ns)), None)
+    def place(self, group: str, start: int, end: int) -> _Row:
+        lanes = self.lanes_of[group]
+        row = next((lane for lane in lanes if lane.admits(start, end)), None)
         if row is None:
-            row = _Row(span.group, len(lanes) + 1, span.start_ns)
-            row.admits(span.start_ns, span.end_ns)
+            row = _Row(group, len(lanes) + 1, start)
+            row.admits(start, end)
             lanes.append(row)
-        placed.append((i, row))
-    # A group's first lane was opened by its earliest span, so it carries the group's start.
-    groups = sorted(lanes_of.values(), key=lambda lanes: (lanes[0].first_start, lanes[0].group))
-    return [row for lanes in groups for row in lanes], placed
+        return row
+
+    def rows(self) -> list[_Row]:
+        """In display order: groups by first start, a group's extra lanes right below its
+        first (opened by the group's earliest span, so it carries the group's start)."""
+        groups = sorted(
+            self.lanes_of.values(), key=lambda lanes: (lanes[0].first_start, lanes[0].group)
+        )
+        return [row for lanes in groups for row in lanes]
 
 
 def _us(nanoseconds: int) -> float:
     return nanoseconds / _NS_PER_US
 
 
-def _args(span: SpanRecord) -> dict[str, Any]:
+def _args(
+    status: str,
+    description: str | None,
+    trace_id: str | None,
+    span_id: str | None,
+    parent_id: str | None,
+    attributes: str | None,
+) -> dict[str, Any]:
     # The group is the row, not an argument (under either key a trace may carry).
     args = {
         key: value
-        for key, value in span.attributes.items()
+        for key, value in (json.loads(attributes) if attributes else {}).items()
         if key not in (SPAN_GROUP, LEGACY_SPAN_GROUP)
     }
-    if span.status != "UNSET":
-        args["status"] = (
-            f"{span.status}: {span.status_description}" if span.status_description else span.status
-        )
-    args["span.id"] = span.span_id
-    args["span.parent_id"] = span.parent_span_id
-    args["trace.id"] = span.trace_id
+    if status != "UNSET":
+        args["status"] = f"{status}: {description}" if description else status
+    args["span.id"] = span_id
+    args["span.parent_id"] = parent_id
+    args["trace.id"] = trace_id
     return args
-
-
-def build_chrome_trace(
-    spans: Sequence[SpanRecord],
-    *,
-    sources: Sequence[str] = (),
-    show_progress: bool | None = None,
-) -> ChromeTrace:
-    """Lay ``spans`` out as Chrome trace events (see the module docstring).
-
-    ``sources`` (the input names) is recorded in ``otherData``; ``show_progress``
-    is as for :func:`nemo.lens.cli._progress.progress`.
-    """
-    if not spans:
-        raise ValueError("no spans to convert")
-    from nemo.lens._version import __version__
-
-    origin = min(span.start_ns for span in spans)
-    depths = _depths(spans)
-    order = sorted(
-        range(len(spans)),
-        key=lambda i: (spans[i].start_ns, -spans[i].end_ns, depths[i]),
-    )
-    by_process: dict[Process, list[int]] = defaultdict(list)
-    for i in order:
-        by_process[spans[i].process].append(i)
-    processes = sorted(by_process, key=Process.sort_key)
-    several_runs = len({process.run_id for process in processes}) > 1
-
-    metadata: list[dict[str, Any]] = []
-    timed: list[dict[str, Any]] = []
-    row_count = 0
-    with progress("laying out", total=len(spans), unit="span", enabled=show_progress) as bar:
-        for pid, process in enumerate(processes, 1):
-            row_count += _lay_out_process(
-                spans,
-                by_process[process],
-                process.label(with_run=several_runs),
-                pid,
-                origin,
-                metadata,
-                timed,
-                bar.update,
-            )
-    return ChromeTrace(
-        events=metadata + timed,
-        other_data={
-            "generator": f"nemo-lens {__version__}",
-            "origin_unix_nano": origin,
-            "sources": list(sources),
-        },
-        processes=len(processes),
-        rows=row_count,
-        spans=len(spans),
-    )
-
-
-# Spans laid out between progress updates: keeps the bar's cost out of the loop.
-_PROGRESS_EVERY: Final = 4096
-
-
-def _lay_out_process(
-    spans: Sequence[SpanRecord],
-    indices: Sequence[int],
-    label: str,
-    pid: int,
-    origin: int,
-    metadata: list[dict[str, Any]],
-    timed: list[dict[str, Any]],
-    advance: Callable[[int], None],
-) -> int:
-    """Append one process's metadata and events; return how many rows it has."""
-    metadata += [
-        _meta("process_name", pid, 0, name=label),
-        _meta("process_sort_index", pid, 0, sort_index=pid),
-    ]
-    rows, placed = _assign_rows(spans, indices)
-    tids = {id(row): tid for tid, row in enumerate(rows, 1)}
-    for tid, row in enumerate(rows, 1):
-        metadata += [
-            _meta("thread_name", pid, tid, name=row.name),
-            _meta("thread_sort_index", pid, tid, sort_index=tid),
-        ]
-    for count, (i, row) in enumerate(placed, 1):
-        span = spans[i]
-        tid = tids[id(row)]
-        timed.append(
-            {
-                "name": span.name,
-                "cat": span.group,
-                "ph": "X",
-                "ts": _us(span.start_ns - origin),
-                "dur": _us(span.duration_ns),
-                "pid": pid,
-                "tid": tid,
-                "args": _args(span),
-            }
-        )
-        timed.extend(
-            {
-                "name": event.name,
-                "cat": span.group,
-                "ph": "i",
-                "s": "t",
-                "ts": _us(event.time_ns - origin),
-                "pid": pid,
-                "tid": tid,
-                "args": dict(event.attributes),
-            }
-            for event in span.events
-        )
-        if count % _PROGRESS_EVERY == 0:
-            advance(_PROGRESS_EVERY)
-    advance(len(placed) % _PROGRESS_EVERY)
-    return len(rows)
 
 
 def _meta(kind: str, pid: int, tid: int, **args: Any) -> dict[str, Any]:
@@ -276,24 +188,122 @@ def _encode(event: dict[str, Any]) -> str:
     return json.dumps(event, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _chunks(trace: ChromeTrace) -> Iterator[str]:
-    yield '{"traceEvents":[\n'
-    for position, event in enumerate(trace.events):
-        yield ("," if position else "") + _encode(event) + "\n"
-    yield '],"displayTimeUnit":"ms","otherData":' + _encode(trace.other_data) + "}\n"
+def _batches(engine: Engine, text: str) -> Iterator[list[tuple[Any, ...]]]:
+    cursor = engine.sql(text)
+    while batch := cursor.fetchmany(_BATCH):
+        yield batch
+
+
+class _Writer:
+    """The event list: an event a line, a comma before all but the first."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.first = True
+        stream.write('{"traceEvents":[\n')
+
+    def put(self, event: dict[str, Any]) -> None:
+        self.stream.write(("" if self.first else ",") + _encode(event) + "\n")
+        self.first = False
+
+
+def _lay_out(engine: Engine, spans: int, show_progress: bool | None) -> dict[Process, _Layout]:
+    """Every process's rows, the processes in rank order (the order the spans come in)."""
+    layouts: dict[Process, _Layout] = {}
+    with progress("laying out", total=spans, unit="span", enabled=show_progress) as bar:
+        for batch in _batches(engine, _LAYOUT):
+            for rank, run_id, service, group, start, end in batch:
+                process = Process(rank, run_id, service)
+                layout = layouts.get(process)
+                if layout is None:
+                    layout = layouts[process] = _Layout()
+                layout.place(group, start, end)
+            bar.update(len(batch))
+    return layouts
+
+
+def _write_metadata(
+    out: _Writer, layouts: dict[Process, _Layout], several_runs: bool
+) -> dict[Process, tuple[int, dict[tuple[str, int], int]]]:
+    """Name and order every process and row; each process's pid and its rows' tids."""
+    tids = {}
+    for pid, (process, layout) in enumerate(layouts.items(), 1):
+        out.put(_meta("process_name", pid, 0, name=process.label(with_run=several_runs)))
+        out.put(_meta("process_sort_index", pid, 0, sort_index=pid))
+        rows = layout.rows()
+        tids[process] = (pid, {(row.group, row.lane): tid for tid, row in enumerate(rows, 1)})
+        for tid, row in enumerate(rows, 1):
+            out.put(_meta("thread_name", pid, tid, name=row.name))
+            out.put(_meta("thread_sort_index", pid, tid, sort_index=tid))
+    return tids
 
 
 def write_chrome_trace(
-    trace: ChromeTrace, stream: TextIO, *, show_progress: bool | None = None
-) -> None:
-    """Write ``trace`` as one JSON object, an event per line (readable with ``grep``).
+    engine: Engine,
+    stream: TextIO,
+    *,
+    sources: Sequence[str] = (),
+    show_progress: bool | None = None,
+) -> ChromeTrace:
+    """Write *engine*'s spans to *stream* as one Chrome trace JSON object, an event a line
+    (readable with ``grep``), batch by batch (see the module docstring).
 
-    Streams event by event, so a trace of millions of spans never exists as one
-    string in memory. ``show_progress`` is as for :func:`nemo.lens.cli._progress.progress`.
+    ``sources`` (the input names) is recorded in ``otherData``; ``show_progress`` is as
+    for :func:`nemo.lens.cli._progress.progress`. Raises :class:`ValueError` without spans.
     """
-    # Two chunks more than events: the opening and the closing of the object.
-    total = len(trace.events) + 2
-    with progress("writing", total=total, unit="ev", enabled=show_progress) as bar:
-        for chunk in _chunks(trace):
-            stream.write(chunk)
-            bar.update()
+    from nemo.lens._version import __version__
+
+    engine.sql(_COPY)
+    ((spans, origin, runs),) = engine.rows(
+        f"SELECT count(*), min(start_ns), count(DISTINCT run_id) FROM {_WIDE}"
+    )
+    if not spans:
+        raise ValueError("no spans to convert")
+    engine.sql(_DEPTH)
+    layouts = _lay_out(engine, spans, show_progress)
+    out = _Writer(stream)
+    tids = _write_metadata(out, layouts, runs > 1)
+    trace = ChromeTrace(len(layouts), sum(len(tid_of) for _, tid_of in tids.values()), spans)
+    # The second pass places every span again, on fresh rows, to find its tid.
+    layouts = {process: _Layout() for process in layouts}
+    with progress("writing", total=spans, unit="span", enabled=show_progress) as bar:
+        for batch in _batches(engine, _EVENTS):
+            for rank, run_id, service, group, start, end, name, *rest in batch:
+                process = Process(rank, run_id, service)
+                row = layouts[process].place(group, start, end)
+                pid, tid_of = tids[process]
+                tid = tid_of[(row.group, row.lane)]
+                out.put(
+                    {
+                        "name": name,
+                        "cat": group,
+                        "ph": "X",
+                        "ts": _us(start - origin),
+                        "dur": _us(end - start),
+                        "pid": pid,
+                        "tid": tid,
+                        "args": _args(*rest[:6]),
+                    }
+                )
+                for event in json.loads(rest[6]) if rest[6] else ():
+                    out.put(
+                        {
+                            "name": event.get("name"),
+                            "cat": group,
+                            "ph": "i",
+                            "s": "t",
+                            "ts": _us(event_time_ns(event) - origin),
+                            "pid": pid,
+                            "tid": tid,
+                            "args": dict(event.get("attributes") or {}),
+                        }
+                    )
+            bar.update(len(batch))
+    other = {"generator": f"nemo-lens {__version__}", "origin_unix_nano": origin}
+    stream.write(
+        '],"displayTimeUnit":"ms","otherData":'
+        + _encode({**other, "sources": list(sources)})
+        + "}\n"
+    )
+    engine.sql(f"DROP TABLE {_DEPTHS}; DROP TABLE {_WIDE}")
+    return trace

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["SdkJsonError", "file_fields", "is_sdk_span"]
+__all__ = ["SdkJsonError", "event_time_ns", "file_fields", "is_sdk_span"]
 
 _EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _MICROSECOND: Final = datetime.timedelta(microseconds=1)
@@ -143,3 +143,11 @@ def file_fields(record: Mapping[str, Any]) -> dict[str, Any]:
         "resource": _object(resource.get("attributes"), "resource.attributes"),
         "scope": None,
     }
+
+
+def event_time_ns(event: Mapping[str, Any]) -> int:
+    """A span event's time in epoch ns: the ``file`` exporter's ``time_unix_nano``, else
+    the SDK's ISO ``timestamp`` (:class:`SdkJsonError` when it has neither)."""
+    if "time_unix_nano" in event:
+        return int(event["time_unix_nano"])
+    return _time_ns(event.get("timestamp"), "events.timestamp")

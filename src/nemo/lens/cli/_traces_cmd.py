@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TextIO
 
 from nemo.lens.cli._common import (
     EXIT_OK,
@@ -16,7 +17,6 @@ from nemo.lens.cli._common import (
     output_file,
     plural,
     print_lines,
-    read,
     write_output,
 )
 from nemo.lens.cli._trace_io import STDIN
@@ -42,28 +42,33 @@ def cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 def cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.to == "parquet":
         return _convert_to_parquet(args, parser)
-    from nemo.lens.cli._chrome import build_chrome_trace, write_chrome_trace
+    from nemo.lens.cli import _chrome
 
     unnamed = "name the output file with -o OUT (or -o -)"
     output = output_file(args, parser, ".chrome.json", unnamed)
 
-    trace = read(args.traces, args.skip_invalid)
-    if isinstance(trace, int):
-        return trace
-    chrome = build_chrome_trace(trace.spans, sources=args.traces)
+    engine = open_engine(args.traces, args.skip_invalid, detail=True)
+    if isinstance(engine, int):
+        return engine
+    written: list[_chrome.ChromeTrace] = []
 
-    if output == STDIN:
-        write_chrome_trace(chrome, sys.stdout)
-        sys.stdout.flush()
-        report = sys.stderr
-    else:
-        try:
-            write_output(output, lambda stream: write_chrome_trace(chrome, stream))
-        except NotWritable as exc:
-            return fail(f"{output}: {exc}", exc.hint)
-        except OSError as exc:
-            return fail(f"{output}: cannot be written: {exc.strerror or exc}")
-        report = sys.stdout
+    def write(stream: TextIO) -> None:
+        written.append(_chrome.write_chrome_trace(engine, stream, sources=args.traces))
+
+    with engine:
+        if output == STDIN:
+            write(sys.stdout)
+            sys.stdout.flush()
+            report = sys.stderr
+        else:
+            try:
+                write_output(output, write)
+            except NotWritable as exc:
+                return fail(f"{output}: {exc}", exc.hint)
+            except OSError as exc:
+                return fail(f"{output}: cannot be written: {exc.strerror or exc}")
+            report = sys.stdout
+    (chrome,) = written
     ranks = plural(chrome.processes, "rank")
     rows = plural(chrome.rows, "row")
     where = "standard output" if output == STDIN else output
