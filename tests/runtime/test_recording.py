@@ -28,6 +28,7 @@ from opentelemetry.util._once import Once
 
 from nemo.lens import managed_span, semconv, span_cm, trace_fn
 from nemo.lens._sdk.exporters.encoding import span_to_dict
+from nemo.lens._sdk.exporters.recorded_lines import recorded_lines as batch_lines
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import TelemetryHandle, setup_telemetry
 from nemo.lens.testing import reset as _reset_for_testing
@@ -385,7 +386,7 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
         return encode_cleaned(span, {}, layout)
 
     # First, while the primitives' spans still keep their group's tags apart.
-    lines = RecordingSpan.json_lines(recorded, encode, layout)
+    lines = batch_lines(recorded, encode, RecordingSpan, layout)
     expected = [encode_span(clean_span(span.readable(), {}), layout) for span in recorded]
     assert lines == expected
     if layout_name == "lifetime":
@@ -406,7 +407,7 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
     assert list(later.attributes) == ["n", semconv.SPAN_GROUP, semconv.SPAN_CATEGORY, "later"]
     # A batch that begins with an SDK span is written the same way.
     sdk_span = recorded[0].readable()
-    assert RecordingSpan.json_lines([sdk_span, *recorded], encode, layout) == [
+    assert batch_lines([sdk_span, *recorded], encode, RecordingSpan, layout) == [
         encode_span(sdk_span, layout),
         *expected,
     ]

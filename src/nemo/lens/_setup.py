@@ -191,20 +191,15 @@ def validate(
     if not exporting and not resolved.spans_on_every_rank:
         return Plan(resolved, rank, world_size, allow_reinit, frozenset(), False, builds=False)
     names = resolved.exporters
-    signals: list[Signal] = []
+    signals: tuple[Signal, ...] = ()
     if "otlp" in names and exporting:
-        created: tuple[tuple[Signal, bool, object], ...] = (
-            ("traces", resolved.traces_enabled, span_exporter),
-            ("metrics", resolved.metrics_enabled, metric_reader),
-            ("logs", resolved.logs_enabled, log_exporter),
+        signals = _checked_otlp_signals(
+            (
+                ("traces", resolved.traces_enabled, span_exporter),
+                ("metrics", resolved.metrics_enabled, metric_reader),
+                ("logs", resolved.logs_enabled, log_exporter),
+            )
         )
-        for signal, on, replaced in created:
-            if on and replaced is None:
-                # The protocol, headers, timeout, compression and endpoint: each
-                # exporter would otherwise fail deep in its constructor, or print a
-                # malformed header (and the token in it) to stderr.
-                check_otlp_environment(signal)
-                signals.append(signal)
     return Plan(
         resolved,
         rank,
@@ -214,12 +209,25 @@ def validate(
         exporting,
         builds=True,
         trace_path=resolved.format_trace_file(rank) if "file" in names else None,
-        otlp_signals=tuple(signals),
+        otlp_signals=signals,
         resource_attributes=extra_attributes,
         span_exporter=span_exporter,
         metric_reader=metric_reader,
         log_exporter=log_exporter,
     )
+
+
+def _checked_otlp_signals(
+    wanted: tuple[tuple[Signal, bool, object], ...],
+) -> tuple[Signal, ...]:
+    # The signals whose OTLP exporter set-up makes (on, and not replaced by one passed in),
+    # each with its environment checked: the protocol, headers, timeout, compression and
+    # endpoint would otherwise fail deep in the exporter's constructor, or print a
+    # malformed header (and the token in it) to stderr.
+    signals = tuple(signal for signal, on, replaced in wanted if on and replaced is None)
+    for signal in signals:
+        check_otlp_environment(signal)
+    return signals
 
 
 def build(plan: Plan) -> Pipeline:

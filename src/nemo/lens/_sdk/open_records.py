@@ -6,7 +6,7 @@ shutdown that ends its open spans; without a record of them, the job span, the
 step that crashed and the checkpoint being written vanish, and ``nemo-lens
 goodput`` cannot say where the time went. So the export thread, as it polls its
 queue, looks at the open spans the tracker already holds
-(:class:`~nemo.lens._sdk.processors.OpenSpanTracker`: the span path pays nothing
+(:class:`~nemo.lens._sdk.open_spans.OpenSpanTracker`: the span path pays nothing
 for this) and, for each span of a ``goodput``-category group (its
 ``lens.span_category``, whatever the group) open for at least
 :data:`RECORD_AFTER_MILLIS`, has the exporter write one record: the span as it
@@ -33,7 +33,7 @@ from nemo.lens._sdk.recorded_span import RecordingSpan
 from nemo.lens.spec import GOODPUT
 
 if TYPE_CHECKING:
-    from nemo.lens._sdk.processors import OpenSpanTracker
+    from nemo.lens._sdk.open_spans import OpenSpanTracker
 
 __all__ = ["ALIVE_EVERY_MILLIS", "RECORD_AFTER_MILLIS", "OpenSpanRecorder", "snapshot"]
 

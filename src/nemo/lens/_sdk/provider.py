@@ -27,7 +27,7 @@ from nemo.lens._sdk.recorded_span import RecordingSpan
 from nemo.lens._sdk.recording import RecordingTracer
 
 if TYPE_CHECKING:
-    from nemo.lens._sdk.processors import OpenSpanTracker
+    from nemo.lens._sdk.open_spans import OpenSpanTracker
 
 __all__ = ["LensTracerProvider", "internal_metrics_enabled"]
 

@@ -7,10 +7,11 @@ the whole ``Span`` API with the SDK's rules, limits and warnings (a value the SD
 would clean is cleaned through the SDK's own ``BoundedAttributes``). After it
 ends it reads like a finished SDK span (``name``, ``attributes``, ``parent``,
 ``events``, ...), becomes one for an exporter (:meth:`RecordingSpan.readable`)
-and writes its own JSON line (:meth:`RecordingSpan.json_line`, in
-:mod:`nemo.lens._sdk.exporters.recorded_lines`). Its limits, tracker and sink
+and has its JSON line written from its fields
+(:mod:`nemo.lens._sdk.exporters.recorded_lines`). Its limits, tracker and sink
 are its tracer's (:class:`~nemo.lens._sdk.recording.RecordingTracer`), read as
-that tracer's public attributes. The tracer fills a new span's slots itself:
+that tracer's public attributes (:class:`SpanOwner`: this module does not import
+the tracer's, which imports it). The tracer fills a new span's slots itself:
 the two modules are one mechanism, split for size.
 """
 
@@ -21,7 +22,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from time import time_ns
 from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from opentelemetry import trace as trace_api
 from opentelemetry.attributes import BoundedAttributes
@@ -35,11 +36,12 @@ from opentelemetry.trace.status import Status, StatusCode
 from opentelemetry.util import types
 
 from nemo.lens import semconv
-from nemo.lens._sdk.exporters.encoding import RESOURCE_ON_EVERY_LINE, LineLayout
-from nemo.lens._sdk.exporters.recorded_lines import recorded_line, recorded_lines
+from nemo.lens._sdk.exporters.encoding import LineLayout
 
 if TYPE_CHECKING:
-    from nemo.lens._sdk.recording import RecordingTracer
+    from opentelemetry.sdk.util.instrumentation import InstrumentationInfo
+
+    from nemo.lens._sdk.open_spans import OpenSpanTracker
 
 __all__ = [
     "RECORD_EXCEPTION",
@@ -88,8 +90,32 @@ def _check_not_ended(span: RecordingSpan, method: str) -> bool:
     return False
 
 
+class SpanOwner(Protocol):
+    """What a recorded span reads of its tracer, the recording tracer (which imports
+    this module): its limits, where an ended span goes, how its JSON line ends."""
+
+    resource: Resource
+    instrumentation_scope: InstrumentationScope
+    instrumentation_info: InstrumentationInfo | None
+    tracker: OpenSpanTracker | None
+    sink: Callable[[RecordingSpan], None] | None
+    as_is: frozenset[type]
+    max_attributes: int | None
+    max_length: int | None
+    max_events: int | None
+    max_links: int | None
+    max_event_attributes: int | None
+    max_link_attributes: int | None
+
+    # An event's or link's attributes bounded as the SDK's are; the end of its spans'
+    # JSON lines, and the shapes they take, for the batch encoder.
+    def bounded(self, limit: int | None, attributes: types.Attributes) -> BoundedAttributes: ...
+    def json_tail(self, layout: LineLayout = ...) -> str | None: ...
+    def line_shapes(self, layout: LineLayout) -> dict[tuple[object, ...], list[Any]]: ...
+
+
 class RecordingSpan(trace_api.Span):
-    """A span recorded by :class:`RecordingTracer` (see the module docstring).
+    """A span recorded by the recording tracer (see the module docstring).
 
     To the code that holds it, it is an OpenTelemetry span like the SDK's: the
     same methods, rules, limits and warnings. After it ends it also serves as
@@ -130,7 +156,7 @@ class RecordingSpan(trace_api.Span):
     _tags: Mapping[str, str] | None
     _trace_id: int
     _trace_state: TraceState | None
-    _tracer: RecordingTracer
+    _tracer: SpanOwner
 
     _context: SpanContext | None = None
     _dropped_attributes: int = 0
@@ -423,21 +449,6 @@ class RecordingSpan(trace_api.Span):
     def dropped_links(self) -> int:
         """Links dropped by the limit."""
         return self._links.dropped if self._links is not None else 0
-
-    def json_line(self, layout: LineLayout = RESOURCE_ON_EVERY_LINE) -> str | None:
-        """The finished span as the line ``encode_span`` writes for its :meth:`readable`
-        form, or ``None`` when it needs the general path (see ``recorded_line``)."""
-        return recorded_line(self, layout)
-
-    @staticmethod
-    def json_lines(
-        spans: Sequence[Any],
-        general: Callable[[Any], str],
-        layout: LineLayout = RESOURCE_ON_EVERY_LINE,
-    ) -> list[str]:
-        """The line of each span of a batch, these spans' the fast way and any other's
-        by *general* (see ``recorded_lines``)."""
-        return recorded_lines(spans, general, RecordingSpan, layout)
 
     def readable(self) -> ReadableSpan:
         """The finished span as the SDK would have handed it to its exporters."""

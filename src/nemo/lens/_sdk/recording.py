@@ -91,7 +91,7 @@ from nemo.lens._sdk.scopes import ScopeRecording
 from nemo.lens.sampling import RankAwareSampler
 
 if TYPE_CHECKING:
-    from nemo.lens._sdk.processors import OpenSpanTracker
+    from nemo.lens._sdk.open_spans import OpenSpanTracker
 
 __all__ = ["RecordingTracer"]
 

@@ -40,7 +40,7 @@ from nemo.lens._sdk.recorded_span import RECORD_EXCEPTION, SET_STATUS, Recording
 from nemo.lens.fallbacks import DEFAULT_REDACT_KEYS
 
 if TYPE_CHECKING:
-    from nemo.lens._sdk.processors import OpenSpanTracker
+    from nemo.lens._sdk.open_spans import OpenSpanTracker
 
 __all__ = ["ScopeRecording"]
 

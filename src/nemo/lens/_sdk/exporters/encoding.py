@@ -47,7 +47,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from opentelemetry.trace import format_span_id, format_trace_id
+from opentelemetry.trace import SpanContext, format_span_id, format_trace_id
 
 from nemo.lens import semconv
 from nemo.lens._core.redaction import is_redact_key
@@ -66,6 +66,7 @@ __all__ = [
     "encode_json",
     "encode_span",
     "encode_text",
+    "ids_json",
     "int_json",
     "plain_attributes_json",
     "plain_key_json",
@@ -355,19 +356,26 @@ def int_json(value: object) -> str:
     return str(value) if type(value) is int else _encode(value)
 
 
+def ids_json(context: SpanContext | None, parent: SpanContext | None) -> str:
+    """A span line's ``"trace_id":...,"span_id":...,"parent_span_id":...`` members."""
+    # f"{id:032x}" is format(id, "032x"), which is what format_trace_id returns
+    # (and "016x" format_span_id).
+    parent_json = "null" if parent is None else f'"{parent.span_id:016x}"'
+    if context is None:
+        return f'"trace_id":null,"span_id":null,"parent_span_id":{parent_json}'
+    return (
+        f'"trace_id":"{context.trace_id:032x}","span_id":"{context.span_id:016x}",'
+        f'"parent_span_id":{parent_json}'
+    )
+
+
 def _fast_line(span: ReadableSpan, layout: LineLayout) -> str:
     context = span.context
     parent = span.parent
     status = span.status
     name = span.name
     description = status.description
-    # f"{id:032x}" is format(id, "032x"), which is what format_trace_id returns
-    # (and "016x" format_span_id).
-    if context is not None:
-        ids = f'"trace_id":"{context.trace_id:032x}","span_id":"{context.span_id:016x}"'
-    else:
-        ids = '"trace_id":null,"span_id":null'
-    parent_json = "null" if parent is None else f'"{parent.span_id:016x}"'
+    ids = ids_json(context, parent)
     events = span.events
     events_json = (
         ",".join(
@@ -391,7 +399,6 @@ def _fast_line(span: ReadableSpan, layout: LineLayout) -> str:
     )
     return (
         f'{{"name":{_encode_str(name) if type(name) is str else _encode(name)},{ids},'
-        f'"parent_span_id":{parent_json},'
         f'"kind":"{span.kind.name}",'
         f'"start_time_unix_nano":{int_json(span.start_time)},'
         f'"end_time_unix_nano":{int_json(span.end_time)},'

@@ -31,7 +31,9 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from nemo.lens._sdk.exporters.encoding import RESOURCE_ON_EVERY_LINE, LineLayout, encode_span
 from nemo.lens._sdk.exporters.factory import is_otlp_span_exporter
+from nemo.lens._sdk.exporters.recorded_lines import recorded_line, recorded_lines
 from nemo.lens._sdk.exporters.redaction import Changes, clean_span
+from nemo.lens._sdk.recorded_span import RecordingSpan
 
 __all__ = ["RedactingSpanExporter", "encode_cleaned"]
 
@@ -55,13 +57,12 @@ def encode_cleaned(
     ends it (see ``encode_span``).
 
     A span nemo.lens's primitives recorded is written straight from its fields
-    when nothing in it needs changing (``RecordingSpan.json_line``), which is
+    when nothing in it needs changing (``recorded_line``), which is
     the same line :func:`clean_span` and ``encode_span`` would write.
     """
-    json_line: Callable[[LineLayout], str | None] | None = getattr(span, "json_line", None)
-    if json_line is not None:
+    if isinstance(span, RecordingSpan):
         try:
-            line = json_line(layout)
+            line = recorded_line(span, layout)
         except Exception:  # whatever it could not write, the general path writes
             line = None
         if line is not None:
@@ -102,13 +103,12 @@ class RedactingSpanExporter(SpanExporter):
         export_lines = self._export_lines
         if export_lines is not None:
             # A batch of recorded spans is written by their own batch encoder.
-            json_lines: Callable[..., list[str]] | None = (
-                getattr(spans[0], "json_lines", None) if spans else None
-            )
             layout = self._layout
             lines = (
-                json_lines(spans, lambda span: encode_cleaned(span, changes, layout), layout)
-                if json_lines is not None
+                recorded_lines(
+                    spans, lambda span: encode_cleaned(span, changes, layout), RecordingSpan, layout
+                )
+                if spans and isinstance(spans[0], RecordingSpan)
                 else [encode_cleaned(span, changes, layout) for span in spans]
             )
             if changes and self._on_changes is not None:

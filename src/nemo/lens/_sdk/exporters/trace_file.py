@@ -48,6 +48,7 @@ from nemo.lens._sdk.exporters.encoding import (
     attributes_json,
     encode_json,
     encode_text,
+    ids_json,
     int_json,
     scope_json,
 )
@@ -175,15 +176,8 @@ class TraceFileSpanExporter(JsonLinesSpanExporter):
 
 def open_span_line(span: ReadableSpan, at_ns: int, layout: LineLayout) -> str:
     """The open record of *span* (cleaned, as exporters get spans), seen open at *at_ns*."""
-    context = span.context
-    parent = span.parent
-    if context is not None:
-        ids = f'"trace_id":"{context.trace_id:032x}","span_id":"{context.span_id:016x}"'
-    else:
-        ids = '"trace_id":null,"span_id":null'
-    parent_json = "null" if parent is None else f'"{parent.span_id:016x}"'
     line = (
-        f'{{"name":{encode_json(span.name)},{ids},"parent_span_id":{parent_json},'
+        f'{{"name":{encode_json(span.name)},{ids_json(span.context, span.parent)},'
         f'"kind":"{span.kind.name}","start_time_unix_nano":{int_json(span.start_time)},'
         f'"open_at_unix_nano":{at_ns},"attributes":{attributes_json(span.attributes)},'
         f"{layout.tail(span.resource, span.instrumentation_scope)}"
