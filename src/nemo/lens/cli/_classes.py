@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import TYPE_CHECKING
-
-from nemo.lens.cli._common import BASE_CLASS
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     # Imported when used: `nemo-lens generate` must run even while the generated
     # modules are stale or broken.
     from nemo.lens.groups import SpanGroup
 
-__all__ = ["span_group_classes"]
+__all__ = ["BASE_CLASS", "span_group_classes"]
+
+BASE_CLASS: Final = "base"
+"""The name ``--class`` gives the base ``SpanGroup``."""
 
 
 def span_group_classes() -> dict[str, type[SpanGroup]]:

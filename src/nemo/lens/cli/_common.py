@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
 
 __all__ = [
-    "BASE_CLASS",
     "EXIT_BAD_INPUT",
     "EXIT_OK",
     "EXIT_USAGE",
@@ -47,7 +46,6 @@ EXIT_USAGE: Final = 2
 PROG: Final = "nemo-lens"
 PERFETTO_URL: Final = "https://ui.perfetto.dev"
 
-BASE_CLASS: Final = "base"
 MAX_PROBLEMS_SHOWN: Final = 5
 
 

@@ -9,7 +9,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from nemo.lens.cli._common import BASE_CLASS, EXIT_OK, PROG, print_lines
+from nemo.lens.cli._classes import BASE_CLASS
+from nemo.lens.cli._common import EXIT_OK, PROG, print_lines
 from nemo.lens.cli._table import format_table
 
 if TYPE_CHECKING:
