@@ -195,6 +195,48 @@ def test_the_dataset_declares_its_schema_version(run: Run, tmp_path: Path) -> No
     assert found == [(str(SCHEMA_VERSION),)]
 
 
+def test_many_ranks_write_smaller_row_groups_so_the_writer_stays_within_its_buffer() -> None:
+    from nemo.lens.cli._engine._parquet import OPEN_FILES, WRITE_BUFFER_BYTES, rows_per_group
+
+    one, thousand = rows_per_group(1, 500), rows_per_group(1024, 500)
+    assert thousand < one
+    # Only OPEN_FILES partitions hold rows at once, however many ranks there are.
+    assert thousand == rows_per_group(OPEN_FILES, 500)
+    assert rows_per_group(64, 500) * 64 * 500 <= WRITE_BUFFER_BYTES
+    assert rows_per_group(0, 0) >= 1  # an empty trace still gets a valid row-group size
+
+
+def test_the_dataset_s_row_groups_are_the_size_the_writer_was_given(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+
+    from nemo.lens.cli._engine._parquet import rows_per_group
+
+    from .big_traces import write_big_trace
+
+    trace = write_big_trace(tmp_path / "trace.jsonl", 2 * 3_000, ranks=2)
+    dataset = tmp_path / "dataset"
+    # A buffer so small that each partition writes row groups of the fewest rows, fewer
+    # than a rank's 3,000 spans (left alone, each rank's file would be one row group).
+    monkeypatch.setattr("nemo.lens.cli._engine._parquet.WRITE_BUFFER_BYTES", 1)
+    fewest = rows_per_group(1, 1)
+    assert fewest < trace.spans // trace.ranks
+    assert run("convert", "--to", "parquet", str(trace.path), "-o", str(dataset)).status == 0
+
+    sizes = (
+        duckdb.connect()
+        .execute(
+            "SELECT DISTINCT file_name, row_group_id, row_group_num_rows "
+            f"FROM parquet_metadata('{dataset}/**/*.parquet')"
+        )
+        .fetchall()
+    )
+    assert max(size for _, _, size in sizes) <= fewest
+    assert sum(size for _, _, size in sizes) == trace.spans
+    assert engine_figures([str(dataset)]) == engine_figures([str(trace.path)])
+
+
 def test_a_dataset_is_never_written_over_another(run: Run, tmp_path: Path) -> None:
     paths = generated_trace(tmp_path, 2)
     dataset = tmp_path / "dataset"

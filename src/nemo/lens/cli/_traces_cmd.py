@@ -83,7 +83,13 @@ def cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
 
 def _convert_to_parquet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from nemo.lens.cli._engine._parquet import SCHEMA_VERSION, copy_sql
+    from nemo.lens.cli._engine._parquet import (
+        OPEN_FILES,
+        SCHEMA_VERSION,
+        SIZES_SQL,
+        copy_sql,
+        rows_per_group,
+    )
 
     output = output_file(args, parser, ".parquet", "name the dataset's directory with -o DIR")
     if output == STDIN:
@@ -98,8 +104,14 @@ def _convert_to_parquet(args: argparse.Namespace, parser: argparse.ArgumentParse
     if isinstance(engine, int):
         return engine
     with engine:
+        partitions, row_bytes = engine.rows(SIZES_SQL)[0]
+        rows = rows_per_group(int(partitions), float(row_bytes))
+        # The partitioned writer flushes a partition at this many rows (DuckDB's default
+        # is 524,288 rows a partition: gigabytes at a few hundred bytes a row).
+        engine.sql(f"SET partitioned_write_flush_threshold = {rows}")
+        engine.sql(f"SET partitioned_write_max_open_files = {OPEN_FILES}")
         try:
-            engine.sql(copy_sql(output))
+            engine.sql(copy_sql(output, rows))
         except Exception as exc:  # duckdb.Error: the file system refused
             return fail(f"{output}: cannot be written: {exc}")
         spans, ranks, runs = engine.rows(

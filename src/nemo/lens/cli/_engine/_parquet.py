@@ -16,7 +16,15 @@ from typing import Final
 
 from nemo.lens.cli._engine._jsonl import quote, whole_number
 
-__all__ = ["SCHEMA_KEY", "SCHEMA_VERSION", "copy_sql", "parquet_view"]
+__all__ = [
+    "OPEN_FILES",
+    "SCHEMA_KEY",
+    "SCHEMA_VERSION",
+    "SIZES_SQL",
+    "copy_sql",
+    "parquet_view",
+    "rows_per_group",
+]
 
 SCHEMA_VERSION: Final = 1
 """The version of the dataset's schema; a reader refuses a newer one."""
@@ -30,12 +38,47 @@ STORED: Final = (
 """The stored columns (the view's, less ``reconstructed``: stored spans are just spans)."""
 
 
-def copy_sql(directory: str) -> str:
-    """The statement that writes the ``spans`` view to the dataset *directory*."""
+WRITE_BUFFER_BYTES: Final = 64 << 20
+"""What the partitioned writer may hold in rows not yet written, over all partitions: it
+keeps each partition's rows until it has enough for a row group, and cannot spill them."""
+_ROW_GROUP_ROWS: Final = (2048, 122_880)
+"""The fewest and most rows a row group holds: DuckDB writes whole vectors of 2,048 rows,
+and the most is its default."""
+
+
+OPEN_FILES: Final = 100
+"""How many partitions' files the writer keeps open (DuckDB's default, set explicitly):
+past it, it writes out and closes one, and a later row of that partition starts a new
+file, so no more than this many partitions hold rows at once."""
+
+
+def rows_per_group(partitions: int, row_bytes: float) -> int:
+    """How many rows each partition buffers before it writes a row group, so that the
+    buffers of the partitions open at once (*partitions*, at most :data:`OPEN_FILES`), of
+    rows of about *row_bytes*, stay within :data:`WRITE_BUFFER_BYTES` (a thousand ranks
+    write smaller row groups than one)."""
+    fewest, most = _ROW_GROUP_ROWS
+    rows = int(WRITE_BUFFER_BYTES / min(max(1, partitions), OPEN_FILES) / max(1.0, row_bytes))
+    return max(fewest, min(most, rows))
+
+
+_AS_TEXT: Final = ", ".join(f"{column}::VARCHAR" for column in STORED.split(", "))
+SIZES_SQL: Final = f"""
+SELECT (SELECT count(DISTINCT (run_id, rank)) FROM spans),
+       (SELECT coalesce(avg(strlen(concat({_AS_TEXT}))), 0) FROM (SELECT * FROM spans LIMIT 10000))
+"""
+"""How many partitions the dataset will have, and about how many bytes a row holds
+(its columns as text, over the first rows)."""
+
+
+def copy_sql(directory: str, rows: int) -> str:
+    """The statement that writes the ``spans`` view to the dataset *directory*, each
+    partition's rows in row groups of *rows* (see :func:`rows_per_group`)."""
     return (
         f"COPY (SELECT {STORED} FROM spans) TO {quote(directory)} (FORMAT parquet, "
         "PARTITION_BY (run_id, rank), WRITE_PARTITION_COLUMNS true, OVERWRITE_OR_IGNORE true, "
-        f"COMPRESSION zstd, KV_METADATA {{{quote(SCHEMA_KEY)}: {quote(str(SCHEMA_VERSION))}}})"
+        f"COMPRESSION zstd, ROW_GROUP_SIZE {rows}, "
+        f"KV_METADATA {{{quote(SCHEMA_KEY)}: {quote(str(SCHEMA_VERSION))}}})"
     )
 
 
