@@ -172,6 +172,7 @@ def test_the_parquet_dataset_gives_the_same_figures(run: Run, tmp_path: Path, se
     assert sorted(p.name for p in dataset.glob("run_id=run1/rank=*")) == [
         f"rank={rank}" for rank in range(len(paths))
     ]
+    assert {p.name for p in dataset.glob("run_id=run1/rank=*/*")} == {"part-0.parquet"}
     assert _plain(engine_figures([str(dataset)])[0]) == _plain(reference(paths)[0])
     assert engine_figures([str(dataset)])[1] == reference(paths)[1]
 

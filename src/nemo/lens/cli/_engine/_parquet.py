@@ -1,7 +1,7 @@
 """The columnar trace: a Hive-partitioned Parquet dataset of the ``spans`` view, and its reader.
 
 ``nemo-lens convert --to parquet TRACE... -o DIR`` writes
-``DIR/run_id=<run>/rank=<rank>/data_N.parquet``: one row per span with the columns
+``DIR/run_id=<run>/rank=<rank>/part-N.parquet``: one row per span with the columns
 of the ``spans`` view (``docs/trace-tables.md``), partition columns kept in the
 files too (so a rank that is NULL or a run id that is empty reads back as it
 was, not as the text of a directory name), and the dataset's schema version in
@@ -77,7 +77,7 @@ def copy_sql(directory: str, rows: int) -> str:
     return (
         f"COPY (SELECT {STORED} FROM spans) TO {quote(directory)} (FORMAT parquet, "
         "PARTITION_BY (run_id, rank), WRITE_PARTITION_COLUMNS true, OVERWRITE_OR_IGNORE true, "
-        f"COMPRESSION zstd, ROW_GROUP_SIZE {rows}, "
+        f"COMPRESSION zstd, ROW_GROUP_SIZE {rows}, FILENAME_PATTERN 'part-{{i}}', "
         f"KV_METADATA {{{quote(SCHEMA_KEY)}: {quote(str(SCHEMA_VERSION))}}})"
     )
 
