@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv generate check-generated test lint format typecheck check demo clean phoenix-venv integration bench bench-check test-reliability
+.PHONY: help venv generate check-generated test lint format typecheck check demo clean phoenix-venv integration bench bench-cli bench-check test-reliability
 
 help:
 	@echo "make test             run the test suite (bootstraps .venv)"
@@ -15,6 +15,7 @@ help:
 	@echo "make typecheck        mypy --strict on src, tests, examples and bench"
 	@echo "make check            lint, format check, mypy --strict, generated check, tests"
 	@echo "make bench            measure instrumentation costs against their baselines (BENCH_ARGS=--quick: ~20 s)"
+	@echo "make bench-cli        time the trace commands at 10^6 spans against hand-written DuckDB queries"
 	@echo "make bench-check      run the benchmarks, exit 1 if a target is missed (by hand; never in CI)"
 	@echo "make integration      round-trip spans through Arize Phoenix (OTLP gRPC + HTTP)"
 
@@ -62,6 +63,12 @@ BENCH_ARGS ?=
 
 bench: $(STAMP)
 	$(PY) -m bench $(BENCH_ARGS)
+
+# The trace commands against hand-written DuckDB queries (BENCH_CLI_ARGS=--ten-million: minutes).
+BENCH_CLI_ARGS ?=
+
+bench-cli: $(STAMP)
+	$(PY) -m bench.cli $(BENCH_CLI_ARGS)
 
 bench-check: $(STAMP)
 	$(PY) -m bench $(BENCH_ARGS)
