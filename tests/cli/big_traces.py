@@ -170,8 +170,19 @@ def _header_sql(run_id: str, ranks: int) -> str:
     return f"(CASE rank {cases} END)"
 
 
-def _layout(spans: int, ranks: int, straggler: int, slow_from: int) -> dict[str, object]:
-    """The generators' common parameters: the rows' layout, times and group names."""
+def _write(
+    template: str,
+    path: Path,
+    spans: int,
+    *,
+    ranks: int,
+    straggler: int,
+    slow_from: int,
+    run_id: str,
+    **extra: object,
+) -> BigTrace:
+    """Write the generated spans to *path* with the COPY statement *template*, formatted
+    with the rows' layout, times and group names (and *extra*)."""
     iterations = max(1, (spans // ranks - 1) // 3)
     count = 1 + 3 * iterations
     group = SpanGroup
@@ -192,13 +203,9 @@ def _layout(spans: int, ranks: int, straggler: int, slow_from: int) -> dict[str,
         step_group=group.STEP,
         fwd=group.FORWARD_BACKWARD,
         opt_group=group.OPTIMIZER,
-        iterations=iterations,
     )
-    params["rows"] = _ROWS_SQL.format(**params)
-    return params
-
-
-def _run(sql: str) -> None:
+    rows = _ROWS_SQL.format(**params)
+    sql = template.format(**params, rows=rows, out=path, run_id=run_id, **extra)
     connection = duckdb.connect()
     try:
         connection.execute("SET preserve_insertion_order = true")
@@ -208,6 +215,7 @@ def _run(sql: str) -> None:
         connection.execute(sql)
     finally:
         connection.close()
+    return BigTrace(path, ranks * count, ranks, iterations, straggler, slow_from, run_id)
 
 
 def write_big_trace(
@@ -220,11 +228,15 @@ def write_big_trace(
     run_id: str = "bigrun",
 ) -> BigTrace:
     """Write about ``spans`` spans over ``ranks`` ranks to ``path`` (a new file)."""
-    params = _layout(spans, ranks, straggler, slow_from)
-    _run(_SPANS_SQL.format(**params, header=_header_sql(run_id, ranks), out=path))
-    iterations = int(str(params["iterations"]))
-    return BigTrace(
-        path, ranks * (1 + 3 * iterations), ranks, iterations, straggler, slow_from, run_id
+    return _write(
+        _SPANS_SQL,
+        path,
+        spans,
+        ranks=ranks,
+        straggler=straggler,
+        slow_from=slow_from,
+        run_id=run_id,
+        header=_header_sql(run_id, ranks),
     )
 
 
@@ -238,22 +250,19 @@ def write_big_dataset(
     run_id: str = "bigrun",
 ) -> BigTrace:
     """Write the spans :func:`write_big_trace` would, as the Parquet dataset ``convert --to
-    parquet`` makes of them, straight to ``directory`` (ten million spans in seconds, where
-    writing and converting the JSON lines takes minutes). Attributes, events and resource
-    are left empty: the figures read the columns."""
+    parquet`` makes of them, straight to ``directory`` (ten million spans in about 40 s on 2
+    cores, where writing and converting the JSON lines takes 100 s). Attributes, events and
+    resource are left empty: the figures read the columns."""
     from nemo.lens.cli._engine._parquet import SCHEMA_KEY, SCHEMA_VERSION
 
-    params = _layout(spans, ranks, straggler, slow_from)
-    _run(
-        _DATASET_SQL.format(
-            **params,
-            run_id=run_id,
-            out=directory,
-            schema_key=SCHEMA_KEY,
-            schema_version=SCHEMA_VERSION,
-        )
-    )
-    iterations = int(str(params["iterations"]))
-    return BigTrace(
-        directory, ranks * (1 + 3 * iterations), ranks, iterations, straggler, slow_from, run_id
+    return _write(
+        _DATASET_SQL,
+        directory,
+        spans,
+        ranks=ranks,
+        straggler=straggler,
+        slow_from=slow_from,
+        run_id=run_id,
+        schema_key=SCHEMA_KEY,
+        schema_version=SCHEMA_VERSION,
     )
