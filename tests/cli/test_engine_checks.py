@@ -15,6 +15,7 @@ import pytest
 
 from nemo.lens import semconv
 from nemo.lens.cli._engine import connect
+from nemo.lens.cli._engine._jsonl import OBJECT_BYTES
 
 from .conftest import EPOCH, Result, line, span_dict, write_lines
 from .reference.classify import _whole_number
@@ -178,3 +179,26 @@ def test_a_resource_holding_a_key_named_attributes_reads_as_any_other(
     assert result.status == 0, result.err_lines
     with connect([str(trace)]) as engine:
         assert engine.rows("SELECT name, service FROM spans") == [("s", "svc")]
+
+
+@pytest.mark.parametrize("careful", [False, True])
+def test_a_line_longer_than_duckdbs_object_size_is_read_whole(
+    tmp_path: Path, careful: bool
+) -> None:
+    size = OBJECT_BYTES + (1 << 20)
+    long = span_dict("long", group="job", start_ms=0, end_ms=3, attributes={"blob": "x" * size})
+    short = span_dict("short", group="job", start_ms=0, end_ms=1)
+    bad = '{"name": "not a span"}'  # sends the whole input to the careful reader
+    lines = [line(short), line(long), *([bad] if careful else [])]
+    trace = write_lines(tmp_path / "t.jsonl", lines)
+
+    with connect([str(trace)], detail=True, skip_invalid=careful) as engine:
+        rows = engine.rows("SELECT name, duration_ns, length(attributes) FROM spans ORDER BY name")
+        skipped = len(engine.problems)
+
+    assert [(name, duration) for name, duration, _ in rows] == [
+        ("long", 3_000_000),
+        ("short", 1_000_000),
+    ]
+    assert rows[0][2] > size
+    assert skipped == int(careful)
