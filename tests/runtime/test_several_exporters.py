@@ -15,10 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanContext
 
 from nemo.lens import NemoLensConfig, managed_span, setup_telemetry
+from nemo.lens._sdk.exporters.forwarding import ReportingSpanExporter
 from nemo.lens._sdk.exporters.health import ExportHealth
+from nemo.lens._sdk.exporters.jsonl import JsonLinesSpanExporter
 from nemo.lens._sdk.pipeline import Pipeline, fan_out
 from nemo.lens._sdk.recorded_span import RecordingSpan
 
@@ -177,3 +182,58 @@ def test_with_one_destination_the_summary_reads_as_before() -> None:
         "nemo.lens: telemetry this process could not deliver: 3 span(s) dropped (queue full); "
         "4 span(s) still queued when shutdown timed out"
     )
+
+
+class _Lines:
+    """A sink that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, text: str) -> None:
+        self.text += text
+
+    def flush(self) -> None:
+        """Nothing buffered."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def test_an_export_after_shutdown_is_counted_without_blaming_the_destination(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A shutdown that does not wait (timeout 0 or less) leaves a batch in flight; the
+    # exporter, shut down, refuses it. Those spans are lost and counted, but no warning
+    # says the destination failed (it did not; the job asked not to wait).
+    health = ExportHealth()
+    sink = _Lines()
+    exporter = ReportingSpanExporter(JsonLinesSpanExporter(sink), health)
+    spans = [_span("a"), _span("b")]
+    with caplog.at_level(logging.DEBUG, logger="nemo.lens.exporters.health"):
+        assert exporter.export(spans[:1]) == SpanExportResult.SUCCESS
+        exporter.shutdown()
+        assert exporter.export(spans) == SpanExportResult.FAILURE
+    assert sink.text.count("\n") == 1
+    assert health.lost() == {"traces": 2}
+    assert [r.levelno for r in caplog.records] == [logging.DEBUG], caplog.records
+    assert "exporting 2 traces" in caplog.records[0].getMessage()
+
+
+def test_an_export_that_fails_before_shutdown_still_warns(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    health = ExportHealth()
+    sink = _Lines()
+    inner = JsonLinesSpanExporter(sink)
+    inner.shutdown()  # refuses every export, as a destination that fails does
+    exporter = ReportingSpanExporter(inner, health)
+    with caplog.at_level(logging.WARNING, logger="nemo.lens.exporters.health"):
+        assert exporter.export([_span("a")]) == SpanExportResult.FAILURE
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+    assert health.lost() == {"traces": 1}
+
+
+def _span(name: str) -> ReadableSpan:
+    context = SpanContext(trace_id=1, span_id=len(name), is_remote=False)
+    return ReadableSpan(name=name, context=context, start_time=1, end_time=2)

@@ -81,6 +81,7 @@ class Forwarder(Generic[_E]):
         self._usable_after_fork = usable_after_fork
         self._inherited = False
         self._disabled = False
+        self._shut_down = False
         if in_export_thread:
             self._catches = (BaseException,)
         if factory is not None or not usable_after_fork:
@@ -122,7 +123,12 @@ class Forwarder(Generic[_E]):
         if result is success:
             self._health.export_succeeded(self._signal, self._destination)
         else:
-            self._health.export_failed(self._signal, items, self._destination, cause)
+            # Once shut down, the exporter refuses what a shutdown that did not wait
+            # still sends it (a batch in flight at a timeout of 0 or less): the items are
+            # counted as lost, but the destination did not fail; no warning says it did.
+            self._health.export_failed(
+                self._signal, items, self._destination, cause, warn=not self._shut_down
+            )
         return result
 
     def _flush_inner(self, flush: Callable[[], bool]) -> bool:
@@ -136,6 +142,7 @@ class Forwarder(Generic[_E]):
         """Run *inner*'s shutdown quietly; a copy inherited from the parent is left alone."""
         if self._inherited:
             return
+        self._shut_down = True
         with quiet(self._quiet):
             shutdown()
 

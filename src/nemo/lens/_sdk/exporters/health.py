@@ -170,15 +170,19 @@ class ExportHealth:
         of drops names the destination once a signal has more than one."""
         self._served.setdefault(signal, set()).add(destination)
 
-    def export_failed(self, signal: str, items: int, destination: str, cause: str | None) -> None:
-        """Record that *items* of *signal* could not be exported to *destination*."""
+    def export_failed(
+        self, signal: str, items: int, destination: str, cause: str | None, *, warn: bool = True
+    ) -> None:
+        """Record that *items* of *signal* could not be exported to *destination*; with
+        *warn*, the first failure for this kind of destination is logged as a warning
+        (:meth:`attempt_failed`), else only at DEBUG."""
         key = (signal, destination)
         tally = self._failed.get(key)
         if tally is None:
             tally = self._failed.setdefault(key, Tally())
         tally.add(items)
         self._failing.add(key)
-        if not self.attempt_failed(signal, destination, cause):
+        if not (warn and self.attempt_failed(signal, destination, cause)):
             _logger.debug("nemo.lens: exporting %d %s to %s failed", items, signal, destination)
 
     def attempt_failed(self, signal: str, destination: str, cause: str | None) -> bool:
