@@ -38,109 +38,117 @@ judged AS (
 -- some span outlives the span it lies in does not nest: its pieces take the covering
 -- span that started last from a join of the cluster's pieces with its spans.
 -- Zero-length spans cover nothing.
+-- From here to the sums, a rank is one integer, proc: every window below partitions and
+-- every join matches on it, and one integer sorts and hashes faster than a run's name
+-- and a rank (1.0 s -> 0.65 s for 10^6 spans).
+procs AS (
+  SELECT run_id, rank, ROW_NUMBER() OVER (ORDER BY run_id, rank) AS proc
+  FROM (SELECT DISTINCT run_id, rank FROM judged) x
+),
 ordered AS (
-  SELECT run_id, rank, start_ns, end_ns, bucket,
-         ROW_NUMBER() OVER (PARTITION BY run_id, rank
+  SELECT proc, start_ns, end_ns, bucket,
+         ROW_NUMBER() OVER (PARTITION BY proc
                             ORDER BY start_ns, end_ns DESC, bucket DESC) AS seq,
-         max(end_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns, end_ns DESC, bucket DESC
+         max(end_ns) OVER (PARTITION BY proc ORDER BY start_ns, end_ns DESC, bucket DESC
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach_ns
-  FROM judged WHERE end_ns > start_ns
+  FROM judged j JOIN procs p ON p.run_id = j.run_id AND p.rank IS NOT DISTINCT FROM j.rank
+  WHERE end_ns > start_ns
 ),
 clustered AS (
-  SELECT run_id, rank, start_ns, end_ns, bucket, seq,
+  SELECT proc, start_ns, end_ns, bucket, seq,
          sum(CASE WHEN reach_ns IS NULL OR start_ns >= reach_ns THEN 1 ELSE 0 END)
-           OVER (PARTITION BY run_id, rank ORDER BY seq
+           OVER (PARTITION BY proc ORDER BY seq
                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cluster
   FROM ordered
 ),
 edges AS (
-  SELECT run_id, rank, start_ns AS at_ns, 1 AS opens, seq FROM clustered
+  SELECT proc, start_ns AS at_ns, 1 AS opens, seq FROM clustered
   UNION ALL
-  SELECT run_id, rank, end_ns AS at_ns, 0 AS opens, CAST(NULL AS BIGINT) AS seq FROM clustered
+  SELECT proc, end_ns AS at_ns, 0 AS opens, CAST(NULL AS BIGINT) AS seq FROM clustered
 ),
 -- The spans before it in order, itself included, less those ended by its start.
 depths AS (
-  SELECT run_id, rank, seq, depth FROM (
-    SELECT run_id, rank, seq, opens,
-           seq - sum(1 - opens) OVER (PARTITION BY run_id, rank ORDER BY at_ns, opens
+  SELECT proc, seq, depth FROM (
+    SELECT proc, seq, opens,
+           seq - sum(1 - opens) OVER (PARTITION BY proc ORDER BY at_ns, opens
                                       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS depth
     FROM edges
   ) e WHERE opens = 1
 ),
 deep AS (
-  SELECT c.run_id, c.rank, c.start_ns, c.end_ns, c.bucket, c.seq, c.cluster, d.depth
+  SELECT c.proc, c.start_ns, c.end_ns, c.bucket, c.seq, c.cluster, d.depth
   FROM clustered c
-  JOIN depths d ON d.run_id = c.run_id AND d.rank IS NOT DISTINCT FROM c.rank AND d.seq = c.seq
+  JOIN depths d ON d.proc = c.proc AND d.seq = c.seq
 ),
 -- Each span's enclosing span, were the spans nested: the last one before it a level up.
 enclosing AS (
-  SELECT run_id, rank, seq, end_ns, depth, outer_seq FROM (
-    SELECT run_id, rank, seq, end_ns, depth, probe,
+  SELECT proc, seq, end_ns, depth, outer_seq FROM (
+    SELECT proc, seq, end_ns, depth, probe,
            max(CASE WHEN probe = 0 THEN seq END)
-             OVER (PARTITION BY run_id, rank, level ORDER BY seq
+             OVER (PARTITION BY proc, level ORDER BY seq
                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS outer_seq
     FROM (
-      SELECT run_id, rank, seq, end_ns, depth, depth + 1 AS level, 0 AS probe FROM deep
+      SELECT proc, seq, end_ns, depth, depth + 1 AS level, 0 AS probe FROM deep
       UNION ALL
-      SELECT run_id, rank, seq, end_ns, depth, depth AS level, 1 AS probe FROM deep
+      SELECT proc, seq, end_ns, depth, depth AS level, 1 AS probe FROM deep
     ) l
   ) e WHERE probe = 1 AND depth > 1
 ),
 tangled AS (
-  SELECT DISTINCT d.run_id, d.rank, d.cluster
+  SELECT DISTINCT d.proc, d.cluster
   FROM enclosing e
-  JOIN deep d ON d.run_id = e.run_id AND d.rank IS NOT DISTINCT FROM e.rank AND d.seq = e.seq
+  JOIN deep d ON d.proc = e.proc AND d.seq = e.seq
   LEFT JOIN deep o
-    ON o.run_id = e.run_id AND o.rank IS NOT DISTINCT FROM e.rank AND o.seq = e.outer_seq
+    ON o.proc = e.proc AND o.seq = e.outer_seq
   WHERE o.seq IS NULL OR o.end_ns < e.end_ns
 ),
 -- The pieces, with how many spans cover each (its depth).
 pieces AS (
-  SELECT run_id, rank, at_ns AS left_ns,
-         LEAD(at_ns) OVER (PARTITION BY run_id, rank ORDER BY at_ns) AS right_ns,
-         sum(opened) OVER (PARTITION BY run_id, rank ORDER BY at_ns
+  SELECT proc, at_ns AS left_ns,
+         LEAD(at_ns) OVER (PARTITION BY proc ORDER BY at_ns) AS right_ns,
+         sum(opened) OVER (PARTITION BY proc ORDER BY at_ns
                            ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS depth
-  FROM (SELECT run_id, rank, at_ns, sum(2 * opens - 1) AS opened
-        FROM edges GROUP BY run_id, rank, at_ns) p
+  FROM (SELECT proc, at_ns, sum(2 * opens - 1) AS opened
+        FROM edges GROUP BY proc, at_ns) p
 ),
 owned AS (
-  SELECT run_id, rank, left_ns, right_ns, owner FROM (
-    SELECT run_id, rank, probe, left_ns, right_ns,
+  SELECT proc, left_ns, right_ns, owner FROM (
+    SELECT proc, probe, left_ns, right_ns,
            max(CASE WHEN probe = 0 THEN seq END)
-             OVER (PARTITION BY run_id, rank, depth ORDER BY at_ns, probe
+             OVER (PARTITION BY proc, depth ORDER BY at_ns, probe
                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS owner
     FROM (
-      SELECT run_id, rank, depth, start_ns AS at_ns, 0 AS probe, seq,
+      SELECT proc, depth, start_ns AS at_ns, 0 AS probe, seq,
              CAST(NULL AS BIGINT) AS left_ns, CAST(NULL AS BIGINT) AS right_ns
       FROM deep
       UNION ALL
-      SELECT run_id, rank, depth, left_ns, 1, CAST(NULL AS BIGINT), left_ns, right_ns
+      SELECT proc, depth, left_ns, 1, CAST(NULL AS BIGINT), left_ns, right_ns
       FROM pieces WHERE depth > 0 AND right_ns IS NOT NULL
     ) l
   ) o WHERE probe = 1
 ),
 assigned AS (
-  SELECT o.run_id, o.rank, o.left_ns, o.right_ns, d.bucket, d.cluster,
+  SELECT o.proc, o.left_ns, o.right_ns, d.bucket, d.cluster,
          CASE WHEN t.cluster IS NULL THEN false ELSE true END AS tangled
   FROM owned o
-  JOIN deep d ON d.run_id = o.run_id AND d.rank IS NOT DISTINCT FROM o.rank AND d.seq = o.owner
+  JOIN deep d ON d.proc = o.proc AND d.seq = o.owner
   LEFT JOIN tangled t
-    ON t.run_id = o.run_id AND t.rank IS NOT DISTINCT FROM o.rank AND t.cluster = d.cluster
+    ON t.proc = o.proc AND t.cluster = d.cluster
 ),
 untangled AS (
-  SELECT a.run_id, a.rank, a.left_ns, a.right_ns, d.bucket,
-         ROW_NUMBER() OVER (PARTITION BY a.run_id, a.rank, a.left_ns
+  SELECT a.proc, a.left_ns, a.right_ns, d.bucket,
+         ROW_NUMBER() OVER (PARTITION BY a.proc, a.left_ns
                             ORDER BY d.start_ns DESC, d.end_ns ASC, d.bucket) AS nth
   FROM assigned a
   JOIN deep d
-    ON d.run_id = a.run_id AND d.rank IS NOT DISTINCT FROM a.rank AND d.cluster = a.cluster
+    ON d.proc = a.proc AND d.cluster = a.cluster
    AND d.start_ns <= a.left_ns AND d.end_ns > a.left_ns
   WHERE a.tangled
 ),
 covered AS (
-  SELECT run_id, rank, left_ns, right_ns, bucket FROM assigned WHERE NOT tangled
+  SELECT proc, left_ns, right_ns, bucket FROM assigned WHERE NOT tangled
   UNION ALL
-  SELECT run_id, rank, left_ns, right_ns, bucket FROM untangled WHERE nth = 1
+  SELECT proc, left_ns, right_ns, bucket FROM untangled WHERE nth = 1
 ),
 sums AS (
   SELECT run_id, rank,
@@ -153,7 +161,7 @@ sums AS (
          sum(CASE WHEN bucket = 'wasted_progress' THEN right_ns - left_ns ELSE 0 END)
            AS wasted_progress,
          sum(right_ns - left_ns) AS bucketed_total
-  FROM covered
+  FROM covered c JOIN procs p ON p.proc = c.proc
   GROUP BY run_id, rank
 ),
 -- Each lifetime's extent; restart is the time between one's end and the next's start,
