@@ -66,14 +66,22 @@ edges AS (
   UNION ALL
   SELECT proc, end_ns AS at_ns, 0 AS opens, CAST(NULL AS BIGINT) AS seq FROM clustered
 ),
--- The spans before it in order, itself included, less those ended by its start.
+-- One pass over the edges in time order (a span's end before a span's start at the same
+-- instant) gives both each span's depth and the pieces between consecutive instants.
+-- depth: the spans before it in order, itself included, less those ended by its start.
+-- A piece runs from an edge to the next; of the edges at one instant only the last
+-- starts a piece that is not empty, with the count of spans open after that instant.
+swept AS (
+  SELECT proc, seq, opens, at_ns,
+         seq - sum(1 - opens) OVER (PARTITION BY proc ORDER BY at_ns, opens
+                                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS depth,
+         LEAD(at_ns) OVER (PARTITION BY proc ORDER BY at_ns, opens) AS right_ns,
+         sum(2 * opens - 1) OVER (PARTITION BY proc ORDER BY at_ns, opens
+                                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS open_after
+  FROM edges
+),
 depths AS (
-  SELECT proc, seq, depth FROM (
-    SELECT proc, seq, opens,
-           seq - sum(1 - opens) OVER (PARTITION BY proc ORDER BY at_ns, opens
-                                      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS depth
-    FROM edges
-  ) e WHERE opens = 1
+  SELECT proc, seq, depth FROM swept WHERE opens = 1
 ),
 deep AS (
   SELECT c.proc, c.start_ns, c.end_ns, c.bucket, c.seq, c.cluster, d.depth
@@ -104,12 +112,8 @@ tangled AS (
 ),
 -- The pieces, with how many spans cover each (its depth).
 pieces AS (
-  SELECT proc, at_ns AS left_ns,
-         LEAD(at_ns) OVER (PARTITION BY proc ORDER BY at_ns) AS right_ns,
-         sum(opened) OVER (PARTITION BY proc ORDER BY at_ns
-                           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS depth
-  FROM (SELECT proc, at_ns, sum(2 * opens - 1) AS opened
-        FROM edges GROUP BY proc, at_ns) p
+  SELECT proc, at_ns AS left_ns, right_ns, open_after AS depth
+  FROM swept WHERE right_ns > at_ns
 ),
 owned AS (
   SELECT proc, left_ns, right_ns, owner FROM (
