@@ -202,3 +202,26 @@ def test_a_line_longer_than_duckdbs_object_size_is_read_whole(
     ]
     assert rows[0][2] > size
     assert skipped == int(careful)
+
+
+def test_without_labels_only_name_and_the_trace_and_parent_ids_are_left_out(
+    run: Run, tmp_path: Path, real_trace: Callable[..., Path]
+) -> None:
+    trace = real_trace(steps=3)
+    dataset = tmp_path / "dataset"
+    assert run("convert", "--to", "parquet", str(trace), "-o", str(dataset)).status == 0
+    labels = ("name", "trace_id", "parent_span_id")
+    for source in (trace, dataset):
+        tables = {}
+        for kept in (True, False):
+            with connect([str(source)], labels=kept) as engine:
+                columns = [row[0] for row in engine.rows("DESCRIBE spans")]
+                rows = engine.rows("SELECT * FROM spans ORDER BY start_ns, span_id")
+            tables[kept] = [dict(zip(columns, row, strict=True)) for row in rows]
+        assert len(tables[True]) == len(tables[False]) > 3, source
+        for full, bare in zip(tables[True], tables[False], strict=True):
+            assert all(full[k] is not None for k in ("name", "trace_id")), source
+            assert all(bare[k] is None for k in labels), source
+            assert {k: v for k, v in full.items() if k not in labels} == {
+                k: v for k, v in bare.items() if k not in labels
+            }, source

@@ -60,7 +60,7 @@ def cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     from nemo.lens.cli._goodput_format import format_goodput, run_json
 
     engine = open_engine(
-        args.traces, args.skip_invalid, iteration_attribute=args.iteration_attribute
+        args.traces, args.skip_invalid, iteration_attribute=args.iteration_attribute, labels=False
     )
     if isinstance(engine, int):
         return engine

@@ -27,7 +27,7 @@ __all__ = ["cmd_convert", "cmd_emit_spans", "cmd_summarize"]
 def cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from nemo.lens.cli._summary import format_summary, summarize
 
-    engine = open_engine(args.traces, args.skip_invalid)
+    engine = open_engine(args.traces, args.skip_invalid, labels=False)
     if isinstance(engine, int):
         return engine
     with engine:

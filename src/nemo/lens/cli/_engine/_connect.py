@@ -92,13 +92,16 @@ def connect(
     iteration_attribute: str = DEFAULT_ITERATION,
     detail: bool = False,
     show_progress: bool | None = None,
+    labels: bool = True,
 ) -> Engine:
     """Read *paths* (``"-"`` is standard input) into a new engine.
 
     Raises :class:`EngineUnavailable` without DuckDB and :class:`TraceInputError` for an
     input that cannot be used (the careful reader's message: file, line, reason). With
     *detail* the ``spans`` view carries each span's attributes, events and resource as
-    JSON text (else NULL); *span_group_classes* default to every class nemo.lens ships.
+    JSON text (else NULL); without *labels* each span's ``name``, ``trace_id`` and
+    ``parent_span_id`` are NULL (what ``summarize``, ``goodput`` and ``check`` pass: the
+    figures do not read them); *span_group_classes* default to every class nemo.lens ships.
     """
     duckdb = duckdb_module()
     inputs = sort_inputs(paths)
@@ -118,11 +121,11 @@ def connect(
         parts = []
         if inputs.ordered:
             engine.reconstructed = _read_lines(
-                engine, inputs, skip_invalid, iteration_attribute, detail, show_progress
+                engine, inputs, skip_invalid, iteration_attribute, detail, show_progress, labels
             )
             parts.append("jsonl_spans")
         if inputs.parquet:
-            engine.sql(parquet_view(inputs.parquet, iteration_attribute, detail))
+            engine.sql(parquet_view(inputs.parquet, iteration_attribute, detail, labels))
             parts.append("parquet_spans")
         union = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS} FROM {part}" for part in parts)
         engine.sql(f"CREATE OR REPLACE TEMP VIEW spans AS {union}")
@@ -159,6 +162,7 @@ def _read_lines(
     iteration: str,
     detail: bool,
     show_progress: bool | None,
+    labels: bool,
 ) -> int:
     """Stage the JSON-lines inputs; how many spans the reader ended for a dead process."""
     duckdb = duckdb_module()
@@ -166,7 +170,7 @@ def _read_lines(
         try:
             _staged(
                 engine,
-                stage_sql(inputs.ordered, inputs.names, iteration, detail),
+                stage_sql(inputs.ordered, inputs.names, iteration, detail, labels=labels),
                 inputs,
                 show_progress,
             )
@@ -177,7 +181,7 @@ def _read_lines(
         except duckdb.Error:
             pass  # DuckDB refused a file: the careful reader says what is wrong, at which line
     spooled = _careful(engine, inputs, skip_invalid, show_progress)
-    engine.sql(stage_sql([spooled], {}, iteration, detail, structs=False))
+    engine.sql(stage_sql([spooled], {}, iteration, detail, structs=False, labels=labels))
     bad, _, opened = engine.rows(CHECK_SQL)[0]
     if bad:
         # Read by the careful reader but not by DuckDB: a time past 2262 (2**63 ns).

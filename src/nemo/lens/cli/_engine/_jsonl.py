@@ -232,6 +232,7 @@ def stage_sql(
     detail: bool,
     *,
     structs: bool = True,
+    labels: bool = True,
 ) -> str:
     """The statement that creates :data:`LINES_TABLE` from the JSON-lines *files*.
 
@@ -242,7 +243,9 @@ def stage_sql(
     taken out of them either way). Without *detail* and with *structs*, attributes and
     resource are read as structs, which DuckDB fills as it reads the line (refusing a line
     whose resource's ``attributes``, the SDK layout's, is not an object: the careful
-    reader's own file, which may hold one, is read without *structs*).
+    reader's own file, which may hold one, is read without *structs*). Without *labels*,
+    each span's name, trace id and parent id are checked but not kept (NULL: the figures
+    do not read them, and taking three strings out of a million lines costs 0.15 s of 1.1).
     """
     listing = "[" + ", ".join(quote(f) for f in files) + "]"
     attribute_keys = list(dict.fromkeys((*_ATTRIBUTE_KEYS, iteration)))
@@ -318,8 +321,16 @@ def stage_sql(
         "alive_at_unix_nano": "alive_at",
         "trace_format": "format",
     }
+    dropped = () if labels else ("name", "trace_id", "parent_span_id")
+
+    def string_value(field: str) -> str:
+        # A label not kept is only checked: '' when its JSON is a string, else NULL.
+        if field in dropped:
+            return f"CASE WHEN {_starts(field, _STR)} THEN '' END"
+        return _string(field)
+
     valued = ", ".join(
-        [f"{_string(f)} AS {n}_s" for f, n in strings.items()]
+        [f"{string_value(f)} AS {n}_s" for f, n in strings.items()]
         + [f"{_whole(f)} AS {n}_n" for f, n in wholes.items()]
     )
 
@@ -357,6 +368,10 @@ def stage_sql(
         "WHEN 'other' THEN true ELSE false END"
     )
 
+    trace_id = f"CASE WHEN kind = 'sdk' THEN {_sdk_id(_TRACE)} ELSE trace_s END"
+    parent_id = f"CASE WHEN kind = 'sdk' THEN {_sdk_id('parent_id')} ELSE parent_s END"
+    if not labels:
+        trace_id = parent_id = nothing
     a1, a2, a3, a4, a5 = (attribute(n) for n in range(1, 6))
     r1, r2, r3, r4, r5, r6, r7, r8, r9 = (resource(n) for n in range(1, 10))
 
@@ -386,10 +401,10 @@ SELECT
   ok,
   life_s AS named,
   kind IN ('span', 'open') AND lifetime IS NOT NULL AND resource IS NULL AS uses_header,
-  name_s AS name,
-  CASE WHEN kind = 'sdk' THEN {_sdk_id(_TRACE)} ELSE trace_s END AS trace_id,
+  {"name_s" if labels else nothing} AS name,
+  {trace_id} AS trace_id,
   CASE WHEN kind = 'sdk' THEN {_sdk_id(_SPAN)} ELSE span_s END AS span_id,
-  CASE WHEN kind = 'sdk' THEN {_sdk_id("parent_id")} ELSE parent_s END AS parent_span_id,
+  {parent_id} AS parent_span_id,
   CASE WHEN kind = 'sdk' THEN {_sdk_time("start_time")} ELSE start_n END AS start_ns,
   CASE WHEN kind = 'sdk' THEN {_sdk_time("end_time")} WHEN kind = 'open' THEN start_n
        ELSE end_n END AS end_ns,

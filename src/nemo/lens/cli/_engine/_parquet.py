@@ -91,8 +91,10 @@ def versions_sql(files: Sequence[str]) -> str:
     )
 
 
-def parquet_view(files: Sequence[str], iteration: str, detail: bool) -> str:
-    """The view ``parquet_spans`` over the dataset's *files*."""
+def parquet_view(files: Sequence[str], iteration: str, detail: bool, labels: bool = True) -> str:
+    """The view ``parquet_spans`` over the dataset's *files*; without *detail* the
+    attributes, events and resource are NULL, without *labels* the name, trace id and
+    parent id (as the JSON lines' staging leaves them)."""
     listing = "[" + ", ".join(quote(f) for f in files) + "]"
     nothing = "CAST(NULL AS VARCHAR)"
     if iteration == "iteration":
@@ -102,8 +104,11 @@ def parquet_view(files: Sequence[str], iteration: str, detail: bool) -> str:
         iterations = whole_number(value)
     return f"""
 CREATE OR REPLACE TEMP VIEW parquet_spans AS
-SELECT run_id, CAST(rank AS BIGINT) AS rank, service, lifetime, name, span_group, trace_id,
-       span_id, parent_span_id, start_ns, end_ns, duration_ns, status_code, status_description,
+SELECT run_id, CAST(rank AS BIGINT) AS rank, service, lifetime,
+       {"name" if labels else nothing} AS name, span_group,
+       {"trace_id" if labels else nothing} AS trace_id, span_id,
+       {"parent_span_id" if labels else nothing} AS parent_span_id, start_ns,
+       end_ns, duration_ns, status_code, status_description,
        {iterations} AS iteration, truncated, span_category,
        {"attributes" if detail else nothing} AS attributes,
        {"events" if detail else nothing} AS events,
