@@ -100,7 +100,7 @@ def connect(
     input that cannot be used (the careful reader's message: file, line, reason). With
     *detail* the ``spans`` view carries each span's attributes, events and resource as
     JSON text (else NULL); without *labels* each span's ``name``, ``trace_id`` and
-    ``parent_span_id`` are NULL (what ``summarize``, ``goodput`` and ``check`` pass: the
+    ``parent_span_id`` are NULL (what ``summarize`` and ``goodput`` pass: the
     figures do not read them); *span_group_classes* default to every class nemo.lens ships.
     """
     duckdb = duckdb_module()
