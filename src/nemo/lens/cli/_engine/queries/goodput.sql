@@ -1,65 +1,81 @@
 -- Goodput: every nanosecond of each rank, from its first span's start to its last span's
 -- end, to one bucket (docs/goodput.md). Integer nanoseconds throughout, so the buckets
 -- add up to the wall time exactly. Reads only the spans and span_groups views.
-WITH timed AS (
-  SELECT run_id, rank, lifetime, span_group, span_category, iteration, truncated, start_ns,
-         CASE WHEN end_ns < start_ns THEN start_ns ELSE end_ns END AS end_ns
-  FROM spans
+-- From the first CTE to the sums a rank is one integer, proc: every window partitions
+-- and every join matches on it, and one integer sorts and hashes faster than a run's
+-- name and a rank (at 10^6 spans, 1.0 s -> 0.65 s).
+-- Each lifetime's extent (one pass over the spans; the ranks are numbered from it).
+WITH lives AS (
+  SELECT run_id, rank, lifetime, min(start_ns) AS start_ns,
+         max(CASE WHEN end_ns < start_ns THEN start_ns ELSE end_ns END) AS end_ns
+  FROM spans GROUP BY run_id, rank, lifetime
+),
+procs AS (
+  SELECT run_id, rank, ROW_NUMBER() OVER (ORDER BY run_id, rank) AS proc
+  FROM (SELECT DISTINCT run_id, rank FROM lives) x
 ),
 -- A span feeds its group's bucket when its category (its own, else its group's) is goodput.
 bucketed AS (
-  SELECT t.run_id, t.rank, t.lifetime, t.iteration, t.truncated, t.start_ns, t.end_ns,
-         g.bucket
-  FROM timed t JOIN span_groups g ON g.span_group = t.span_group
+  SELECT p.proc, s.iteration, s.truncated, s.start_ns,
+         CASE WHEN s.end_ns < s.start_ns THEN s.start_ns ELSE s.end_ns END AS end_ns, g.bucket
+  FROM spans s
+  JOIN span_groups g ON g.span_group = s.span_group
+  JOIN procs p ON p.run_id = s.run_id AND p.rank IS NOT DISTINCT FROM s.rank
   WHERE g.bucket IS NOT NULL AND g.bucket <> ''
-    AND coalesce(t.span_category, g.category) = 'goodput'
+    AND coalesce(s.span_category, g.category) = 'goodput'
 ),
 -- The last execution of an iteration is the one that counts.
 last_runs AS (
-  SELECT run_id, rank, iteration, max(start_ns) AS last_start
+  SELECT proc, iteration, max(start_ns) AS last_start
   FROM bucketed WHERE bucket = 'productive' AND iteration IS NOT NULL
-  GROUP BY run_id, rank, iteration
+  GROUP BY proc, iteration
 ),
 judged AS (
-  SELECT b.run_id, b.rank, b.start_ns, b.end_ns,
+  SELECT b.proc, b.start_ns, b.end_ns,
          CASE WHEN b.bucket = 'productive'
                    AND (b.truncated OR (b.iteration IS NOT NULL AND l.last_start > b.start_ns))
               THEN 'wasted_progress' ELSE b.bucket END AS bucket
   FROM bucketed b
-  LEFT JOIN last_runs l
-    ON l.run_id = b.run_id AND l.rank IS NOT DISTINCT FROM b.rank AND l.iteration = b.iteration
+  LEFT JOIN last_runs l ON l.proc = b.proc AND l.iteration = b.iteration
 ),
 -- Cut each rank's time at every start and end; each piece goes to the innermost span
--- covering it: the one that started last (the shortest, on a tie). A linear sweep: in
--- start order (the longer first, so a span follows every span that encloses it), a
--- span's depth is how many spans are open just after its start; while the spans nest,
--- the innermost span covering a piece is the last one to start, before the piece, at
--- the piece's depth. A cluster (spans each starting before all earlier ones ended) where
--- some span outlives the span it lies in does not nest: its pieces take the covering
--- span that started last from a join of the cluster's pieces with its spans.
--- Zero-length spans cover nothing.
--- From here to the sums, a rank is one integer, proc: every window below partitions and
--- every join matches on it, and one integer sorts and hashes faster than a run's name
--- and a rank (1.0 s -> 0.65 s for 10^6 spans).
-procs AS (
-  SELECT run_id, rank, ROW_NUMBER() OVER (ORDER BY run_id, rank) AS proc
-  FROM (SELECT DISTINCT run_id, rank FROM judged) x
-),
+-- covering it: the one that started last (the shortest, on a tie). In start order (the
+-- longer first, so a span follows every span that encloses it), a span that starts after
+-- every earlier one ended and ends before the next one starts overlaps none: it owns its
+-- whole extent (a training run's steps, checkpoints and evaluations, one after another).
+-- Only the rest, where spans overlap, go through the sweep below (at 10^7 spans, where
+-- no goodput span overlaps another, 15 s -> 2.3 s). Zero-length spans cover nothing.
 ordered AS (
   SELECT proc, start_ns, end_ns, bucket,
          ROW_NUMBER() OVER (PARTITION BY proc
-                            ORDER BY start_ns, end_ns DESC, bucket DESC) AS seq,
+                            ORDER BY start_ns, end_ns DESC, bucket DESC) AS rank_seq,
          max(end_ns) OVER (PARTITION BY proc ORDER BY start_ns, end_ns DESC, bucket DESC
-                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach_ns
-  FROM judged j JOIN procs p ON p.run_id = j.run_id AND p.rank IS NOT DISTINCT FROM j.rank
-  WHERE end_ns > start_ns
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach_ns,
+         LEAD(start_ns) OVER (PARTITION BY proc
+                              ORDER BY start_ns, end_ns DESC, bucket DESC) AS next_start_ns
+  FROM judged WHERE end_ns > start_ns
 ),
-clustered AS (
-  SELECT proc, start_ns, end_ns, bucket, seq,
-         sum(CASE WHEN reach_ns IS NULL OR start_ns >= reach_ns THEN 1 ELSE 0 END)
-           OVER (PARTITION BY proc ORDER BY seq
-                 ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cluster
+flagged AS (
+  SELECT proc, start_ns, end_ns, bucket, rank_seq,
+         CASE WHEN reach_ns IS NULL OR start_ns >= reach_ns THEN 1 ELSE 0 END AS begins,
+         CASE WHEN (reach_ns IS NULL OR start_ns >= reach_ns)
+                   AND (next_start_ns IS NULL OR end_ns <= next_start_ns)
+              THEN true ELSE false END AS alone
   FROM ordered
+),
+-- The sweep. A linear pass: a span's depth is how many spans are open just after its
+-- start; while the spans nest, the innermost span covering a piece is the last one to
+-- start, before the piece, at the piece's depth. A cluster (spans each starting before
+-- all earlier ones ended) where some span outlives the span it lies in does not nest:
+-- its pieces take the covering span that started last from a join of the cluster's
+-- pieces with its spans. Leaving out the spans that overlap none leaves every other
+-- span's depth and cluster as they were: such a span begins a cluster and ends it.
+clustered AS (
+  SELECT proc, start_ns, end_ns, bucket,
+         ROW_NUMBER() OVER (PARTITION BY proc ORDER BY rank_seq) AS seq,
+         sum(begins) OVER (PARTITION BY proc ORDER BY rank_seq
+                           ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cluster
+  FROM flagged WHERE NOT alone
 ),
 edges AS (
   SELECT proc, start_ns AS at_ns, 1 AS opens, seq FROM clustered
@@ -149,13 +165,17 @@ untangled AS (
    AND d.start_ns <= a.left_ns AND d.end_ns > a.left_ns
   WHERE a.tangled
 ),
+-- Every piece with its bucket: the spans that overlap none, whole, and the swept pieces.
 covered AS (
+  SELECT proc, start_ns AS left_ns, end_ns AS right_ns, bucket FROM flagged WHERE alone
+  UNION ALL
   SELECT proc, left_ns, right_ns, bucket FROM assigned WHERE NOT tangled
   UNION ALL
   SELECT proc, left_ns, right_ns, bucket FROM untangled WHERE nth = 1
 ),
+-- The sums go by proc; figures names the rank again (one join per rank, not per piece).
 sums AS (
-  SELECT run_id, rank,
+  SELECT proc,
          sum(CASE WHEN bucket = 'productive' THEN right_ns - left_ns ELSE 0 END) AS productive,
          sum(CASE WHEN bucket = 'initialization' THEN right_ns - left_ns ELSE 0 END)
            AS initialization,
@@ -165,15 +185,10 @@ sums AS (
          sum(CASE WHEN bucket = 'wasted_progress' THEN right_ns - left_ns ELSE 0 END)
            AS wasted_progress,
          sum(right_ns - left_ns) AS bucketed_total
-  FROM covered c JOIN procs p ON p.proc = c.proc
-  GROUP BY run_id, rank
+  FROM covered GROUP BY proc
 ),
--- Each lifetime's extent; restart is the time between one's end and the next's start,
--- live the time some lifetime of the rank ran.
-lives AS (
-  SELECT run_id, rank, lifetime, min(start_ns) AS start_ns, max(end_ns) AS end_ns
-  FROM timed GROUP BY run_id, rank, lifetime
-),
+-- A rank's lifetimes in order: restart is the time between one's end and the next's
+-- start, live the time some lifetime of the rank ran.
 ordered_lives AS (
   SELECT run_id, rank, start_ns, end_ns,
          max(end_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns, end_ns
@@ -201,7 +216,8 @@ figures AS (
          r.restart,
          r.live - coalesce(s.bucketed_total, 0) AS unaccounted
   FROM ranks r
-  LEFT JOIN sums s ON s.run_id = r.run_id AND s.rank IS NOT DISTINCT FROM r.rank
+  JOIN procs p ON p.run_id = r.run_id AND p.rank IS NOT DISTINCT FROM r.rank
+  LEFT JOIN sums s ON s.proc = p.proc
 ),
 -- The run's figures are its slowest rank's (least productive, then longest) among the
 -- ranks that executed a step, or among all when none did.
