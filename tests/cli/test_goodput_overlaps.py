@@ -111,3 +111,35 @@ def test_where_spans_cross_the_one_that_started_last_wins(tmp_path: Path) -> Non
     assert badput["initialization"] == pytest.approx(3 / 1000)
     assert badput["unaccounted"] == pytest.approx(5 / 1000)
     assert [run] == reference([path])[1]
+
+
+def test_spans_that_overlap_none_own_their_extent_beside_spans_that_do(tmp_path: Path) -> None:
+    # Alone: steps 0-5, 10-12 (touching the span before it) and 30-35, an evaluation
+    # 40-44. Not alone: a checkpoint 5-10 and a step 5-8 that start together (whichever
+    # comes first in start order), and a step 12-20 crossing an initialization 14-25.
+    step, checkpoint = GROUPS["productive"], GROUPS["checkpoint_save"]
+    evaluation, init = GROUPS["evaluation"], GROUPS["initialization"]
+    path = write_lines(
+        tmp_path / "t.jsonl",
+        [
+            _span(step, 0, 5, 0, 1, iteration=1),
+            _span(checkpoint, 5, 10, 0, 2),
+            _span(step, 5, 8, 0, 3, iteration=2),
+            _span(step, 10, 12, 0, 4, iteration=3),
+            _span(step, 12, 20, 0, 5, iteration=4),
+            _span(init, 14, 25, 0, 6),
+            _span(step, 30, 35, 0, 7, iteration=5),
+            _span(evaluation, 40, 44, 0, 8),
+        ],
+    )
+
+    (run,) = _figures(path)
+
+    # 0-5, 5-8 (the step started with the checkpoint, is shorter), 10-12, 12-14, 30-35.
+    assert run["productive_s"] == pytest.approx((5 + 3 + 2 + 2 + 5) / 1000)
+    badput = run["badput"]
+    assert badput["checkpoint_save"] == pytest.approx(2 / 1000)
+    assert badput["initialization"] == pytest.approx(11 / 1000)
+    assert badput["evaluation"] == pytest.approx(4 / 1000)
+    assert badput["unaccounted"] == pytest.approx((5 + 5) / 1000)
+    assert [run] == reference([path])[1]
