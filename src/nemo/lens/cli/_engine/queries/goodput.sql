@@ -1,9 +1,9 @@
 -- Goodput: every nanosecond of each rank, from its first span's start to its last span's
 -- end, to one bucket (docs/goodput.md). Integer nanoseconds throughout, so the buckets
 -- add up to the wall time exactly. Reads only the spans and span_groups views.
--- From the first CTE to the sums a rank is one integer, proc: every window partitions
--- and every join matches on it, and one integer sorts and hashes faster than a run's
--- name and a rank (at 10^6 spans, 1.0 s -> 0.65 s).
+-- From the bucketed spans to the sums a rank is one integer, proc: every window
+-- partitions and every join matches on it, and one integer sorts and hashes faster than
+-- a run's name and a rank (at 10^6 spans, 1.0 s -> 0.65 s).
 -- Each lifetime's extent (one pass over the spans; the ranks are numbered from it).
 WITH lives AS (
   SELECT run_id, rank, lifetime, min(start_ns) AS start_ns,
