@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+import nemo.lens
 from tests.generator.conftest import REPO, copy_checkout, free_group_name
 from tests.generator.test_command import CONSUMER_SCHEMA
 
@@ -49,6 +50,11 @@ class Shell:
     env: dict[str, str]
     suite_bin: str
     """This suite's environment's bin directory, first on PATH unless a command says not."""
+    suite_package: str
+    """The directory this suite imports nemo.lens from: the suite's commands import it
+    too (a copy of the checkout, run with PYTHONPATH, would otherwise generate with the
+    package its virtualenv installed, and the shipped hook, installed from the copy,
+    would find those files stale)."""
 
     @property
     def pre_commit_home(self) -> Path:
@@ -57,15 +63,17 @@ class Shell:
     def __call__(
         self, *command: str, cwd: Path, suite: bool = True
     ) -> subprocess.CompletedProcess[str]:
-        """*command* in *cwd*; with *suite* false, this suite's environment is not on PATH
-        (a git hook still finds the pre-commit that installed it)."""
-        path = self.env["PATH"]
+        """*command* in *cwd*; with *suite* false, neither this suite's environment is on
+        PATH nor its package on PYTHONPATH (a git hook still finds the pre-commit that
+        installed it)."""
+        env = {**self.env, "PYTHONPATH": self.suite_package}
         if not suite:
-            path = path.replace(self.suite_bin + os.pathsep, "", 1)
+            env["PATH"] = env["PATH"].replace(self.suite_bin + os.pathsep, "", 1)
+            del env["PYTHONPATH"]
         return subprocess.run(
             command,
             cwd=cwd,
-            env={**self.env, "PATH": path},
+            env=env,
             capture_output=True,
             text=True,
             timeout=600,
@@ -105,7 +113,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Shell:
             "GIT_COMMITTER_EMAIL": "author@example.com",
         }
     )
-    return Shell(env, suite_bin)
+    return Shell(env, suite_bin, str(Path(nemo.lens.__file__).resolve().parents[2]))
 
 
 @pytest.fixture(scope="module")
