@@ -32,6 +32,8 @@ def _bucket_groups() -> dict[str, str]:
 
 
 GROUPS = _bucket_groups()
+STEP, CHECKPOINT = GROUPS["productive"], GROUPS["checkpoint_save"]
+EVALUATION, INIT = GROUPS["evaluation"], GROUPS["initialization"]
 
 
 def _span(group: str, start: int, end: int, rank: int, number: int, **attributes: Any) -> str:
@@ -89,16 +91,14 @@ def test_where_spans_cross_the_one_that_started_last_wins(tmp_path: Path) -> Non
     # last), although after 10 only the checkpoint is open and the step is the last span
     # to start at the depth the time has there. A step inside both, 6-8, wins there;
     # then an evaluation 20-30 holding an initialization 22-25 nests as usual.
-    step, checkpoint = GROUPS["productive"], GROUPS["checkpoint_save"]
-    evaluation, init = GROUPS["evaluation"], GROUPS["initialization"]
     path = write_lines(
         tmp_path / "t.jsonl",
         [
-            _span(step, 0, 10, 0, 1, iteration=1),
-            _span(checkpoint, 5, 15, 0, 2),
-            _span(step, 6, 8, 0, 3, iteration=2),
-            _span(evaluation, 20, 30, 0, 4),
-            _span(init, 22, 25, 0, 5),
+            _span(STEP, 0, 10, 0, 1, iteration=1),
+            _span(CHECKPOINT, 5, 15, 0, 2),
+            _span(STEP, 6, 8, 0, 3, iteration=2),
+            _span(EVALUATION, 20, 30, 0, 4),
+            _span(INIT, 22, 25, 0, 5),
         ],
     )
 
@@ -117,19 +117,17 @@ def test_spans_that_overlap_none_own_their_extent_beside_spans_that_do(tmp_path:
     # Alone: steps 0-5, 10-12 (touching the span before it) and 30-35, an evaluation
     # 40-44. Not alone: a checkpoint 5-10 and a step 5-8 that start together (whichever
     # comes first in start order), and a step 12-20 crossing an initialization 14-25.
-    step, checkpoint = GROUPS["productive"], GROUPS["checkpoint_save"]
-    evaluation, init = GROUPS["evaluation"], GROUPS["initialization"]
     path = write_lines(
         tmp_path / "t.jsonl",
         [
-            _span(step, 0, 5, 0, 1, iteration=1),
-            _span(checkpoint, 5, 10, 0, 2),
-            _span(step, 5, 8, 0, 3, iteration=2),
-            _span(step, 10, 12, 0, 4, iteration=3),
-            _span(step, 12, 20, 0, 5, iteration=4),
-            _span(init, 14, 25, 0, 6),
-            _span(step, 30, 35, 0, 7, iteration=5),
-            _span(evaluation, 40, 44, 0, 8),
+            _span(STEP, 0, 5, 0, 1, iteration=1),
+            _span(CHECKPOINT, 5, 10, 0, 2),
+            _span(STEP, 5, 8, 0, 3, iteration=2),
+            _span(STEP, 10, 12, 0, 4, iteration=3),
+            _span(STEP, 12, 20, 0, 5, iteration=4),
+            _span(INIT, 14, 25, 0, 6),
+            _span(STEP, 30, 35, 0, 7, iteration=5),
+            _span(EVALUATION, 40, 44, 0, 8),
         ],
     )
 
