@@ -2,8 +2,7 @@
 
 Each rule is read from the package's own files with :mod:`ast`: no module reaches
 into another's private names, imports never go round in a circle, generated code
-imports only public modules, there is one fork hook and one version, and no
-hand-written module grows into several concepts.
+imports only public modules, and there is one fork hook and one version.
 """
 
 from __future__ import annotations
@@ -19,8 +18,6 @@ import nemo.lens
 PACKAGE = Path(nemo.lens.__file__).resolve().parent
 SRC = PACKAGE.parents[1]
 GENERATED_MARK = "# DO NOT EDIT"
-MAX_LINES = 480
-"""A module past this holds more than one concept: split it where the concepts part."""
 
 
 @dataclass(frozen=True)
@@ -307,15 +304,3 @@ def test_the_package_has_one_fork_hook_and_one_version() -> None:
                     versions.append(module.name)
     assert hooks == ["nemo.lens._core.fork"], hooks
     assert versions == ["nemo.lens._version"], versions
-
-
-def test_hand_written_modules_hold_one_concept() -> None:
-    too_long = {
-        module.name: length
-        for module in modules().values()
-        if not module.generated and (length := len(module.text.splitlines())) > MAX_LINES
-    }
-    assert not too_long, (
-        f"modules longer than {MAX_LINES} lines (split where their concepts part, and say "
-        f"so in docs/architecture.md): {too_long}"
-    )
