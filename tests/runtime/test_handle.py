@@ -254,10 +254,11 @@ def test_disabled_set_up_while_active_also_raises() -> None:
 
 
 def test_allow_reinit_replaces_the_previous_set_up() -> None:
-    global_tracer = trace.get_tracer("third.party")  # cached before any set-up
+    cached = trace.get_tracer("third.party")  # before any set-up: OpenTelemetry's proxy
+    unused = trace.get_tracer("unused.until.later")
     first_exporter, second_exporter = InMemorySpanExporter(), InMemorySpanExporter()
     first = setup_telemetry(_memory_config(span_groups="default"), span_exporter=first_exporter)
-    global_tracer.start_span("to-first").end()
+    cached.start_span("to-first").end()
 
     second = setup_telemetry(
         _memory_config(span_groups="per_step", service_name="second"),
@@ -266,12 +267,15 @@ def test_allow_reinit_replaces_the_previous_set_up() -> None:
     )
     assert first.is_shut_down is True
     assert is_span_group_enabled("optimizer")
-    global_tracer.start_span("to-second").end()
+    trace.get_tracer("third.party").start_span("to-second").end()
+    unused.start_span("proxy-to-second").end()
+    # Bound to the first set-up's provider when it was first used: no-op spans now.
+    assert cached.start_span("bound-to-first").is_recording() is False
     with managed_span("optimizer", "opt"):
         pass
 
     assert _names(first_exporter) == ["to-first"]
-    assert _names(second_exporter) == ["to-second", "opt"]
+    assert _names(second_exporter) == ["to-second", "proxy-to-second", "opt"]
     resource = second_exporter.get_finished_spans()[0].resource
     assert resource.attributes["service.name"] == "second"
     assert second.is_shut_down is False
@@ -352,7 +356,7 @@ def test_enabled_set_up_leaves_a_user_provider_in_place(caplog: pytest.LogCaptur
     user_provider = TracerProvider()
     trace.set_tracer_provider(user_provider)
     exporter = InMemorySpanExporter()
-    with caplog.at_level(logging.WARNING, logger="nemo.lens._core.hub"):
+    with caplog.at_level(logging.WARNING, logger="nemo.lens.handle"):
         handle = setup_telemetry(_memory_config(span_groups="per_step"), span_exporter=exporter)
     assert "already has a global tracer provider" in caplog.text
     assert trace.get_tracer_provider() is user_provider

@@ -36,7 +36,6 @@ from opentelemetry.util.types import AttributeValue
 
 from nemo.lens import state
 from nemo.lens._core import handle as _handle
-from nemo.lens._core import lifecycle as _lifecycle
 from nemo.lens._core import signals as _signals
 from nemo.lens._core import state as _state
 from nemo.lens._core.destinations import Signal
@@ -271,7 +270,7 @@ def publish(plan: Plan, pipeline: Pipeline | None) -> TelemetryHandle:
             check_guard(plan.allow_reinit)
         except RuntimeError:
             if pipeline is not None:
-                pipeline.shutdown(_lifecycle.TESTING_SHUTDOWN_TIMEOUT_MS)
+                pipeline.shutdown(_handle.TESTING_SHUTDOWN_TIMEOUT_MS)
             raise
         previous = _state.current_handle()
         if previous is not None:
@@ -303,18 +302,8 @@ def publish(plan: Plan, pipeline: Pipeline | None) -> TelemetryHandle:
 
 
 def _publish_pipeline(pipeline: Pipeline) -> None:
-    from nemo.lens._core import hub
-    from nemo.lens._sdk.global_providers import GLOBAL_METER_PROVIDER, GLOBAL_TRACER_PROVIDER
-
-    if pipeline.tracer_provider is not None:
-        # Processors added to the global provider while no set-up was active.
-        GLOBAL_TRACER_PROVIDER.adopt(pipeline.tracer_provider)
-    hub.publish(
-        pipeline.tracer_provider,
-        pipeline.meter_provider,
-        pipeline.logger_provider,
-        tracer_global=GLOBAL_TRACER_PROVIDER,
-        meter_global=GLOBAL_METER_PROVIDER,
+    _handle.install_globals(
+        pipeline.tracer_provider, pipeline.meter_provider, pipeline.logger_provider
     )
 
 

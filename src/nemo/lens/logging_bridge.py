@@ -70,6 +70,8 @@ from opentelemetry import trace
 from opentelemetry.util.types import AnyValue, AttributeValue
 
 from nemo.lens import semconv as sc
+from nemo.lens._core import state as _state
+from nemo.lens._core.handle import TelemetryHandle
 from nemo.lens._core.sanitize import safe_str
 
 __all__ = [
@@ -170,11 +172,10 @@ def _exception_type(error_type: type[BaseException]) -> str:
 class LoggingBridgeHandler(logging.Handler):
     """A ``logging.Handler`` that emits records as OpenTelemetry log records.
 
-    Emits through nemo.lens's logger provider hub (see
-    :mod:`nemo.lens._core.hub`), so it follows re-initialisation and goes
-    quiet after shutdown. Made by :func:`setup_logging_bridge`; construct one
-    directly only to attach it somewhere that function does not reach (a
-    ``QueueListener``, say).
+    Emits through the logger provider of the current set-up (looked up per record), so
+    it follows re-initialisation and goes quiet after shutdown. Made by
+    :func:`setup_logging_bridge`; construct one directly only to attach it somewhere
+    that function does not reach (a ``QueueListener``, say).
     """
 
     # Emitting can log (the SDK warns about a dropped attribute, an exporter
@@ -188,11 +189,9 @@ class LoggingBridgeHandler(logging.Handler):
         self, level: int = logging.NOTSET, provider: otel_logs.LoggerProvider | None = None
     ) -> None:
         super().__init__(level)
-        from nemo.lens._core.hub import LOGGER_HUB
-
-        # nemo.lens's own provider, which follows set-up; or one the application
-        # installed itself (see setup_logging_bridge).
-        self._provider: otel_logs.LoggerProvider = LOGGER_HUB if provider is None else provider
+        # None: the current set-up's provider; else one the application installed itself
+        # (see setup_logging_bridge).
+        self._provider = provider
         self.addFilter(TraceContextFilter())
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -203,7 +202,10 @@ class LoggingBridgeHandler(logging.Handler):
         token = self._emitting.set(True)
         try:
             fields[_EXPORTED_MARK] = True
-            logger = self._provider.get_logger(record.name)
+            provider = self._provider if self._provider is not None else _lens_provider()
+            if provider is None:
+                return
+            logger = provider.get_logger(record.name)
             severity = _severity(record.levelno)
             context = otel_context.get_current()
             # False on ranks that export nothing and after shutdown: skip the work.
@@ -278,10 +280,14 @@ def _installed(logger: logging.Logger) -> LoggingBridgeHandler | None:
     return None
 
 
-def _logs_active() -> bool:
-    from nemo.lens._core.hub import LOGGER_HUB
+def _lens_provider() -> otel_logs.LoggerProvider | None:
+    """The logger provider of the current set-up, if it has one (``logs_enabled``)."""
+    handle = _state.current_handle()
+    return handle.logger_provider if isinstance(handle, TelemetryHandle) else None
 
-    return not isinstance(LOGGER_HUB.delegate, otel_logs.NoOpLoggerProvider)
+
+def _logs_active() -> bool:
+    return _lens_provider() is not None
 
 
 def _application_provider() -> otel_logs.LoggerProvider | None:
@@ -290,10 +296,8 @@ def _application_provider() -> otel_logs.LoggerProvider | None:
     0.1.0 attached the bridge whenever an SDK logger provider was installed, not
     only one of its own set-up; so do we.
     """
-    from nemo.lens._core.hub import LOGGER_HUB
-
     provider = otel_logs.get_logger_provider()
-    if provider is LOGGER_HUB or isinstance(provider, otel_logs.NoOpLoggerProvider):
+    if provider is _lens_provider() or isinstance(provider, otel_logs.NoOpLoggerProvider):
         return None
     return provider if type(provider).__module__.startswith("opentelemetry.sdk.") else None
 

@@ -59,7 +59,7 @@ def reset() -> None:
     every span group, and forgets the cached default tracer and any provider
     routed to it. Safe to call at any time, any number of times.
     """
-    from nemo.lens._core.lifecycle import reset_for_testing
+    from nemo.lens._core.handle import reset_for_testing
 
     reset_for_testing()
 

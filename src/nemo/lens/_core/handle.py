@@ -1,27 +1,27 @@
-"""The handle set-up returns: the tracer, the meter, flushing and shutting down.
+"""The handle set-up returns, OpenTelemetry's globals while it is current, and its end.
 
-:class:`TelemetryHandle` is API-side: a disabled set-up returns one too, with
-no-op tracer and meter and no pipeline. When set-up built a pipeline
-(:mod:`nemo.lens._sdk.pipeline`), the handle owns it: :meth:`~TelemetryHandle.force_flush`
-and :meth:`~TelemetryHandle.shutdown` are bounded by their timeout and say
-whether everything was delivered, and shutting down retires the handle (its
-providers are unpublished). An exit hook shuts the current handle down if the job
-forgets to.
+A disabled set-up's handle has no pipeline; an enabled one owns the SDK side's pipeline
+(handed in by set-up) and makes its providers OpenTelemetry's globals until it shuts down.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import math
+import sys
 import threading
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
-from opentelemetry import metrics, trace
+from opentelemetry import _logs, metrics, trace
+from opentelemetry.util._once import Once
 from opentelemetry.util.types import AttributeValue
 
-from nemo.lens import semconv, state
+from nemo.lens import semconv
+from nemo.lens._core import fork
 from nemo.lens._core import signals as _signals
 from nemo.lens._core import state as _state
 from nemo.lens.config import NemoLensConfig
@@ -29,21 +29,27 @@ from nemo.lens.config import NemoLensConfig
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT_MS",
     "LOCK",
+    "TESTING_SHUTDOWN_TIMEOUT_MS",
     "Pipeline",
     "TelemetryHandle",
-    "renew_locks_after_fork",
+    "get_meter",
+    "get_tracer",
+    "install_globals",
+    "release_globals",
+    "reset_for_testing",
     "retire",
     "shutdown_at_exit",
 ]
 
-# The logger keeps the name users configure it by (this code's module before it moved).
 _logger = logging.getLogger("nemo.lens.handle")
 
 DEFAULT_SHUTDOWN_TIMEOUT_MS: Final = 5000
 """How long :meth:`TelemetryHandle.shutdown` (and the exit hook) waits by default."""
+TESTING_SHUTDOWN_TIMEOUT_MS: Final = 1000
+"""How long a shutdown made for a test (a reset, ``_INITIALIZED = False``) may take."""
 
-# Guards changes of the current handle (kept in nemo.lens._core.state).
 LOCK = threading.RLock()
+"""Guards changes of the current handle (kept in :mod:`nemo.lens._core.state`)."""
 
 
 class _Resource(Protocol):
@@ -56,9 +62,7 @@ class _Health(Protocol):
 
 
 class Pipeline(Protocol):
-    """What a handle owns when set-up built telemetry: the SDK side's pipeline
-    (``nemo.lens._sdk.pipeline.Pipeline``), as the handle sees it. Declared here, on the
-    API side, so that this side never imports the SDK's: set-up, above both, hands it in."""
+    """The SDK side's pipeline as the handle sees it (set-up, above both sides, hands it in)."""
 
     @property
     def resource(self) -> _Resource: ...
@@ -71,6 +75,9 @@ class Pipeline(Protocol):
 
     @property
     def meter_provider(self) -> metrics.MeterProvider | None: ...
+
+    @property
+    def logger_provider(self) -> _logs.LoggerProvider | None: ...
 
     def force_flush(self, timeout_ms: float) -> bool: ...
 
@@ -129,8 +136,6 @@ class TelemetryHandle:
             self._meter_provider.get_meter(semconv.SCOPE_NAME, version) if meter is None else meter
         )
 
-    # -- what users read ------------------------------------------------------------
-
     @property
     def tracer(self) -> trace.Tracer:
         """The tracer of nemo.lens's provider (a no-op tracer when disabled)."""
@@ -183,6 +188,11 @@ class TelemetryHandle:
         return self._meter_provider
 
     @property
+    def logger_provider(self) -> _logs.LoggerProvider | None:
+        """nemo.lens's logger provider (``None`` unless ``logs_enabled``)."""
+        return None if self._pipeline is None else self._pipeline.logger_provider
+
+    @property
     def resource_attributes(self) -> Mapping[str, AttributeValue]:
         """The resource attributes every span and metric of this process carries."""
         if self._pipeline is None:
@@ -206,8 +216,6 @@ class TelemetryHandle:
         """Whether :meth:`shutdown` has been called."""
         return self._closing
 
-    # -- lifecycle ------------------------------------------------------------------
-
     def force_flush(self, timeout_ms: float = DEFAULT_SHUTDOWN_TIMEOUT_MS) -> bool:
         """Export everything buffered so far; wait at most *timeout_ms*.
 
@@ -229,13 +237,14 @@ class TelemetryHandle:
         when a span, metric export or log record was lost at any time (dropped
         at a full queue, failed to export, ended after shutdown) or the
         exporters had not finished by the deadline (an unreachable collector);
-        one summary line on the ``nemo.lens._sdk.exporters.health`` logger says how
+        one summary line on the ``nemo.lens.exporters.health`` logger says how
         many and why. Unfinished work continues in daemon threads that do not
         delay exit. Afterwards every span group is disabled, OpenTelemetry's
-        global providers forward to no-ops and the helpers' default tracer
-        follows the global one again. Calling it again is harmless: it returns
-        the first call's result (waiting up to *timeout_ms* if that call is
-        still running).
+        global providers are its own proxies again (a tracer or instrument taken
+        from them follows the next set-up) and the helpers' default tracer
+        follows the global one. Calling it again is harmless: it returns the
+        first call's result (waiting up to *timeout_ms* if that call is still
+        running).
 
         It never raises, so it cannot replace the job's own exception in a
         ``finally`` block: a negative *timeout_ms* means no wait,
@@ -266,7 +275,6 @@ class TelemetryHandle:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        # Shut down whether or not the block raised; its exception propagates.
         self.shutdown()
 
     def __repr__(self) -> str:
@@ -293,28 +301,22 @@ _LONGEST_WAIT_MS: Final = threading.TIMEOUT_MAX * 500
 def _timeout_ms(timeout_ms: object, method: str) -> float:
     """*timeout_ms* as a wait in milliseconds that never fails (see ``shutdown``)."""
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, (int, float)):
-        _logger.warning(
-            "nemo.lens: %s(timeout_ms=%r): timeout_ms must be a number of milliseconds; "
-            "using the default, %d ms",
-            method,
-            timeout_ms,
-            DEFAULT_SHUTDOWN_TIMEOUT_MS,
-        )
-        return DEFAULT_SHUTDOWN_TIMEOUT_MS
-    if math.isnan(timeout_ms):
-        _logger.warning(
-            "nemo.lens: %s(timeout_ms=nan): timeout_ms must be a number of milliseconds; "
-            "using the default, %d ms",
-            method,
-            DEFAULT_SHUTDOWN_TIMEOUT_MS,
-        )
-        return DEFAULT_SHUTDOWN_TIMEOUT_MS
-    if timeout_ms < 0:
+        problem = f"{method}(timeout_ms={timeout_ms!r})"
+    elif math.isnan(timeout_ms):
+        problem = f"{method}(timeout_ms=nan)"
+    elif timeout_ms < 0:
         _logger.warning(
             "nemo.lens: %s(timeout_ms=%r): timeout_ms must be >= 0; not waiting", method, timeout_ms
         )
         return 0.0
-    return float(min(timeout_ms, _LONGEST_WAIT_MS))
+    else:
+        return float(min(timeout_ms, _LONGEST_WAIT_MS))
+    _logger.warning(
+        "nemo.lens: %s: timeout_ms must be a number of milliseconds; using the default, %d ms",
+        problem,
+        DEFAULT_SHUTDOWN_TIMEOUT_MS,
+    )
+    return DEFAULT_SHUTDOWN_TIMEOUT_MS
 
 
 def retire(handle: TelemetryHandle) -> None:
@@ -324,10 +326,8 @@ def retire(handle: TelemetryHandle) -> None:
             return
         _state.set_current_handle(None)
         _signals.uninstall(handle)
-        from nemo.lens._core import hub
-
-        hub.unpublish()
-        state.set_enabled_span_groups(())
+        release_globals()
+        _state.set_enabled_span_groups(())
         _state.use_tracer_provider(None)
 
 
@@ -337,10 +337,167 @@ def shutdown_at_exit() -> None:
         handle.shutdown(DEFAULT_SHUTDOWN_TIMEOUT_MS)
 
 
-def renew_locks_after_fork() -> None:
-    """In a forked child: replace the locks the parent's other threads may have held."""
+# -- OpenTelemetry's globals -------------------------------------------------------------------
+
+# OpenTelemetry sets each global once; these are its slots (the once-guard is the slot's name
+# with _SET_ONCE), as its own test suite resets them.
+_SLOTS: Final = {
+    "tracer": ("opentelemetry.trace", "_TRACER_PROVIDER"),
+    "meter": ("opentelemetry.metrics._internal", "_METER_PROVIDER"),
+    "logger": ("opentelemetry._logs._internal", "_LOGGER_PROVIDER"),
+}
+_API: Final[Mapping[str, Any]] = {"tracer": trace, "meter": metrics, "logger": _logs}
+# The providers nemo.lens made OpenTelemetry's globals: only these are its to release.
+_installed: list[object] = []
+
+
+def install_globals(
+    tracer_provider: trace.TracerProvider | None,
+    meter_provider: metrics.MeterProvider | None,
+    logger_provider: _logs.LoggerProvider | None,
+) -> None:
+    """Make the given providers OpenTelemetry's globals, replacing the ones nemo.lens set
+    before; a global the application set itself is left in place, with a warning."""
+    release_globals()
+    for signal, provider in (
+        ("tracer", tracer_provider),
+        ("meter", meter_provider),
+        ("logger", logger_provider),
+    ):
+        if provider is None:
+            continue
+        api = _API[signal]  # looked up per call: tests wrap the API's functions
+        getattr(api, f"set_{signal}_provider")(provider)  # ignored, with a warning, if set
+        get: Callable[[], object] = getattr(api, f"get_{signal}_provider")
+        if get() is provider:
+            _installed.append(provider)
+            continue
+        _logger.warning(
+            "nemo.lens: the process already has a global %s provider of its own (%r); it is "
+            "left in place. nemo.lens spans and metrics use nemo.lens's provider through the "
+            "handle and the helpers, but other instrumentation keeps using the existing one.",
+            signal,
+            get(),
+        )
+
+
+def release_globals() -> None:
+    """Let OpenTelemetry's globals that nemo.lens set be set again.
+
+    The one reset behind re-initialisation, shutdown and test resets. Instruments made
+    from OpenTelemetry's proxy meters forward to no-ops until the next set-up rebinds
+    them; a provider the application installed itself is never touched.
+    """
+    for signal, (module_name, slot) in _SLOTS.items():
+        module = importlib.import_module(module_name)
+        current = getattr(module, slot, None)
+        if current is None or not any(current is mine for mine in _installed):
+            continue
+        setattr(module, slot, None)
+        setattr(module, f"{slot}_SET_ONCE", Once())
+        if signal == "meter":
+            proxy = getattr(module, "_PROXY_METER_PROVIDER", None)
+            if proxy is not None:
+                proxy.on_set_meter_provider(metrics.NoOpMeterProvider())
+    _installed.clear()
+
+
+def get_tracer(name: str = semconv.SCOPE_NAME, version: str | None = None) -> trace.Tracer:
+    """Return a tracer for instrumentation scope *name*.
+
+    While telemetry is set up, from nemo.lens's provider (even when the application
+    owns OpenTelemetry's global provider); else from OpenTelemetry's global provider,
+    as ``trace.get_tracer`` would: a tracer taken before set-up follows the first
+    set-up it is used under. Cache the result: looking a tracer up costs microseconds.
+    """
+    if version is None and name == semconv.SCOPE_NAME:
+        version = _state.SCOPE_VERSION
+    handle = _state.current_handle()
+    if isinstance(handle, TelemetryHandle):
+        return handle.tracer_provider.get_tracer(name, version)
+    return trace.get_tracer(name, version)
+
+
+def get_meter(name: str = semconv.SCOPE_NAME, version: str | None = None) -> metrics.Meter:
+    """Return a meter for instrumentation scope *name* (see :func:`get_tracer`).
+
+    A meter taken before set-up is OpenTelemetry's proxy: its instruments follow every
+    later set-up.
+    """
+    if version is None and name == semconv.SCOPE_NAME:
+        version = _state.SCOPE_VERSION
+    handle = _state.current_handle()
+    if isinstance(handle, TelemetryHandle):
+        return handle.meter_provider.get_meter(name, version)
+    return metrics.get_meter(name, version or "")
+
+
+def reset_for_testing() -> None:
+    """Return the process to its state before any set-up (tests only).
+
+    Shuts down the installed handle (never raising, short timeout), releases
+    OpenTelemetry's globals nemo.lens set, disables every span group, restores the
+    default tracer and forgets custom export strategies.
+    """
+    with LOCK:
+        handle = _state.current_handle()
+    if handle is not None:
+        try:
+            handle.shutdown(TESTING_SHUTDOWN_TIMEOUT_MS)
+        except Exception:
+            _logger.exception("nemo.lens: shutdown during test reset failed")
+    with LOCK:
+        _state.set_current_handle(None)
+        _state.claim_setup(False)
+    release_globals()
+    _forget_custom_strategies()
+    _state.set_enabled_span_groups(())
+    _state.reset_span_group_classes()
+    _state.use_tracer_provider(None)
+
+
+def _forget_custom_strategies() -> None:
+    from nemo.lens import strategies
+
+    for name, strategy in strategies.registered_strategies().items():
+        builtin = strategies.BUILTIN_STRATEGIES.get(name)
+        if builtin is None:
+            strategies.unregister_export_strategy(name)
+        elif strategy is not builtin:
+            strategies.register_export_strategy(name, builtin, allow_override=True)
+
+
+# -- fork ----------------------------------------------------------------------------------
+
+# Handles already registered with multiprocessing's after-fork registry.
+_mp_registered: weakref.WeakSet[_state.Handle] = weakref.WeakSet()
+
+
+def _before_fork() -> None:
+    # multiprocessing's fork children leave with os._exit, which skips atexit. Its
+    # after-fork registry (copied into the child by this very fork) lets the child arm a
+    # finalizer that multiprocessing runs before that exit.
+    handle = _state.current_handle()
+    util = sys.modules.get("multiprocessing.util")
+    if handle is None or util is None or handle in _mp_registered:
+        return
+    _mp_registered.add(handle)
+    util.register_after_fork(handle, _arm_multiprocessing_exit)
+
+
+def _arm_multiprocessing_exit(handle: _state.Handle) -> None:
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None and _state.current_handle() is handle:
+        util.Finalize(handle, shutdown_at_exit, exitpriority=10)
+
+
+def _renew_locks_in_child() -> None:
+    # Only the forking thread exists in a child: a lock another thread held stays held.
     global LOCK
     LOCK = threading.RLock()
     handle = _state.current_handle()
     if isinstance(handle, TelemetryHandle):
         handle._lock = threading.Lock()
+
+
+fork.on_fork(before=_before_fork, after_in_child=_renew_locks_in_child)

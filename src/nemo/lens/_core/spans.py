@@ -1,54 +1,44 @@
 """The one gate every group-gated span goes through, and the scopes that make spans current.
 
-Every gated primitive costs one ``frozenset`` membership test when its group is
-disabled, and then touches nothing of OpenTelemetry: :func:`managed_span` hands
-back one shared, pre-built no-op context manager. Enabled, a span starts with
-its attributes cleaned and redacted and its group's tags (``lens.group``,
-``lens.span_category``) added, through :func:`start_span` -- which the contrib
-helpers and linked spans use as well, so every gated span is made the same way.
-
-Exceptions and spans
-    An :class:`Exception` raised in a span's body is recorded on the span (an
-    ``exception`` event) and sets its status to ERROR, then propagates. Anything
-    else derived from :class:`BaseException` (``KeyboardInterrupt``,
-    ``SystemExit``, ``GeneratorExit``, ``asyncio.CancelledError``) is control
-    flow, not a failure of the traced work: the span ends with its status left
-    as it was and the exception propagates. This matches
-    ``opentelemetry.trace.use_span``. In every case the span ends and the
-    context it was made current in is detached.
-
-The default tracer
-    With ``tracer=None`` the primitives use a tracer of scope ``nemo.lens``
-    (with the package version) from the provider set-up installed, or, before
-    set-up, from OpenTelemetry's global provider (see
-    :func:`nemo.lens._core.state.default_tracer`).
+A disabled primitive costs one ``frozenset`` test and touches nothing of OpenTelemetry; an
+enabled one starts its span through :func:`start_span`, as contrib helpers and linked spans
+do, so every gated span is made, tagged and ended the same way.
 """
 
 from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, cast
 
+from opentelemetry import context as _context_api
+from opentelemetry import trace as _trace
 from opentelemetry.context import Context
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.trace import Link, Span, SpanKind, Tracer
 from opentelemetry.trace.status import Status, StatusCode
-from opentelemetry.util.types import AttributeValue
+from opentelemetry.util._decorator import _agnosticcontextmanager
+from opentelemetry.util.types import Attributes, AttributeValue
 
 from nemo.lens import _signatures
 from nemo.lens import semconv as _semconv
 from nemo.lens._core import state as _state
-from nemo.lens._core.current import attach_span, detach
 from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, clean_attributes
 from nemo.lens._names import signature_of
 
 __all__ = [
     "DISABLED",
+    "SPAN_KEY",
+    "CurrentSpanTracer",
     "SpanScope",
+    "attach_span",
     "check_links",
+    "current_context",
+    "detach",
     "end_span",
     "managed_span",
     "span_attributes",
@@ -59,6 +49,117 @@ __all__ = [
 _INTERNAL: Final = SpanKind.INTERNAL
 
 _logger = logging.getLogger("nemo.lens.helpers")
+
+
+# --- the current span, the short way -------------------------------------------------------
+
+# The API logs a failed detach on this logger; so does detach() here.
+_api_logger = logging.getLogger("opentelemetry.context")
+
+
+def _span_key() -> str:
+    # The key set_span_in_context files a span under, learnt through the public API
+    # (its name is private to the API).
+    keys = list(_trace.set_span_in_context(_trace.INVALID_SPAN, Context()))
+    if len(keys) != 1:  # pragma: no cover - an API that stores more than the span
+        raise RuntimeError(f"unexpected context layout from set_span_in_context: {keys!r}")
+    return keys[0]
+
+
+SPAN_KEY: Final = _span_key()
+"""The key of the current span in an OpenTelemetry :class:`Context`."""
+
+
+def _runtime() -> object:
+    return getattr(_context_api, "_RUNTIME_CONTEXT", None)
+
+
+def _context_variable() -> ContextVar[Context] | None:
+    runtime = _runtime()
+    if type(runtime) is not ContextVarsRuntimeContext:
+        return None
+    variable = getattr(runtime, "_current_context", None)
+    return variable if isinstance(variable, ContextVar) else None
+
+
+# The runtime context and its variable, when the short way applies: the functions below
+# read and set OpenTelemetry's ContextVar directly (seven API calls and two copies of the
+# context per span otherwise), and check on every call (one attribute load) that the
+# runtime is still this one, else they go through the API.
+_RUNTIME: Final = _runtime()
+_VARIABLE: Final = _context_variable()
+
+
+def current_context() -> Context:
+    """The current context (``opentelemetry.context.get_current()``)."""
+    if _VARIABLE is not None and _context_api._RUNTIME_CONTEXT is _RUNTIME:
+        return _VARIABLE.get()
+    return _context_api.get_current()
+
+
+def attach_span(span: Span) -> Token[Context]:
+    """Make *span* current: ``attach(set_span_in_context(span))``; returns the token."""
+    variable = _VARIABLE
+    if variable is not None and _context_api._RUNTIME_CONTEXT is _RUNTIME:
+        context = Context(variable.get())
+        # Context refuses item assignment; this is the copy set_value builds.
+        dict.__setitem__(context, SPAN_KEY, span)
+        return variable.set(context)
+    return _context_api.attach(_trace.set_span_in_context(span))
+
+
+def detach(token: Token[Context]) -> None:
+    """``opentelemetry.context.detach(token)``: a failure is logged, never raised."""
+    variable = _VARIABLE
+    if variable is not None and _context_api._RUNTIME_CONTEXT is _RUNTIME:
+        try:
+            variable.reset(token)
+        except Exception:
+            _api_logger.exception("Failed to detach context")
+        return
+    _context_api.detach(token)
+
+
+class CurrentSpanTracer(Tracer):
+    """A tracer whose ``start_as_current_span`` is its own ``start_span``, made current.
+
+    As the SDK's tracer does it: the span is made current for the ``with`` block
+    and ended after it; used as a decorator, every call of the function gets a
+    span of its own (the ``use_span`` of one span made up front would serve them
+    all the same span). Subclasses implement ``start_span``.
+    """
+
+    @_agnosticcontextmanager
+    def start_as_current_span(
+        self,
+        name: str,
+        context: Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+        end_on_exit: bool = True,
+    ) -> Iterator[Span]:
+        """Start a span with ``start_span`` and make it current for the block."""
+        span = self.start_span(
+            name,
+            context,
+            kind,
+            attributes,
+            links,
+            start_time,
+            record_exception,
+            set_status_on_exception,
+        )
+        with _trace.use_span(
+            span,
+            end_on_exit=end_on_exit,
+            record_exception=record_exception,
+            set_status_on_exception=set_status_on_exception,
+        ) as current:
+            yield current
 
 
 # --- span scopes --------------------------------------------------------------------------------
@@ -99,14 +200,30 @@ def start_span(
     start_time: int | None = None,
     record_exception: bool = True,
     set_status_on_exception: bool = True,
+    owned: bool = False,
 ) -> Span:
     """Start a span the way every nemo.lens span starts: cleaned attributes, then *group*'s tags.
 
-    ``tracer=None`` is the default tracer. This does not gate: callers check the
-    group first (``group in state.enabled``).
+    ``tracer=None`` is the default tracer; nemo.lens's own recording tracer cleans the
+    primitives' attributes its own way (*owned*: *attributes* is a dict made for this span
+    alone). This does not gate: callers check the group first (``group in state.enabled``).
     """
     if tracer is None:
         tracer = _state.default_tracer()
+    recorder = _state.recorder
+    if recorder is not None and tracer is cast(object, recorder):
+        return recorder.start_primitive(
+            name,
+            kind,
+            links,
+            attributes,
+            group,
+            owned=owned,
+            context=context,
+            start_time=start_time,
+            record_exception=record_exception,
+            set_status_on_exception=set_status_on_exception,
+        )
     # Attributes go in at start, not after, so samplers can see them; they are
     # filtered and redacted exactly as safe_set_span_attributes would.
     return tracer.start_span(
@@ -122,6 +239,8 @@ def start_span(
 
 
 def end_span(span: Span, error: BaseException | None, record_exception: bool = True) -> None:
+    """End *span*; an :class:`Exception` is recorded on it first (status ERROR). Anything
+    else derived from ``BaseException`` is control flow, as ``use_span`` treats it."""
     try:
         if isinstance(error, Exception) and span.is_recording():
             # Nothing here may raise: an exception from recording the job's own
@@ -180,12 +299,8 @@ def _record_exception(span: Span, error: BaseException, message: str) -> None:
 
 
 def _builtin_no_op() -> Callable[..., None] | None:
-    """``None.__init__`` if it takes any arguments and returns ``None``, else ``None``.
-
-    ``object.__init__`` ignores its arguments for a type that overrides
-    ``__new__`` but not ``__init__``, as ``NoneType`` does; checked here, not
-    assumed, so another interpreter gets the plain methods instead.
-    """
+    """``None.__init__`` if it takes any arguments and returns ``None`` (checked, not
+    assumed, so another interpreter gets plain methods), else ``None``."""
     # mypy's caution about __init__ on an instance is for subclasses; NoneType has none.
     candidate: Callable[..., object] = None.__init__  # type: ignore[misc]
     try:
@@ -199,20 +314,7 @@ _ANY_ARGUMENTS_TO_NONE: Final = _builtin_no_op()
 
 
 class _DisabledScope:
-    """The one context manager every disabled :func:`managed_span` returns.
-
-    Its ``__enter__`` and ``__exit__`` are one builtin (``None.__init__``, bound
-    to ``None``) rather than Python methods. A bound builtin is not a
-    descriptor, so the ``with`` statement calls it as found on the class: no
-    bound-method object is allocated (two per block otherwise) and no Python
-    frame runs. It takes whatever it is given -- nothing from ``with``, the
-    scope itself from ``ExitStack.enter_context``, three exception values on
-    exit -- and returns ``None``: ``as`` binds ``None``, and an exception from
-    the body propagates. On CPython 3.11 this takes a disabled ``managed_span``
-    block from about 0.84x to about 0.6x the cost of ``with
-    contextlib.nullcontext(): pass`` and makes it allocate nothing (``python -m
-    bench`` measures both).
-    """
+    """The one context manager every disabled :func:`managed_span` returns."""
 
     __slots__ = ()
 
@@ -225,6 +327,9 @@ class _DisabledScope:
             return None
 
     else:
+        # A bound builtin is no descriptor: `with` calls it as found, with no Python frame
+        # and no bound method made. Measured (python -m bench): a disabled block at 0.6x
+        # `with nullcontext()` instead of 0.84x, over the 0.8x target, and no allocation.
         __enter__ = __exit__ = _ANY_ARGUMENTS_TO_NONE
 
     def __repr__(self) -> str:
@@ -235,16 +340,12 @@ DISABLED: Final = _DisabledScope()
 
 
 class SpanScope:
-    """Starts a span on enter, makes it current, and ends and detaches it on exit.
-
-    A class rather than ``@contextmanager``: no generator frame per span, which
-    keeps an enabled span as cheap as OpenTelemetry's own ``start_as_current_span``.
-    Single use, like that one: each call of a primitive builds a fresh scope.
-    """
+    """Starts a span on enter (:func:`start_span`), makes it current, and ends and detaches
+    it on exit. Single use, like ``start_as_current_span``: each call builds a fresh scope.
+    A class rather than ``@contextmanager``: no generator frame per span."""
 
     __slots__ = (
         "_attributes",
-        "_delegate",
         "_group",
         "_kind",
         "_links",
@@ -274,25 +375,17 @@ class SpanScope:
         self._group = group
 
     def __enter__(self) -> Span:
-        self._delegate = None
-        if self._tracer is None:
-            # nemo.lens built the pipeline: its recorder does the whole block.
-            recorder = _state.recorder
-            if recorder is not None:
-                delegate = self._delegate = recorder.scope(
-                    self._name,
-                    self._kind,
-                    self._links,
-                    self._attributes,
-                    self._record,
-                    self._group,
-                )
-                return delegate.__enter__()
-        span = start_span(
-            self._tracer, self._name, self._kind, self._links, self._attributes, self._group
+        # The attributes are the primitive's keyword arguments: a dict of this span's own.
+        span = self._span = start_span(
+            self._tracer,
+            self._name,
+            self._kind,
+            self._links,
+            self._attributes,
+            self._group,
+            owned=True,
         )
         self._token = attach_span(span)
-        self._span = span
         return span
 
     def __exit__(
@@ -301,10 +394,6 @@ class SpanScope:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        delegate = self._delegate
-        if delegate is not None:
-            delegate.__exit__(exc_type, exc, tb)
-            return
         try:
             detach(self._token)
         finally:
@@ -351,8 +440,6 @@ def managed_span(
         )
     if links is not None:
         check_links("managed_span", links)
-    if tracer is None and (recorder := _state.recorder) is not None:
-        return recorder.scope(name, kind, links, attributes, True, group)
     return SpanScope(tracer, name, kind, links, attributes, True, group)
 
 
@@ -394,6 +481,4 @@ def span_cm(
     """
     if group is not None and not isinstance(group, str):
         raise TypeError(f"span_cm(group=...) takes a span-group name (a str), got {group!r}")
-    if tracer is None and (recorder := _state.recorder) is not None:
-        return recorder.scope(name, None, None, attributes, record_exception, group)
     return SpanScope(tracer, name, None, None, attributes, record_exception, group)

@@ -25,10 +25,10 @@ directly on the hot path, and only ever rebound here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, cast
 
 from opentelemetry import trace as _trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span, SpanKind, Tracer, TracerProvider
 
 from nemo.lens import _signatures
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from nemo.lens.groups import SpanGroup
 
 __all__ = [
-    "GET_TRACER",
     "SCOPE_VERSION",
     "Handle",
     "Recorder",
@@ -269,27 +268,25 @@ _HAS_GLOBAL_SLOT: Final = hasattr(_trace, "_TRACER_PROVIDER")
 
 
 class Recorder(Protocol):
-    """What makes the primitives' spans when nemo.lens built the pipeline itself.
+    """What starts the primitives' spans when nemo.lens built the pipeline itself: its
+    recording tracer (:mod:`nemo.lens._sdk.recording`), which is then the default tracer."""
 
-    A primitive called with ``tracer=None`` hands its whole ``with`` block to it
-    (:meth:`scope`) instead of calling a tracer and the context API step by step,
-    as does :class:`~nemo.lens._core.spans.SpanScope`. nemo.lens's own tracer
-    provider offers one (:mod:`nemo.lens._sdk.scopes`); the span is the one the
-    tracer of :func:`default_tracer` would make, and it ends as ``end_span`` ends it.
-    """
-
-    def scope(
+    def start_primitive(
         self,
         name: str,
         kind: SpanKind | None,
         links: Sequence[Link] | None,
         attributes: Mapping[str, object] | None,
-        record_exception: bool,
         group: str | None,
-    ) -> AbstractContextManager[Span]:
-        """The ``with`` block of one span: started and made current on entry, detached
-        and ended on exit. *attributes* is the primitive's own dict of keyword
-        arguments, made for this span alone: the recorder may keep it as the span's."""
+        *,
+        owned: bool = ...,
+        context: Context | None = ...,
+        start_time: int | None = ...,
+        record_exception: bool = ...,
+        set_status_on_exception: bool = ...,
+    ) -> Span:
+        """Start a primitive's span: *attributes* cleaned as the primitives clean them, then
+        *group*'s tags (*owned*: *attributes* is a dict of this span's own, to keep)."""
         ...
 
 
@@ -318,7 +315,7 @@ def use_tracer_provider(provider: TracerProvider | None) -> None:
             if callable(primitives_tracer)
             else provider.get_tracer(SCOPE_NAME, SCOPE_VERSION)
         )
-        if callable(getattr(tracer, "scope", None)):
+        if callable(getattr(tracer, "start_primitive", None)):
             found = cast(Recorder, tracer)
     _installed_provider = provider
     _installed_tracer = tracer
@@ -337,10 +334,9 @@ def _global_provider_key() -> object:
     return _trace.get_tracer_provider()
 
 
-GET_TRACER: Final = _trace.get_tracer
-"""OpenTelemetry's ``get_tracer`` as imported: while ``opentelemetry.trace.get_tracer`` is
-something else (a test monkeypatched it, as v0.2.0's users do through
-``nemo.lens.helpers.trace.get_tracer``), the primitives' default tracer is what it returns."""
+# OpenTelemetry's get_tracer as imported: while it is something else (v0.2.0's users' tests
+# monkeypatch nemo.lens.helpers.trace.get_tracer), the default tracer is what it returns.
+_GET_TRACER: Final = _trace.get_tracer
 
 
 def default_tracer() -> Tracer:
@@ -350,7 +346,7 @@ def default_tracer() -> Tracer:
     provider); while ``opentelemetry.trace.get_tracer`` is replaced (see
     :data:`GET_TRACER`), what the replacement returns.
     """
-    if _trace.get_tracer is not GET_TRACER:
+    if _trace.get_tracer is not _GET_TRACER:
         return _trace.get_tracer(SCOPE_NAME, SCOPE_VERSION)
     tracer = _installed_tracer
     if tracer is not None:

@@ -83,9 +83,6 @@ def _wrap_function(
     def traced(*args: Any, **kwargs: Any) -> Any:
         if group not in _state.enabled:
             return fn(*args, **kwargs)
-        if tracer is None and (recorder := _state.recorder) is not None:
-            with recorder.scope(name, None, None, None, True, group):
-                return fn(*args, **kwargs)
         with SpanScope(tracer, name, None, None, None, True, group):
             return fn(*args, **kwargs)
 
@@ -95,7 +92,7 @@ def _wrap_function(
 # What the generated wrapper calls its own globals; a function with a parameter
 # of one of these names gets the generic wrapper instead.
 _GENERATED_NAMES: Final = frozenset(
-    {"_nl_fn", "_nl_group", "_nl_state", "_nl_scope", "_nl_tracer", "_nl_name", "_nl_recorder"}
+    {"_nl_fn", "_nl_group", "_nl_state", "_nl_scope", "_nl_tracer", "_nl_name"}
 )
 
 
@@ -168,22 +165,10 @@ def _wrap_function_mirroring_parameters(
 
     # Named `traced` here; functools.wraps then gives it fn's name and qualname,
     # which is what argument errors quote.
-    # With tracer=None, the recorder of nemo.lens's own pipeline (if any) does the block.
-    recorded = (
-        (
-            "    _nl_recorder = _nl_state.recorder\n"
-            "    if _nl_recorder is not None:\n"
-            "        with _nl_recorder.scope(_nl_name, None, None, None, True, _nl_group):\n"
-            f"            return {call}\n"
-        )
-        if tracer is None
-        else ""
-    )
     source = (
         f"def traced({', '.join(declared)}):\n"
         f"    if _nl_group not in _nl_state.enabled:\n"
         f"        return {call}\n"
-        f"{recorded}"
         f"    with _nl_scope(_nl_tracer, _nl_name, None, None, None, True, _nl_group):\n"
         f"        return {call}\n"
     )

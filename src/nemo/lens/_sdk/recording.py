@@ -1,62 +1,16 @@
-"""Spans recorded on the emitting thread and built for export on the export thread.
+"""nemo.lens's tracer provider, and the tracer that records its primitives' spans the light way.
 
-A span of the OpenTelemetry SDK does on the thread that starts and ends it all
-the work its exporter will need: a lock per span, a ``SpanContext``, attribute
-containers that validate on every write, a read-only copy at the end, a
-processor call per processor. For a training job that emits thousands of
-per-layer and per-microbatch spans per iteration that is the cost of
-instrumentation. NVTX and Perfetto's track events record on the hot thread and
-defer everything else; this module does the same for the spans nemo.lens's own
-primitives make.
-
-:class:`~nemo.lens._sdk.recorded_span.RecordingSpan`
-    A light span (``__slots__``): name, ids, flags, parent, kind, times and the
-    attributes in a plain ``dict``. It implements the whole ``Span`` API --
-    attributes, events, links, status, ``record_exception``,
-    ``get_span_context``, ``is_recording``, ``update_name`` -- with the SDK's
-    rules, limits and warnings (a value the SDK would clean is cleaned through
-    the SDK's own ``BoundedAttributes``), and reads like a finished SDK span
-    (``name``, ``attributes``, ``parent``, ``events``, ...). Its
-    ``SpanContext`` is made when first asked for. Ending it appends it to the
-    batch processor's queue (a ``deque``; see
-    :meth:`~nemo.lens._sdk.batching.BatchingSpanProcessor.queue_span`).
-:class:`RecordingTracer`
-    Starts them: ids from :mod:`nemo.lens._core.ids`, the parent read straight
-    from the current context, and the samplers nemo.lens installs decided
-    without a call (``ParentBased(ALWAYS_ON)``, the SDK's default, and
-    :class:`~nemo.lens.sampling.RankAwareSampler`); any other sampler (one
-    named by ``OTEL_TRACES_SAMPLER``) is consulted as the SDK would. The
-    primitives' ``with`` blocks it serves whole, through its base class
-    :class:`~nemo.lens._sdk.scopes.ScopeRecording`.
-:class:`~nemo.lens._sdk.provider.LensTracerProvider`
-    nemo.lens's tracer provider: an SDK ``TracerProvider`` whose tracers are the
-    SDK's for everybody else (the handle's tracer, other instrumentation) and
-    which hands a :class:`RecordingTracer` to nemo.lens's primitives
-    (:meth:`~nemo.lens._sdk.provider.LensTracerProvider.primitives_tracer`).
-
-When the recording path applies
-    Only while the provider's processors are the ones set-up attached: the
-    open-span tracker and one exporter's processor (or none, on a rank that
-    exports nothing). A span processor added later
-    (``handle.tracer_provider.add_span_processor(...)``), or SDK-internal span
-    metrics (``OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED``), switch the
-    primitives back to the SDK's spans, as do a tracer passed to a primitive
-    and a provider of the application's own.
-
-On the export thread a recorded span is written as a JSON line straight from
-its fields by the ``file`` exporter (and the ``console`` with
-``console_format="lens"``;
-:func:`~nemo.lens._sdk.exporters.encoding.encode_for_export`), and becomes an
-SDK ``ReadableSpan``
-(:meth:`~nemo.lens._sdk.recorded_span.RecordingSpan.readable`, identical to the
-one the SDK would have made) for every other exporter: the default console
-(which prints its ``to_json``), or one passed to set-up. OTLP's encoder reads
-it as it is.
+:class:`LensTracerProvider` is an SDK ``TracerProvider`` whose tracers are the SDK's for
+everybody else and which hands nemo.lens's primitives a :class:`RecordingTracer`: its
+:class:`~nemo.lens._sdk.recorded_span.RecordingSpan` costs the emitting thread a fraction of
+an SDK span and is built for export on the export thread (docs/architecture.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from time import time_ns
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
@@ -64,19 +18,21 @@ from typing import TYPE_CHECKING, Any, Final
 from opentelemetry import trace as trace_api
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.context import Context
+from opentelemetry.sdk.environment_variables import OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import SpanLimits, sampling
+from opentelemetry.sdk.trace import SpanLimits, SpanProcessor, Tracer, TracerProvider, sampling
+from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import Decision
 from opentelemetry.sdk.util import BoundedList
 from opentelemetry.sdk.util.instrumentation import InstrumentationInfo, InstrumentationScope
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 from opentelemetry.util import types
 
+from nemo.lens import semconv
 from nemo.lens._core import ids as _ids
-from nemo.lens._core.current import (
-    SPAN_KEY,
-    current_context,
-)
+from nemo.lens._core import state as _state
+from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, is_redact_key
+from nemo.lens._core.spans import SPAN_KEY, CurrentSpanTracer, current_context, span_attributes
 from nemo.lens._sdk.exporters.encoding import RESOURCE_ON_EVERY_LINE, LineLayout
 from nemo.lens._sdk.exporters.redaction import clean_resource
 from nemo.lens._sdk.recorded_span import (
@@ -87,15 +43,15 @@ from nemo.lens._sdk.recorded_span import (
     is_valid_link,
     new_span,
 )
-from nemo.lens._sdk.scopes import ScopeRecording
 from nemo.lens.sampling import RankAwareSampler
 
 if TYPE_CHECKING:
     from nemo.lens._sdk.open_spans import OpenSpanTracker
 
-__all__ = ["RecordingTracer"]
+__all__ = ["LensTracerProvider", "RecordingTracer", "internal_metrics_enabled"]
 
 _INTERNAL: Final = SpanKind.INTERNAL
+_REDACTED: Final = "[REDACTED]"
 # TraceFlags by (random trace id << 1 | sampled): shared, never built per span.
 _FLAGS: Final = tuple(TraceFlags(value) for value in range(4))
 _SAMPLED: Final = TraceFlags.SAMPLED
@@ -110,15 +66,15 @@ _CONSULT: Final = 3  # any other sampler: asked, as the SDK asks it
 
 _random_span_id = _ids.random_span_id
 _random_trace_id = _ids.random_trace_id
-# One C call per id on the hot path; 0 (the invalid id) is drawn again by the functions.
+# One C call per id; 0 (the invalid id) is drawn again by the functions.
 _bits = _ids.draw_bits
 
 
-class RecordingTracer(ScopeRecording):
-    """Starts :class:`RecordingSpan` s for nemo.lens's primitives (see the module docstring).
+class RecordingTracer(CurrentSpanTracer):
+    """Starts :class:`RecordingSpan` s for nemo.lens's primitives.
 
-    While :attr:`active` is false -- the provider got a span processor set-up did
-    not attach -- it hands every call to the SDK tracer of the same scope.
+    While :attr:`active` is false -- the provider got a span processor set-up did not
+    attach -- it hands every span to the SDK tracer of the same scope.
     """
 
     def __init__(
@@ -136,10 +92,8 @@ class RecordingTracer(ScopeRecording):
         self._active = True
         self._exportable: bool | None = None
         # Per line layout, the end of this tracer's lines ("" when the resource or
-        # scope needs cleaning first), and each shape of line its spans take: [its tags
-        # object (held, so that the id in the key stays its own), its fixed pieces, its
-        # compiled writer, lines written before it]. Export thread only (or the threads
-        # of a synchronous exporter); see nemo.lens._sdk.exporters.recorded_lines.
+        # scope needs cleaning first), and each shape of line its spans take; export
+        # thread only (nemo.lens._sdk.exporters.recorded_lines).
         self._json_tails: dict[LineLayout, str] = {}
         self._line_shapes: dict[LineLayout, dict[tuple[object, ...], list[Any]]] = {}
         self._sdk = sdk_tracer
@@ -166,26 +120,21 @@ class RecordingTracer(ScopeRecording):
         self.max_event_attributes: int | None = limits.max_event_attributes
         self.max_link_attributes: int | None = limits.max_link_attributes
         self.max_attribute_length: int | None = limits.max_attribute_length
-        # Values the SDK stores as they are given: its cleaning returns them
-        # unchanged (str too, unless strings are cut to a length).
+        # Values the SDK stores as they are given (its cleaning returns them unchanged).
         as_is: set[type] = {bool, int, float, bytes, type(None)}
         if self.max_length is None:
             as_is.add(str)
         if self.max_attributes == 0:
             as_is.clear()
         self.as_is: frozenset[type] = frozenset(as_is)
-        # Attributes a span may start with and keep as given (more: the SDK's container).
-        self._room = self.max_attributes if self.max_attributes is not None else 1 << 62
+        room = self.max_attributes if self.max_attributes is not None else 1 << 62
+        self._room = room
         # A primitive's attributes plus its group's two tags still within the limit.
-        self._tag_room = self._room - 2
-        # Whether a recorded scope may store the primitives' cleaned attributes as they are:
-        # recording, no sampler to show them to, and no limit that would change them.
+        self._tag_room = room - 2
+        # Whether a primitive's own attributes dict may be kept as the span's, once
+        # checked: no sampler shown them first and no limit that would change them.
         self._owns_attributes = (
             self._sampling != _CONSULT and str in as_is and self.max_attributes != 0
-        )
-        # Whether every root span, and every child of a sampled span, is sampled.
-        self._samples_all = self._sampling in (_PARENT_BASED_ON, _ALWAYS_ON) or (
-            self._sampling == _FIXED and self._fixed_decision
         )
 
     @property
@@ -196,13 +145,10 @@ class RecordingTracer(ScopeRecording):
     @active.setter
     def active(self, value: bool) -> None:
         self._active = value
-        if not value:
-            self._owns_attributes = False
 
     def json_tail(self, layout: LineLayout = RESOURCE_ON_EVERY_LINE) -> str | None:
-        """The end of the JSON line of every span of this tracer as *layout* ends it
-        (resource and scope, or what stands for them), or ``None`` when either would
-        need cleaning first. Made once per layout, on the export thread."""
+        """The end of the JSON line of every span of this tracer as *layout* ends it, or
+        ``None`` when the resource or scope would need cleaning first. Export thread."""
         tail = self._json_tails.get(layout)
         if tail is None:
             resource, scope = self.resource, self.instrumentation_scope
@@ -223,6 +169,8 @@ class RecordingTracer(ScopeRecording):
             shapes = self._line_shapes[layout] = {}
         return shapes
 
+    # -- starting spans ---------------------------------------------------------------
+
     def start_span(
         self,
         name: str,
@@ -234,7 +182,7 @@ class RecordingTracer(ScopeRecording):
         record_exception: bool = True,
         set_status_on_exception: bool = True,
     ) -> trace_api.Span:
-        """Start a span as the SDK's tracer would, recording it the light way."""
+        """Start a span as the SDK's tracer would, recorded the light way."""
         if not self._active:
             return self._sdk.start_span(
                 name,
@@ -246,31 +194,98 @@ class RecordingTracer(ScopeRecording):
                 record_exception,
                 set_status_on_exception,
             )
-        return self._start(
-            name,
-            context,
-            kind,
-            attributes,
-            False,
-            links,
-            start_time,
-            (RECORD_EXCEPTION if record_exception else 0)
-            | (SET_STATUS if set_status_on_exception else 0),
+        on_exit = (RECORD_EXCEPTION if record_exception else 0) | (
+            SET_STATUS if set_status_on_exception else 0
         )
+        owned, dropped = self._own(attributes)
+        return self._start(name, context, kind, owned, None, links, start_time, on_exit, dropped)
+
+    def start_primitive(
+        self,
+        name: str,
+        kind: SpanKind | None,
+        links: Sequence[Link] | None,
+        attributes: Mapping[str, object] | None,
+        group: str | None,
+        *,
+        owned: bool = False,
+        context: Context | None = None,
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+    ) -> trace_api.Span:
+        """Start a span of a primitive (see ``state.Recorder``): *attributes* cleaned and
+        redacted as the primitives clean them, then *group*'s tags.
+
+        With *owned*, *attributes* is a dict made for this span alone (a primitive's
+        keyword arguments): when it holds only plain values it is kept as the span's,
+        redacted in place, and the group's tags are kept beside it, not copied in.
+        """
+        kind = _INTERNAL if kind is None else kind
+        if not self._active:
+            return self._sdk.start_span(
+                name,
+                context,
+                kind,
+                span_attributes(attributes, group),
+                links,
+                start_time,
+                record_exception,
+                set_status_on_exception,
+            )
+        on_exit = (RECORD_EXCEPTION if record_exception else 0) | (
+            SET_STATUS if set_status_on_exception else 0
+        )
+        tags = None if group is None else _state.tags.get(group) or _state.group_tags(group)
+        kept: dict[str, Any] | None = None
+        if (
+            owned
+            and self._owns_attributes
+            and type(attributes) is dict
+            and len(attributes) <= self._tag_room
+            and "" not in attributes
+        ):
+            kept = _redacted_in_place(attributes)
+        dropped = 0
+        if kept is None and (attributes or (tags and not self._owns_attributes)):
+            # What the SDK would change (a list becomes a tuple), drop or show a sampler.
+            kept, dropped = self._own(span_attributes(attributes, group))
+            tags = None
+        return self._start(name, context, kind, kept, tags, links, start_time, on_exit, dropped)
+
+    def _own(self, attributes: types.Attributes) -> tuple[dict[str, Any] | None, int]:
+        """*attributes* as the SDK's span would store them, in a dict of the span's own,
+        and how many the SDK's rules dropped."""
+        if not attributes:
+            return None, 0
+        as_is = self.as_is
+        if len(attributes) <= self._room:
+            for key, value in attributes.items():
+                if type(value) not in as_is or type(key) is not str or not key:
+                    break
+            else:
+                # dict.copy is the fast copy, of a dict subclass (a group's tags) too.
+                if isinstance(attributes, dict):
+                    return dict.copy(attributes), 0
+                if type(attributes) is MappingProxyType:
+                    return attributes.copy(), 0
+                return dict(attributes), 0
+        return cleaned_attributes(attributes, self.max_attributes, self.max_length)
 
     def _start(
         self,
         name: str,
         context: Context | None,
         kind: SpanKind,
-        attributes: types.Attributes,
-        owned: bool,
+        attributes: dict[str, Any] | None,
+        tags: Mapping[str, str] | None,
         links: Sequence[Link] | None,
         start_time: int | None,
         on_exit: int,
+        dropped: int = 0,
     ) -> trace_api.Span:
-        # *owned*: *attributes* is a dict of this span's own that the SDK would
-        # store unchanged (so it is kept as it is, not checked and copied).
+        # The one start of a recorded span. *attributes*: a dict of the span's own, as the
+        # SDK would store it; *tags*: a group's tags, kept beside it until first read.
         parent: Any = (context if context is not None else current_context()).get(SPAN_KEY)
         if type(parent) is RecordingSpan:
             trace_id = parent._trace_id
@@ -306,14 +321,12 @@ class RecordingTracer(ScopeRecording):
         elif sampling_mode == _FIXED:
             sampled = recording = self._fixed_decision
         else:
-            result = self._sampler.should_sample(
-                context, trace_id, name, kind, attributes, links or ()
-            )
+            shown = attributes if not tags else {**(attributes or {}), **tags}
+            result = self._sampler.should_sample(context, trace_id, name, kind, shown, links or ())
             decision = result.decision
             sampled = decision is Decision.RECORD_AND_SAMPLE
             recording = sampled or decision is Decision.RECORD_ONLY
-            attributes = result.attributes
-            owned = False
+            (attributes, dropped), tags = self._own(result.attributes), None
             trace_state = result.trace_state
         flags = _FLAGS[(parent_flags & _RANDOM_TRACE_ID) | (_SAMPLED if sampled else 0)]
         if not recording:
@@ -329,33 +342,14 @@ class RecordingTracer(ScopeRecording):
         span._kind = kind
         span._end_time = None
         span._tracer = self
-        span._tags = None
+        span._attributes = attributes
+        span._tags = tags
+        if dropped:
+            span._dropped_attributes = dropped
         if links:
             span._links = self._start_links(links)
         if on_exit != _BOTH:
             span._on_exit = on_exit
-        if owned or not attributes:
-            span._attributes = attributes or None  # type: ignore[assignment]
-        else:
-            span._attributes = None
-            as_is = self.as_is
-            if len(attributes) <= self._room:
-                for key, value in attributes.items():
-                    if type(value) not in as_is or type(key) is not str or not key:
-                        break
-                else:
-                    # dict.copy is the fast copy, of a dict subclass (a group's tags) too.
-                    span._attributes = (
-                        dict.copy(attributes)
-                        if isinstance(attributes, dict)
-                        else attributes.copy()
-                        if type(attributes) is MappingProxyType
-                        else dict(attributes)
-                    )
-            if span._attributes is None:
-                span._attributes, span._dropped_attributes = cleaned_attributes(
-                    attributes, self.max_attributes, self.max_length
-                )
         span._start_time = start_time if start_time is not None else time_ns()
         tracker = self.tracker
         if tracker is not None:
@@ -377,3 +371,138 @@ class RecordingTracer(ScopeRecording):
             if link and is_valid_link(link.context, link.attributes)
         ]
         return BoundedList.from_seq(self.max_links, valid)
+
+
+def _redacted_in_place(attributes: dict[str, Any]) -> dict[str, Any] | None:
+    """*attributes* (a primitive's own dict) with redact keys' text hidden, when every value
+    is a plain ``int``, ``float``, ``bool`` or ``str``; else ``None``."""
+    for key, value in attributes.items():
+        kind = type(value)
+        if kind is int or kind is float or kind is bool:
+            continue
+        if kind is not str:
+            return None
+        if is_redact_key(key, DEFAULT_REDACT_KEYS):
+            attributes[key] = _REDACTED  # a value replaced: the dict keeps its size
+    return attributes
+
+
+# Processors added to a provider after its set-up was shut down, for the next set-up.
+_waiting: list[SpanProcessor] = []
+
+
+class LensTracerProvider(TracerProvider):
+    """nemo.lens's tracer provider: SDK tracers, plus a recording tracer for the primitives.
+
+    Set-up attaches its processors, then calls :meth:`record_to`. A span processor added
+    after that (by the application) turns recording off for good: from then on the
+    primitives make SDK spans, which every processor sees. One added after shutdown
+    joins the current set-up's provider, or the next one's.
+    """
+
+    def __init__(
+        self,
+        *,
+        sampler: sampling.Sampler | None,
+        resource: Resource,
+        id_generator: IdGenerator,
+    ) -> None:
+        self._limits = SpanLimits()
+        super().__init__(
+            sampler=sampler,
+            resource=resource,
+            shutdown_on_exit=False,
+            id_generator=id_generator,
+            span_limits=self._limits,
+        )
+        self._recording: RecordingTracer | None = None
+        self._routed = False
+        self._tracker: OpenSpanTracker | None = None
+        self._shut_down = False
+        self._handed_out: weakref.WeakSet[trace_api.Tracer] = weakref.WeakSet()
+
+    def get_tracer(
+        self,
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: types.Attributes = None,
+    ) -> trace_api.Tracer:
+        """The SDK's tracer for this scope (one that makes no-op spans after shutdown)."""
+        tracer = super().get_tracer(
+            instrumenting_module_name, instrumenting_library_version, schema_url, attributes
+        )
+        if self._shut_down:
+            return trace_api.NoOpTracer()
+        self._handed_out.add(tracer)
+        return tracer
+
+    def record_to(
+        self,
+        tracker: OpenSpanTracker | None,
+        sink: Callable[[RecordingSpan], None] | None,
+    ) -> None:
+        """Record the primitives' spans: track them with *tracker*, give the sampled ones
+        to *sink* as they end. Set-up calls this once its processors are attached."""
+        self._tracker = tracker
+        sdk_tracer = self.get_tracer(semconv.SCOPE_NAME, _state.SCOPE_VERSION)
+        self._recording = RecordingTracer(
+            sdk_tracer,
+            sampler=self.sampler,
+            resource=self.resource,
+            limits=self._limits,
+            scope=InstrumentationScope(semconv.SCOPE_NAME, _state.SCOPE_VERSION, None, None),
+            instrumentation_info=getattr(sdk_tracer, "instrumentation_info", None),
+            tracker=tracker,
+            sink=sink,
+        )
+        self._routed = True
+        waiting = list(_waiting)
+        _waiting.clear()
+        for processor in waiting:
+            self.add_span_processor(processor)
+        if internal_metrics_enabled():
+            self._recording.active = False
+
+    def add_span_processor(self, span_processor: SpanProcessor) -> None:
+        """Add *span_processor*; one added after set-up turns recording off (see the class)."""
+        if self._shut_down:
+            current = _state.installed_tracer_provider()
+            if isinstance(current, LensTracerProvider) and not current._shut_down:
+                current.add_span_processor(span_processor)
+            else:
+                _waiting.append(span_processor)
+            return
+        super().add_span_processor(span_processor)
+        if self._routed and self._recording is not None:
+            self._recording.active = False
+
+    def shutdown(self) -> None:
+        """Shut the span processors down, once, ending open spans first (marked truncated):
+        ``trace.get_tracer_provider().shutdown()`` keeps them, as ``handle.shutdown()`` does."""
+        if self._shut_down:
+            return
+        self._shut_down = True
+        if self._tracker is not None:
+            self._tracker.close()
+        super().shutdown()
+        # Tracers taken while it was set up (a library's, cached) start no-op spans now.
+        for tracer in list(self._handed_out):
+            if isinstance(tracer, Tracer):
+                tracer.sampler = sampling.ALWAYS_OFF
+
+    @property
+    def records(self) -> bool:
+        """Whether the primitives' spans are recorded the light way right now."""
+        return self._recording is not None and self._recording.active
+
+    def primitives_tracer(self) -> trace_api.Tracer:
+        """The tracer nemo.lens's primitives use with ``tracer=None``."""
+        if self._recording is not None:
+            return self._recording
+        return self.get_tracer(semconv.SCOPE_NAME, _state.SCOPE_VERSION)
+
+
+def internal_metrics_enabled() -> bool:
+    """Whether the SDK is asked to count its own spans (then only its spans will do)."""
+    return os.environ.get(OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED, "").strip().lower() == "true"

@@ -1,15 +1,8 @@
 """The providers the HTTP helpers hand to OpenTelemetry's instrumentations.
 
-By default they are nemo.lens's process-wide hubs (:mod:`nemo.lens._core.hub`),
-which forward to whatever ``setup_telemetry`` installed last and to no-ops
-before set-up and after shutdown. An instrumentation asks for its tracer once,
-when it is installed, so handing it the hub rather than the provider of the
-moment is what lets an app be instrumented at import time and still export
-after a later set-up or re-initialisation.
-
-:class:`GatedTracerProvider` ties an instrumentation to a span group: the
-group is checked each time a span would start (one ``frozenset`` lookup), and
-the spans it lets through carry ``lens.group`` and ``lens.span_category``.
+By default OpenTelemetry's global ones (its proxies before set-up, whose tracers follow the
+first set-up they are used under). :class:`GatedTracerProvider` ties an instrumentation to a
+span group, checked each time a span would start; its spans carry the group's tags.
 """
 
 from __future__ import annotations
@@ -22,9 +15,7 @@ from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanKind
 from opentelemetry.util.types import Attributes
 
 from nemo.lens._core import state as _state
-from nemo.lens._core.current import CurrentSpanTracer
-from nemo.lens._core.hub import METER_HUB, TRACER_HUB, Scope, TracerSource
-from nemo.lens._core.spans import start_span
+from nemo.lens._core.spans import CurrentSpanTracer, start_span
 
 __all__ = ["GatedTracerProvider", "resolve_providers"]
 
@@ -66,7 +57,7 @@ class _GatedTracer(CurrentSpanTracer):
         )
 
 
-class GatedTracerProvider(TracerSource):
+class GatedTracerProvider(trace.TracerProvider):
     """A tracer provider whose spans exist only while span group *group* is enabled."""
 
     def __init__(self, delegate: trace.TracerProvider, group: str) -> None:
@@ -80,9 +71,18 @@ class GatedTracerProvider(TracerSource):
         """The span group that gates this provider's spans."""
         return self._group
 
-    def _tracer_for(self, scope: Scope) -> trace.Tracer:
-        """A gated tracer over the delegate's tracer for *scope*."""
-        return _GatedTracer(self._delegate.get_tracer(*scope), self._group)
+    def get_tracer(
+        self,
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Attributes = None,
+    ) -> trace.Tracer:
+        """A gated tracer over the delegate's tracer for this instrumentation scope."""
+        tracer = self._delegate.get_tracer(
+            instrumenting_module_name, instrumenting_library_version, schema_url, attributes
+        )
+        return _GatedTracer(tracer, self._group)
 
 
 def resolve_providers(
@@ -92,7 +92,7 @@ def resolve_providers(
     *,
     helper: str,
 ) -> tuple[trace.TracerProvider, metrics.MeterProvider]:
-    """Fill in nemo.lens's hubs for missing providers and apply the *group* gate.
+    """Fill in OpenTelemetry's global providers for missing ones; apply the *group* gate.
 
     Raises :class:`TypeError` naming *helper* when a provider is of the wrong kind
     (a common slip: a service name where the provider goes).
@@ -108,8 +108,8 @@ def resolve_providers(
             f"{helper}(meter_provider=...) must be an OpenTelemetry MeterProvider or None "
             f"(None: nemo.lens's provider), got {meter_provider!r}"
         )
-    tracers: trace.TracerProvider = TRACER_HUB if tracer_provider is None else tracer_provider
-    meters: metrics.MeterProvider = METER_HUB if meter_provider is None else meter_provider
+    tracers = trace.get_tracer_provider() if tracer_provider is None else tracer_provider
+    meters = metrics.get_meter_provider() if meter_provider is None else meter_provider
     if group is not None:
         tracers = GatedTracerProvider(tracers, group)
     return tracers, meters

@@ -114,18 +114,15 @@ def _instrument(meter: metrics.Meter, name: str) -> _Record:
 
 # -- the default meter ----------------------------------------------------------------
 
-# (source, meter): the source is a marker while nemo.lens is set up (its hub
-# meter is one object for the life of the process), else the global meter
-# provider the meter came from. handle.get_meter() itself is not called per
-# record: it reads the package version from its installed metadata.
-_SET_UP: Final = object()
+# (source, meter): the source is the current handle while nemo.lens is set up, else the
+# global meter provider the meter came from (handle.get_meter() is not called per record).
 _default: tuple[object, metrics.Meter] | None = None
 
 
 def _default_meter() -> metrics.Meter:
     global _default
     handle = _state.current_handle()
-    source: object = _SET_UP if handle is not None else metrics.get_meter_provider()
+    source: object = handle if handle is not None else metrics.get_meter_provider()
     cached = _default
     if cached is not None and cached[0] is source:
         return cached[1]
