@@ -316,6 +316,31 @@ def test_global_instruments_follow_reinit() -> None:
     assert total(second_data) == 5
 
 
+def test_instruments_made_between_set_ups_follow_the_next_one() -> None:
+    setup_telemetry(_memory_config(metrics_enabled=True), metric_reader=InMemoryMetricReader())
+    handle = setup_telemetry(
+        _memory_config(metrics_enabled=True),
+        metric_reader=InMemoryMetricReader(),
+        _allow_reinit=True,
+    )
+    handle.shutdown()
+    counter = metrics.get_meter("between").create_counter("between.events")  # no set-up now
+    counter.add(1)  # goes nowhere, and fails nothing
+    reader = InMemoryMetricReader()
+    setup_telemetry(_memory_config(metrics_enabled=True), metric_reader=reader)
+    counter.add(3)
+    data: Any = reader.get_metrics_data()
+    points = [
+        point.value
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for metric in sm.metrics
+        if metric.name == "between.events"
+        for point in metric.data.data_points
+    ]
+    assert points == [3]
+
+
 # -- disabled configs ------------------------------------------------------------------------------
 
 

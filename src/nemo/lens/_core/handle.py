@@ -395,10 +395,11 @@ def release_globals() -> None:
             continue
         setattr(module, slot, None)
         setattr(module, f"{slot}_SET_ONCE", Once())
-        if signal == "meter":
-            proxy = getattr(module, "_PROXY_METER_PROVIDER", None)
-            if proxy is not None:
-                proxy.on_set_meter_provider(metrics.NoOpMeterProvider())
+        proxy = getattr(module, "_PROXY_METER_PROVIDER", None)
+        if signal == "meter" and proxy is not None:
+            # Its instruments forward to no-ops, and new meters are proxies again.
+            proxy.on_set_meter_provider(metrics.NoOpMeterProvider())
+            proxy._real_meter_provider = None
     _installed.clear()
 
 

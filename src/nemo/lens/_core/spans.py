@@ -11,7 +11,7 @@ import logging
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, cast
 
@@ -35,10 +35,8 @@ __all__ = [
     "SPAN_KEY",
     "CurrentSpanTracer",
     "SpanScope",
-    "attach_span",
     "check_links",
     "current_context",
-    "detach",
     "end_span",
     "managed_span",
     "span_attributes",
@@ -53,7 +51,7 @@ _logger = logging.getLogger("nemo.lens.helpers")
 
 # --- the current span, the short way -------------------------------------------------------
 
-# The API logs a failed detach on this logger; so does detach() here.
+# The API logs a failed detach on this logger; so does a span scope.
 _api_logger = logging.getLogger("opentelemetry.context")
 
 
@@ -95,29 +93,6 @@ def current_context() -> Context:
     if _VARIABLE is not None and _context_api._RUNTIME_CONTEXT is _RUNTIME:
         return _VARIABLE.get()
     return _context_api.get_current()
-
-
-def attach_span(span: Span) -> Token[Context]:
-    """Make *span* current: ``attach(set_span_in_context(span))``; returns the token."""
-    variable = _VARIABLE
-    if variable is not None and _context_api._RUNTIME_CONTEXT is _RUNTIME:
-        context = Context(variable.get())
-        # Context refuses item assignment; this is the copy set_value builds.
-        dict.__setitem__(context, SPAN_KEY, span)
-        return variable.set(context)
-    return _context_api.attach(_trace.set_span_in_context(span))
-
-
-def detach(token: Token[Context]) -> None:
-    """``opentelemetry.context.detach(token)``: a failure is logged, never raised."""
-    variable = _VARIABLE
-    if variable is not None and _context_api._RUNTIME_CONTEXT is _RUNTIME:
-        try:
-            variable.reset(token)
-        except Exception:
-            _api_logger.exception("Failed to detach context")
-        return
-    _context_api.detach(token)
 
 
 class CurrentSpanTracer(Tracer):
@@ -218,11 +193,11 @@ def start_span(
             links,
             attributes,
             group,
-            owned=owned,
-            context=context,
-            start_time=start_time,
-            record_exception=record_exception,
-            set_status_on_exception=set_status_on_exception,
+            owned,
+            context,
+            start_time,
+            record_exception,
+            set_status_on_exception,
         )
     # Attributes go in at start, not after, so samplers can see them; they are
     # filtered and redacted exactly as safe_set_span_attributes would.
@@ -385,7 +360,14 @@ class SpanScope:
             self._group,
             owned=True,
         )
-        self._token = attach_span(span)
+        # Made current as attach(set_span_in_context(span)) would, the short way.
+        variable = _VARIABLE
+        if variable is not None and _context_api._RUNTIME_CONTEXT is _RUNTIME:
+            context = Context(variable.get())
+            dict.__setitem__(context, SPAN_KEY, span)  # Context refuses item assignment
+            self._token = variable.set(context)
+        else:
+            self._token = _context_api.attach(_trace.set_span_in_context(span))
         return span
 
     def __exit__(
@@ -395,9 +377,19 @@ class SpanScope:
         tb: TracebackType | None,
     ) -> None:
         try:
-            detach(self._token)
+            variable = _VARIABLE
+            if variable is not None and _context_api._RUNTIME_CONTEXT is _RUNTIME:
+                try:
+                    variable.reset(self._token)
+                except Exception:  # as opentelemetry.context.detach: logged, never raised
+                    _api_logger.exception("Failed to detach context")
+            else:
+                _context_api.detach(self._token)
         finally:
-            end_span(self._span, exc, self._record)
+            if exc is None:
+                self._span.end()
+            else:
+                end_span(self._span, exc, self._record)
 
 
 # Type checkers see the generated signature, which takes only the schema's group

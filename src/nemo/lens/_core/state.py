@@ -278,7 +278,6 @@ class Recorder(Protocol):
         links: Sequence[Link] | None,
         attributes: Mapping[str, object] | None,
         group: str | None,
-        *,
         owned: bool = ...,
         context: Context | None = ...,
         start_time: int | None = ...,

@@ -56,7 +56,6 @@ _REDACTED: Final = "[REDACTED]"
 _FLAGS: Final = tuple(TraceFlags(value) for value in range(4))
 _SAMPLED: Final = TraceFlags.SAMPLED
 _RANDOM_TRACE_ID: Final = TraceFlags.RANDOM_TRACE_ID
-_BOTH: Final = RECORD_EXCEPTION | SET_STATUS
 
 # How a RecordingTracer samples.
 _PARENT_BASED_ON: Final = 0  # the SDK's default: the parent's decision, else sampled
@@ -182,23 +181,20 @@ class RecordingTracer(CurrentSpanTracer):
         record_exception: bool = True,
         set_status_on_exception: bool = True,
     ) -> trace_api.Span:
-        """Start a span as the SDK's tracer would, recorded the light way."""
-        if not self._active:
-            return self._sdk.start_span(
-                name,
-                context,
-                kind,
-                attributes,
-                links,
-                start_time,
-                record_exception,
-                set_status_on_exception,
-            )
-        on_exit = (RECORD_EXCEPTION if record_exception else 0) | (
-            SET_STATUS if set_status_on_exception else 0
+        """Start a span as the SDK's tracer would (its rules for attributes), recorded."""
+        return self.start_primitive(
+            name,
+            kind,
+            links,
+            attributes,
+            None,
+            False,
+            context,
+            start_time,
+            record_exception,
+            set_status_on_exception,
+            True,
         )
-        owned, dropped = self._own(attributes)
-        return self._start(name, context, kind, owned, None, links, start_time, on_exit, dropped)
 
     def start_primitive(
         self,
@@ -207,19 +203,20 @@ class RecordingTracer(CurrentSpanTracer):
         links: Sequence[Link] | None,
         attributes: Mapping[str, object] | None,
         group: str | None,
-        *,
         owned: bool = False,
         context: Context | None = None,
         start_time: int | None = None,
         record_exception: bool = True,
         set_status_on_exception: bool = True,
+        sdk_rules: bool = False,
     ) -> trace_api.Span:
-        """Start a span of a primitive (see ``state.Recorder``): *attributes* cleaned and
-        redacted as the primitives clean them, then *group*'s tags.
+        """The one start of a recorded span (see ``state.Recorder``).
 
-        With *owned*, *attributes* is a dict made for this span alone (a primitive's
-        keyword arguments): when it holds only plain values it is kept as the span's,
-        redacted in place, and the group's tags are kept beside it, not copied in.
+        *attributes* are cleaned and redacted as the primitives clean them, then *group*'s
+        tags follow (with *sdk_rules*, as the SDK's span would store them instead). With
+        *owned*, *attributes* is a dict made for this span alone (a primitive's keyword
+        arguments): holding only plain values, it is kept as the span's, redacted in place,
+        and the group's tags are kept beside it until first read, not copied in.
         """
         kind = _INTERNAL if kind is None else kind
         if not self._active:
@@ -227,65 +224,40 @@ class RecordingTracer(CurrentSpanTracer):
                 name,
                 context,
                 kind,
-                span_attributes(attributes, group),
+                attributes if sdk_rules else span_attributes(attributes, group),  # type: ignore[arg-type]
                 links,
                 start_time,
                 record_exception,
                 set_status_on_exception,
             )
-        on_exit = (RECORD_EXCEPTION if record_exception else 0) | (
-            SET_STATUS if set_status_on_exception else 0
-        )
         tags = None if group is None else _state.tags.get(group) or _state.group_tags(group)
         kept: dict[str, Any] | None = None
-        if (
+        dropped = 0
+        if sdk_rules:
+            kept, dropped = self._own(attributes)  # type: ignore[arg-type]
+        elif (
             owned
             and self._owns_attributes
             and type(attributes) is dict
             and len(attributes) <= self._tag_room
             and "" not in attributes
         ):
-            kept = _redacted_in_place(attributes)
-        dropped = 0
+            # Plain values only (else None): redact keys' text hidden in place.
+            kept = attributes
+            for key, value in attributes.items():
+                kind_of = type(value)
+                if kind_of is int or kind_of is float or kind_of is bool:
+                    continue
+                if kind_of is not str:
+                    kept = None
+                    break
+                if is_redact_key(key, DEFAULT_REDACT_KEYS):
+                    attributes[key] = _REDACTED  # a value replaced: the dict keeps its size
         if kept is None and (attributes or (tags and not self._owns_attributes)):
             # What the SDK would change (a list becomes a tuple), drop or show a sampler.
             kept, dropped = self._own(span_attributes(attributes, group))
             tags = None
-        return self._start(name, context, kind, kept, tags, links, start_time, on_exit, dropped)
 
-    def _own(self, attributes: types.Attributes) -> tuple[dict[str, Any] | None, int]:
-        """*attributes* as the SDK's span would store them, in a dict of the span's own,
-        and how many the SDK's rules dropped."""
-        if not attributes:
-            return None, 0
-        as_is = self.as_is
-        if len(attributes) <= self._room:
-            for key, value in attributes.items():
-                if type(value) not in as_is or type(key) is not str or not key:
-                    break
-            else:
-                # dict.copy is the fast copy, of a dict subclass (a group's tags) too.
-                if isinstance(attributes, dict):
-                    return dict.copy(attributes), 0
-                if type(attributes) is MappingProxyType:
-                    return attributes.copy(), 0
-                return dict(attributes), 0
-        return cleaned_attributes(attributes, self.max_attributes, self.max_length)
-
-    def _start(
-        self,
-        name: str,
-        context: Context | None,
-        kind: SpanKind,
-        attributes: dict[str, Any] | None,
-        tags: Mapping[str, str] | None,
-        links: Sequence[Link] | None,
-        start_time: int | None,
-        on_exit: int,
-        dropped: int = 0,
-    ) -> trace_api.Span:
-        # The one start of a recorded span. *attributes*: a dict of the span's own, as the
-        # SDK would store it; *tags*: a group's tags, kept beside it until first read.
         parent: Any = (context if context is not None else current_context()).get(SPAN_KEY)
         if type(parent) is RecordingSpan:
             trace_id = parent._trace_id
@@ -321,12 +293,11 @@ class RecordingTracer(CurrentSpanTracer):
         elif sampling_mode == _FIXED:
             sampled = recording = self._fixed_decision
         else:
-            shown = attributes if not tags else {**(attributes or {}), **tags}
-            result = self._sampler.should_sample(context, trace_id, name, kind, shown, links or ())
+            result = self._sampler.should_sample(context, trace_id, name, kind, kept, links or ())
             decision = result.decision
             sampled = decision is Decision.RECORD_AND_SAMPLE
             recording = sampled or decision is Decision.RECORD_ONLY
-            (attributes, dropped), tags = self._own(result.attributes), None
+            kept, dropped = self._own(result.attributes)
             trace_state = result.trace_state
         flags = _FLAGS[(parent_flags & _RANDOM_TRACE_ID) | (_SAMPLED if sampled else 0)]
         if not recording:
@@ -342,19 +313,40 @@ class RecordingTracer(CurrentSpanTracer):
         span._kind = kind
         span._end_time = None
         span._tracer = self
-        span._attributes = attributes
+        span._attributes = kept
         span._tags = tags
         if dropped:
             span._dropped_attributes = dropped
         if links:
             span._links = self._start_links(links)
-        if on_exit != _BOTH:
-            span._on_exit = on_exit
+        if not (record_exception and set_status_on_exception):
+            span._on_exit = (RECORD_EXCEPTION if record_exception else 0) | (
+                SET_STATUS if set_status_on_exception else 0
+            )
         span._start_time = start_time if start_time is not None else time_ns()
         tracker = self.tracker
         if tracker is not None:
             tracker.open[span] = span
         return span
+
+    def _own(self, attributes: types.Attributes) -> tuple[dict[str, Any] | None, int]:
+        """*attributes* as the SDK's span would store them, in a dict of the span's own,
+        and how many the SDK's rules dropped."""
+        if not attributes:
+            return None, 0
+        as_is = self.as_is
+        if len(attributes) <= self._room:
+            for key, value in attributes.items():
+                if type(value) not in as_is or type(key) is not str or not key:
+                    break
+            else:
+                # dict.copy is the fast copy, of a dict subclass (a group's tags) too.
+                if isinstance(attributes, dict):
+                    return dict.copy(attributes), 0
+                if type(attributes) is MappingProxyType:
+                    return attributes.copy(), 0
+                return dict(attributes), 0
+        return cleaned_attributes(attributes, self.max_attributes, self.max_length)
 
     def bounded(self, limit: int | None, attributes: types.Attributes) -> BoundedAttributes:
         """*attributes* of an event or link, bounded and cleaned as the SDK's are."""
@@ -371,20 +363,6 @@ class RecordingTracer(CurrentSpanTracer):
             if link and is_valid_link(link.context, link.attributes)
         ]
         return BoundedList.from_seq(self.max_links, valid)
-
-
-def _redacted_in_place(attributes: dict[str, Any]) -> dict[str, Any] | None:
-    """*attributes* (a primitive's own dict) with redact keys' text hidden, when every value
-    is a plain ``int``, ``float``, ``bool`` or ``str``; else ``None``."""
-    for key, value in attributes.items():
-        kind = type(value)
-        if kind is int or kind is float or kind is bool:
-            continue
-        if kind is not str:
-            return None
-        if is_redact_key(key, DEFAULT_REDACT_KEYS):
-            attributes[key] = _REDACTED  # a value replaced: the dict keeps its size
-    return attributes
 
 
 # Processors added to a provider after its set-up was shut down, for the next set-up.
