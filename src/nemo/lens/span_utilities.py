@@ -1,21 +1,13 @@
-"""Spans over explicit intervals: :func:`emit_span`, for work that already happened.
+"""Spans over explicit intervals (:func:`emit_span`), for work that already happened.
 
-Some intervals are only known after the fact: a scheduler's record of when a
-job queued and started, a restart a launcher measured, a phase timed by code
-that cannot hold a span open. :func:`emit_span` records such an interval as an
-already-finished span, with the attributes every nemo.lens span carries.
-
-Times are Unix-epoch seconds. A ``float`` has about a quarter of a microsecond
-of resolution at today's epoch; a decimal string (``"1767225600.123456789"``)
-or a :class:`~decimal.Decimal` keeps every nanosecond, since neither goes
-through a float.
+Times are Unix-epoch seconds: a ``float`` (about a quarter of a microsecond of resolution
+today), or a decimal string or :class:`~decimal.Decimal`, which keep every nanosecond.
 """
 
 from __future__ import annotations
 
 import decimal
 import logging
-import threading
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Final
@@ -37,7 +29,7 @@ _MAX_NS: Final = 2**64 - 1
 # Enough digits for any nanosecond time, whatever precision the caller's context has.
 _CONTEXT: Final = decimal.Context(prec=60, rounding=decimal.ROUND_HALF_EVEN)
 
-_skew_lock = threading.Lock()
+# No lock: a race can only log the warning twice, and a lock held at a fork would hang the child.
 _skew_logged = False
 
 
@@ -89,10 +81,9 @@ def _time(value: object, parameter: str) -> tuple[Decimal, int]:
 
 def _log_skew_once(name: str, start: Decimal, end: Decimal) -> None:
     global _skew_logged
-    with _skew_lock:
-        if _skew_logged:
-            return
-        _skew_logged = True
+    if _skew_logged:
+        return
+    _skew_logged = True
     _logger.warning(
         "nemo.lens: emit_span(%r) ends %s s before it starts (clock skew between the clocks "
         "that timed it?); its end was clamped to its start and the span marked %s=True, with "
