@@ -1,19 +1,7 @@
-"""Client spans and ``traceparent`` headers for aiohttp requests.
+"""Client spans and ``traceparent`` headers for aiohttp requests (``nemo-lens[aiohttp]``).
 
-::
-
-    from nemo.lens.consumers.gym import GymSpanGroup
-    from nemo.lens.contrib.aiohttp import instrument_aiohttp_client
-
-    instrument_aiohttp_client(group=GymSpanGroup.HTTP_CLIENT)   # every ClientSession
-    # or, for one session only:
-    session = aiohttp.ClientSession(trace_configs=[aiohttp_trace_config()])
-
-Each request gets a CLIENT span, and the W3C headers of the current context go
-out with it, so the server continues the caller's trace: no manual
-``inject_context`` per call. Needs ``pip install 'nemo-lens[aiohttp]'`` (aiohttp
-and ``opentelemetry-instrumentation-aiohttp-client``); this module imports
-neither until a helper is called.
+:func:`instrument_aiohttp_client` traces every ``ClientSession``, :func:`aiohttp_trace_config`
+one session; the current context goes out with each request, so the server continues it.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
-"""Server spans for FastAPI apps, through nemo.lens's providers.
+"""Server spans for FastAPI apps, through nemo.lens's providers (``nemo-lens[fastapi]``).
 
-::
-
-    from nemo.lens.consumers.gym import GymSpanGroup
-    from nemo.lens.contrib.fastapi import instrument_fastapi
-
-    app = FastAPI()
-    instrument_fastapi(app, group=GymSpanGroup.SERVER)
-
-Every request gets a SERVER span that continues the caller's trace (from its
-``traceparent`` header), and the handler's own ``managed_span`` spans become its
-children. Needs ``pip install 'nemo-lens[fastapi]'`` (FastAPI and
-``opentelemetry-instrumentation-fastapi``); this module imports neither until
-a helper is called.
+Each request's span continues the caller's trace (its ``traceparent``); the handler's own
+spans become its children.
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
 """Trace context as bytes or a ``uint8`` tensor, for transports that move only tensors.
 
-Pipeline-parallel stages hand activations to each other with
-``torch.distributed.send`` / ``recv`` (NCCL on GPUs, gloo on CPUs): no headers
-travel with them. To link a stage's span to the stage that fed it, send the
-sender's context as a small fixed-size tensor beside the activations::
-
-    # sender (stage r), with its stage span current
-    dist.send(context_to_tensor(device="cuda"), dst=r + 1)
-
-    # receiver (stage r + 1)
-    buffer = torch.empty(CONTEXT_BYTES, dtype=torch.uint8, device="cuda")
-    dist.recv(buffer, src=r)
-    span = create_linked_span("pipeline.stage", context_from_bytes(buffer))
-
-The bytes are the wire format of :mod:`nemo.lens.distributed` (a 7-byte
-header, then the W3C carrier as JSON, zero-padded to a fixed size when one is
-asked for). Decoding never raises: truncated, corrupted or foreign bytes give
-an empty carrier, hence a context with no remote span and a span with no link.
-
-Bytes work without torch; :func:`context_to_tensor` needs
-``pip install 'nemo-lens[torch]'``.
+Pipeline stages send it beside their activations (``dist.send(context_to_tensor(...))``) and
+link to it (``create_linked_span(name, context_from_bytes(buffer))``). The bytes are
+:mod:`nemo.lens.distributed`'s wire format; decoding never raises.
 """
 
 from __future__ import annotations
@@ -93,9 +76,6 @@ def context_to_tensor(
     # the NumPy route is not available in every torch install.
     tensor: torch.Tensor = torch_module.tensor(list(encoded), dtype=torch_module.uint8)
     return tensor if device is None else tensor.to(device)
-
-
-# -- the 0.1.0 names ------------------------------------------------------------------------
 
 
 def serialize_context() -> bytes:

@@ -1,35 +1,8 @@
-"""Carry the current trace into Ray tasks and actor methods.
+"""Carry the current trace into Ray tasks and actor methods (without importing Ray).
 
-A Ray task runs in another process with an empty OpenTelemetry context, so
-spans it starts would begin a new trace. Two halves fix that, neither of which
-imports Ray (so they can be unit-tested, and used where Ray is optional):
-
-* the callee is decorated with :func:`traced_remote_call` (under
-  ``@ray.remote``, or on an actor method): it accepts one more keyword
-  argument, :data:`CARRIER_KWARG`, continues the trace it names and runs the
-  body in a span;
-* the caller dispatches with :func:`with_trace_context` (or
-  :func:`ray_dispatch_with_context`), which injects the caller's current
-  context into that argument.
-
-::
-
-    @ray.remote
-    @traced_remote_call
-    def rollout(prompt): ...
-
-    @ray.remote
-    class Worker:
-        @traced_remote_call(name="worker.step")
-        def step(self, batch): ...
-
-    with managed_span(RLSpanGroup.ROLLOUT, "rl.rollout"):
-        ref = with_trace_context(rollout).remote(prompt)      # span in the task: a child
-        ref = with_trace_context(worker.step).remote(batch)
-
-A decorated function still works when called without the extra argument
-(directly, or through a plain ``.remote``): it then runs in whatever context it
-finds, as an undecorated one would.
+The callee is decorated with :func:`traced_remote_call`, which takes one more keyword
+argument (:data:`CARRIER_KWARG`) and continues the trace it names; the caller dispatches with
+:func:`with_trace_context` (``with_trace_context(fn).remote(x)``), which fills it in.
 """
 
 from __future__ import annotations
