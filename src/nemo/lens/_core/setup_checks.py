@@ -1,12 +1,5 @@
-"""Phase 1 of set-up: everything :func:`~nemo.lens._setup.setup_telemetry` refuses
-before it changes anything.
-
-Each check raises a ``TypeError`` or ``ValueError`` that names the argument and
-what to pass instead, so a failed call can be corrected and repeated: nothing
-global has changed yet. (The config's own fields are checked by
-:class:`~nemo.lens.config.NemoLensConfig`; the OTLP environment by
-:mod:`nemo.lens._core.otlp_env`.)
-"""
+"""Phase 1 of set-up: everything :func:`~nemo.lens._setup.setup_telemetry` refuses before it
+changes anything, each a ``TypeError`` or ``ValueError`` naming the argument and the fix."""
 
 from __future__ import annotations
 
