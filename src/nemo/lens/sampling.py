@@ -18,6 +18,8 @@ from opentelemetry.trace import Link, SpanKind, get_current_span
 from opentelemetry.trace.span import TraceState
 from opentelemetry.util.types import Attributes
 
+from nemo.lens._core.setup_checks import check_rank
+
 if TYPE_CHECKING:
     from nemo.lens.config import NemoLensConfig
     from nemo.lens.strategies import ExportStrategy
@@ -141,15 +143,7 @@ def _bind(form: Callable[..., None], shown: str, args: Any, kwargs: Any) -> dict
 
 
 def _check_rank_form(rank: object, world_size: object, rate: object) -> tuple[int, int, float]:
-    for name, value in (("rank", rank), ("world_size", world_size)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"RankAwareSampler({name}=...) must be an int, got {value!r}")
-    assert isinstance(rank, int) and isinstance(world_size, int)
-    if world_size < 1 or not 0 <= rank < world_size:
-        raise ValueError(
-            f"RankAwareSampler: rank {rank} is out of range for world_size {world_size} "
-            "(valid ranks: 0..world_size-1)"
-        )
+    rank, world_size = check_rank(rank, world_size, "RankAwareSampler")
     if isinstance(rate, bool) or not isinstance(rate, (int, float)):
         raise TypeError(f"RankAwareSampler(sample_rate=...) must be a number, got {rate!r}")
     if not (math.isfinite(rate) and 0.0 <= rate <= 1.0):

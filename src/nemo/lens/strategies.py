@@ -79,12 +79,8 @@ if TYPE_CHECKING:
 else:
 
     class ExportStrategy(abc.ABC):  # noqa: B024 (no abstract methods: a structural check)
-        """A strategy: the 0.1.0 callable ``strategy(config, rank, world_size) -> bool``, or
-        an object with ``should_export(rank, world_size, config) -> bool``.
-
-        ``isinstance(x, ExportStrategy)`` is true for both, as it was for each in the
-        release that defined it; type checkers see the union of the two.
-        """
+        """A strategy: the 0.1.0 callable or an object with ``should_export``;
+        ``isinstance(x, ExportStrategy)`` is true for both (type checkers see the union)."""
 
         @classmethod
         def __subclasshook__(cls, other: type) -> bool:
@@ -107,18 +103,11 @@ def _takes_rank_first(function: Callable[..., object]) -> bool:
 
 
 def export_decision(
-    strategy: _Registrable,
-    config: NemoLensConfig,
-    rank: int,
-    world_size: int,
+    strategy: _Registrable, config: NemoLensConfig, rank: int, world_size: int
 ) -> bool:
-    """Ask *strategy* whether *rank* of *world_size* exports under *config*.
-
-    An object with ``should_export`` is asked ``should_export(rank, world_size,
-    config)``; a callable is called as ``strategy(config, rank, world_size)``
-    (0.1.0), unless its first parameter is named ``rank``, when it is called as
-    ``strategy(rank, world_size, config)``.
-    """
+    """Ask *strategy* whether *rank* of *world_size* exports under *config*: an object's
+    ``should_export(rank, world_size, config)``, else ``strategy(config, rank, world_size)``
+    (0.1.0), or ``strategy(rank, world_size, config)`` when its first parameter is ``rank``."""
     method = getattr(strategy, "should_export", None)
     if callable(method):
         return bool(method(rank, world_size, config))
@@ -133,22 +122,15 @@ def export_decision(
 
 
 def register_export_strategy(
-    name: str,
-    strategy: _Registrable,
-    *,
-    allow_override: bool = False,
+    name: str, strategy: _Registrable, *, allow_override: bool = False
 ) -> None:
-    """Register *strategy* under *name* (case-insensitive) for ``export_strategy=name``.
+    """Register *strategy* (any form :func:`export_decision` asks) under *name*
+    (case-insensitive) for ``export_strategy=name``.
 
-    *strategy* is a callable ``strategy(config, rank, world_size) -> bool``, an
-    object with ``should_export(rank, world_size, config)``, or a function whose
-    first parameter is named ``rank`` (called as ``(rank, world_size, config)``);
-    see :func:`export_decision`. :func:`get_export_strategy` returns it as given.
-
-    Raises :class:`ValueError` when the name is malformed or already registered
-    (pass ``allow_override=True`` to replace it, built-ins included, or
-    unregister a custom one first) and :class:`TypeError` when *strategy* is a
-    class rather than an instance, or neither callable nor has ``should_export``.
+    Raises :class:`ValueError` when the name is malformed or already registered (pass
+    ``allow_override=True`` to replace it, built-ins included) and :class:`TypeError` when
+    *strategy* is a class rather than an instance, or neither callable nor has
+    ``should_export``.
     """
     key = _registry.normalise(name)
     if not _NAME_RE.fullmatch(key):
@@ -176,10 +158,8 @@ def register_export_strategy(
 
 
 def unregister_export_strategy(name: str) -> None:
-    """Remove the custom strategy registered under *name*.
-
-    Raises :class:`ValueError` for a built-in name or a name that is not registered.
-    """
+    """Remove the custom strategy registered under *name* (:class:`ValueError` for a built-in
+    name or one not registered)."""
     _registry.remove(_registry.normalise(name))
 
 
@@ -190,12 +170,8 @@ def registered_strategies() -> StrategyNames[_Registrable]:
 
 
 def get_export_strategy(name: str) -> Any:
-    """Return exactly the strategy registered under *name* (typed ``Any``: it is whatever
-    was registered; :func:`export_decision` asks any of them).
-
-    Raises :class:`ValueError` listing the registered names (and the closest
-    one) when *name* is unknown.
-    """
+    """Return exactly the strategy registered under *name* (typed ``Any``: whatever was
+    registered). Raises :class:`ValueError` listing the registered names when it is unknown."""
     return _registry.lookup(name)
 
 

@@ -9,11 +9,7 @@ from opentelemetry.util.types import AttributeValue
 
 from nemo.lens._core import state as _state
 from nemo.lens.config import NemoLensConfig
-from nemo.lens.strategies import (
-    ExportStrategyFunction,
-    ExportStrategyObject,
-    get_export_strategy,
-)
+from nemo.lens.strategies import ExportStrategyFunction, ExportStrategyObject, get_export_strategy
 
 __all__ = [
     "StrategyArgument",
@@ -33,16 +29,18 @@ StrategyArgument = (
 function whose first parameter is ``rank`` (see :func:`nemo.lens.strategies.export_decision`)."""
 
 
-def check_rank(rank: object, world_size: object) -> tuple[int, int]:
+def check_rank(rank: object, world_size: object, owner: str = "setup_telemetry") -> tuple[int, int]:
+    """*rank* and *world_size* as ints, with 0 <= rank < world_size; else an error naming
+    *owner*, the call that was given them."""
     for name, value in (("rank", rank), ("world_size", world_size)):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"setup_telemetry({name}=...) must be an int, got {value!r}")
+            raise TypeError(f"{owner}({name}=...) must be an int, got {value!r}")
     assert isinstance(rank, int) and isinstance(world_size, int)
     if world_size < 1:
-        raise ValueError(f"world_size must be at least 1, got {world_size}")
+        raise ValueError(f"{owner}: world_size must be at least 1, got {world_size}")
     if not 0 <= rank < world_size:
         raise ValueError(
-            f"rank {rank} is out of range for world_size {world_size} "
+            f"{owner}: rank {rank} is out of range for world_size {world_size} "
             f"(valid ranks: 0..{world_size - 1})"
         )
     return rank, world_size

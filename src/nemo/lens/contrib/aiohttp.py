@@ -26,25 +26,21 @@ def instrument_aiohttp_client(
     group: str | None = None,
     **options: Any,
 ) -> None:
-    """Trace the requests of every ``aiohttp.ClientSession`` created from now on.
+    """Trace the requests of every ``aiohttp.ClientSession`` created from now on (to change
+    the arguments, call :func:`uninstrument_aiohttp_client` first).
 
     Args:
-        tracer_provider: Where spans go; ``None`` is nemo.lens's provider,
-            which follows ``setup_telemetry``.
-        meter_provider: Where the HTTP client metrics go; ``None`` is
-            nemo.lens's provider.
-        group: A span-group name (e.g. ``GymSpanGroup.HTTP_CLIENT``): request
-            spans are made only while it is enabled. While it is not, the
-            current trace context is still sent, so the server continues it.
-        **options: Passed on to ``AioHttpClientInstrumentor().instrument``,
-            e.g. ``url_filter`` or ``request_hook``.
-
-    Instrumenting twice only logs a warning from the instrumentation; call
-    :func:`uninstrument_aiohttp_client` first to change the arguments.
+        tracer_provider: Where spans go; ``None`` is nemo.lens's provider, which follows
+            ``setup_telemetry``.
+        meter_provider: Where the HTTP client metrics go; ``None`` is nemo.lens's provider.
+        group: A span-group name (``GymSpanGroup.HTTP_CLIENT``): request spans are made only
+            while it is enabled; the current trace context is sent either way.
+        **options: Passed on to ``AioHttpClientInstrumentor().instrument`` (``url_filter``,
+            ``request_hook``, ...).
 
     Raises:
-        MissingExtraError: ``opentelemetry-instrumentation-aiohttp-client`` (or
-            aiohttp) is not installed.
+        MissingExtraError: ``opentelemetry-instrumentation-aiohttp-client`` (or aiohttp) is
+            missing.
         TypeError: a provider argument is not a provider.
     """
     instrumentation = import_extra(_MODULE, extra=_EXTRA, feature="instrument_aiohttp_client()")
@@ -69,13 +65,9 @@ def aiohttp_trace_config(
     group: str | None = None,
     **options: Any,
 ) -> Any:
-    """Return an ``aiohttp.TraceConfig`` that traces the requests of one session.
-
-    For ``aiohttp.ClientSession(trace_configs=[aiohttp_trace_config()])`` when
-    instrumenting every session is not wanted. Arguments as for
-    :func:`instrument_aiohttp_client`; *options* go to the instrumentation's
-    ``create_trace_config``.
-    """
+    """Return an ``aiohttp.TraceConfig`` that traces the requests of one session
+    (``ClientSession(trace_configs=[aiohttp_trace_config()])``). Arguments as for
+    :func:`instrument_aiohttp_client`; *options* go to ``create_trace_config``."""
     instrumentation = import_extra(_MODULE, extra=_EXTRA, feature="aiohttp_trace_config()")
     tracers, meters = resolve_providers(
         tracer_provider, meter_provider, group, helper="aiohttp_trace_config"

@@ -42,23 +42,14 @@ __all__ = [
 
 
 def context_to_bytes(context: Context | None = None, size: int | None = None) -> bytes:
-    """Encode the current (or the given) trace context and baggage.
-
-    Without *size*, length-prefixed bytes as long as needed; with *size*
-    (e.g. :data:`CONTEXT_BYTES`), exactly *size* bytes. See
-    :func:`nemo.lens.distributed.carrier_to_bytes`.
-    """
+    """Encode the current (or the given) trace context and baggage, in exactly *size* bytes
+    when given (see :func:`nemo.lens.distributed.carrier_to_bytes`)."""
     return carrier_to_bytes(inject_context(context=context), size)
 
 
 def context_from_bytes(data: object, context: Context | None = None) -> Context:
-    """Return *context* (default: an empty one) with the remote span that *data* encodes.
-
-    *data* is what :func:`context_to_bytes` or :func:`context_to_tensor`
-    produced, as bytes, a list of byte values or a ``uint8`` tensor on any
-    device. Use the result as the remote of :func:`nemo.lens.create_linked_span`
-    or with :func:`nemo.lens.propagation.continue_trace`. Never raises.
-    """
+    """Return *context* (default: an empty one) with the remote span *data* encodes (bytes, a
+    list of byte values or a ``uint8`` tensor on any device). Never raises."""
     return extract_context(carrier_from_bytes(data), context)
 
 
@@ -79,12 +70,8 @@ def context_to_tensor(
 
 
 def serialize_context() -> bytes:
-    """The current context as 0.1.0 encoded it: the W3C carrier as bare JSON.
-
-    A 0.1.0 peer (or ``json.loads``) reads it; :func:`deserialize_context` and
-    :func:`context_from_bytes` read it and the framed format alike. For a fixed
-    size, use :func:`context_to_bytes` with ``size=``.
-    """
+    """The current context as 0.1.0 encoded it: the W3C carrier as bare JSON (which
+    :func:`context_from_bytes` reads too; for a fixed size use :func:`context_to_bytes`)."""
     return json.dumps(inject_context(), separators=(",", ":"), sort_keys=True).encode()
 
 
