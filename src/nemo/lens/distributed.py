@@ -13,8 +13,12 @@ import struct
 from collections.abc import Mapping
 from typing import Any, Final
 
-from nemo.lens._core.carrier import clean_carrier
-from nemo.lens.propagation import continue_trace, create_linked_span, inject_context
+from nemo.lens.propagation import (
+    clean_carrier,
+    continue_trace,
+    create_linked_span,
+    inject_context,
+)
 
 __all__ = [
     "CONTEXT_BYTES",

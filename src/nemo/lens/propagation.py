@@ -21,8 +21,6 @@ from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from nemo.lens._core.carrier import clean_carrier
-
 __all__ = [
     "RemoteContext",
     "continue_trace",
@@ -38,6 +36,21 @@ _PROPAGATOR = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePr
 
 RemoteContext: TypeAlias = Mapping[str, str] | Context | SpanContext | Span | None
 """What names a remote span: a W3C carrier, a context, a span context or a span."""
+
+
+def clean_carrier(carrier: object) -> dict[str, str]:
+    """The ``str`` -> ``str`` entries of an untrusted *carrier*, keys lower-cased (the W3C
+    propagators look up exact lower-case keys, assume string values and raise otherwise)."""
+    if not isinstance(carrier, Mapping):
+        return {}
+    try:
+        return {
+            key.lower(): value
+            for key, value in carrier.items()
+            if isinstance(key, str) and isinstance(value, str)
+        }
+    except Exception:  # a mapping whose iteration fails is garbage too
+        return {}
 
 
 def inject_context(
