@@ -68,12 +68,9 @@ class _FieldTypeError(_FieldError, TypeError):
 
 
 def default_run_id(environ: Mapping[str, str] | None = None) -> str:
-    """Return the run id used when ``NemoLensConfig.run_id`` is empty.
-
-    ``SLURM_JOB_ID`` when set; else torchrun's ``TORCHELASTIC_RUN_ID`` (unless it
-    is torchrun's placeholder ``none``), so that every rank of one job agrees
-    without configuration; else a fresh 12-hex-digit id, which is per process.
-    """
+    """The run id used when ``NemoLensConfig.run_id`` is empty: ``SLURM_JOB_ID``, else
+    torchrun's ``TORCHELASTIC_RUN_ID`` (not its placeholder ``none``), so every rank of a job
+    agrees; else a fresh 12-hex-digit id, per process."""
     env = os.environ if environ is None else environ
     slurm = env.get("SLURM_JOB_ID", "").strip()
     if slurm:
@@ -114,12 +111,8 @@ def _is_span_group_class(value: object) -> bool:
 
 @dataclass
 class NemoLensConfig:
-    """Everything :func:`nemo.lens.setup_telemetry` needs to know about a run.
-
-    Build it in code, or from the environment with :meth:`from_env`. Values are
-    checked on construction (see :meth:`validate`), so a typo fails where it was
-    written rather than halfway through set-up.
-    """
+    """Everything :func:`nemo.lens.setup_telemetry` needs to know about a run, built in code
+    or with :meth:`from_env`; checked on construction, so a typo fails where it was written."""
 
     enabled: bool = False
     """Master switch. When ``False`` set-up installs nothing and every group is off."""
@@ -154,11 +147,8 @@ class NemoLensConfig:
     wandb_project: str = ""
     """Weights & Biases project, recorded on the resource (``WANDB_PROJECT``)."""
     span_group_cls: SpanGroupClasses = SpanGroup
-    """The span-group class ``span_groups`` is resolved against (e.g. ``MegatronSpanGroup``),
-    or a tuple of classes when one process hosts several consumers
-    (``(RLSpanGroup, MegatronSpanGroup)``): the spec may then name any group of any of them,
-    a preset selects that preset of every class that has it, and the first class to name a
-    group decides its span category."""
+    """The span-group class ``span_groups`` is resolved against (``MegatronSpanGroup``), or a
+    tuple of them for a process hosting several consumers (the first decides categories)."""
     trace_file: str = ""
     """Output path of the ``file`` exporter; empty means :data:`DEFAULT_TRACE_FILE`.
     May use ``{rank}``, ``{run_id}`` and ``{service_name}``."""
@@ -166,16 +156,11 @@ class NemoLensConfig:
     """On SIGTERM, flush telemetry and end open spans as truncated before the process goes;
     a handler already installed is chained. Needs set-up from the main thread."""
     console_format: str = "otel"
-    """How the ``console`` exporter prints spans: ``otel`` (the SDK's ``to_json(indent=None)``,
-    one compact object per line, as upstream v0.2.0) or ``lens`` (the ``file`` exporter's
-    line). Metrics and log records are the SDK's ``to_json`` either way."""
+    """How the ``console`` exporter prints spans: ``otel`` (the SDK's ``to_json(indent=None)``
+    per line, as v0.2.0) or ``lens`` (the ``file`` exporter's line)."""
     spans_on_every_rank: bool = False
-    """Make real spans on the ranks the export strategy leaves out, too.
-
-    Off (the default, as in v0.2.0), such a rank enables no span group and imports nothing
-    of the SDK. On, it builds the SDK providers without exporters, so every rank has a
-    valid, sampled trace context (for a context broadcast from a rank that does not
-    export), at the enabled path's cost per span."""
+    """Make real spans (exported nowhere) on the ranks the export strategy leaves out too, so
+    every rank has a valid trace context; off, as in v0.2.0, such ranks enable no group."""
     _span_group_cls: InitVar[SpanGroupClasses | None] = None
     """v0.2.0's keyword for :attr:`span_group_cls`; it sets that field, and reading it reads it."""
 
@@ -257,13 +242,8 @@ class NemoLensConfig:
         return groups
 
     def validate(self) -> None:
-        """Check every field, including that ``export_strategy`` is registered.
-
-        :func:`nemo.lens.setup_telemetry` makes the same checks before changing
-        anything, so fields assigned after construction are checked too. Raises
-        :class:`TypeError` for a value of the wrong type and :class:`ValueError`
-        for a value out of range or unknown.
-        """
+        """Check every field, including that ``export_strategy`` is registered (set-up does
+        too): :class:`TypeError` for a wrong type, :class:`ValueError` for a bad value."""
         self._check_fields()
         try:
             strategy_registry.lookup(self.export_strategy)
@@ -274,11 +254,8 @@ class NemoLensConfig:
 
     @property
     def resolved_span_groups(self) -> frozenset[str]:
-        """The groups ``span_groups`` enables, resolved against ``span_group_cls``.
-
-        Evaluated on each access, so it follows later assignments to either field.
-        Raises :class:`ValueError` for an unknown name, as set-up would.
-        """
+        """The groups ``span_groups`` enables, resolved against ``span_group_cls`` at each
+        access (:class:`ValueError` for an unknown name)."""
         return resolve_for(self.span_groups, self.span_group_cls)
 
     @property
@@ -294,10 +271,7 @@ class NemoLensConfig:
         return dataclasses.replace(self, run_id=default_run_id())
 
     def format_trace_file(self, rank: int) -> str:
-        """Return the ``file`` exporter's path for *rank* (placeholders filled in).
-
-        Call on a :meth:`resolved` config so ``{run_id}`` is not empty.
-        """
+        """Return the ``file`` exporter's path for *rank*; call on a :meth:`resolved` config."""
         template = self.trace_file or DEFAULT_TRACE_FILE
         try:
             path = template.format(rank=rank, run_id=self.run_id, service_name=self.service_name)
@@ -320,16 +294,12 @@ class NemoLensConfig:
     ) -> NemoLensConfig:
         """Build a config from environment variables.
 
-        Each field ``x`` is read from ``{prefix}_X`` (``user`` from
-        ``{prefix}_USER_ID``); when that is unset or blank, from
-        ``{fallback_prefix}_X``; then the field's default applies.
-        ``service_name`` comes from ``OTEL_SERVICE_NAME`` and the W&B fields from
-        ``WANDB_ENTITY`` / ``WANDB_PROJECT``. Booleans accept 1/0, true/false,
-        yes/no, on/off in any case; integers and numbers are parsed strictly.
-        A bad value raises :class:`ValueError` naming the variable and what it
-        accepts. ``span_group_cls`` (default :class:`SpanGroup`) is what the
-        spec is resolved against: one class, or a tuple of classes for a process
-        hosting several consumers.
+        Each field ``x`` is read from ``{prefix}_X`` (``user`` from ``{prefix}_USER_ID``),
+        else ``{fallback_prefix}_X``, else its default; ``service_name`` from
+        ``OTEL_SERVICE_NAME``, the W&B fields from ``WANDB_ENTITY`` / ``WANDB_PROJECT``.
+        Booleans accept 1/0, true/false, yes/no, on/off in any case. A bad value raises
+        :class:`ValueError` naming the variable. The spec is resolved against
+        *span_group_cls* (default :class:`SpanGroup`; a tuple for several consumers).
         """
         values: dict[str, Any] = {}
         sources: dict[str, str] = {}
@@ -358,18 +328,12 @@ class NemoLensConfig:
             raise ValueError(f"{source}={os.environ.get(source, '')!r}: {exc}") from None
 
 
-def _get_span_group_cls(config: NemoLensConfig) -> SpanGroupClasses:
-    return config.span_group_cls
-
-
-def _set_span_group_cls(config: NemoLensConfig, value: SpanGroupClasses) -> None:
-    config.span_group_cls = value
-
-
 # v0.2.0 named the field _span_group_cls: the dataclass takes that keyword (an InitVar,
 # above), and code reading or assigning the attribute reaches span_group_cls.
 NemoLensConfig._span_group_cls = property(  # type: ignore[attr-defined]
-    _get_span_group_cls, _set_span_group_cls, doc="v0.2.0's name of ``span_group_cls``."
+    lambda config: config.span_group_cls,
+    lambda config, value: setattr(config, "span_group_cls", value),
+    doc="v0.2.0's name of ``span_group_cls``.",
 )
 
 _FIELD_TYPES: Final = {field.name: field.type for field in dataclasses.fields(NemoLensConfig)}

@@ -86,15 +86,11 @@ class TraceContextFilter(logging.Filter):
         fields = record.__dict__
         if sc.LOG_TRACE_ID in fields:
             return True
-        span_context = trace.get_current_span().get_span_context()
-        if span_context.is_valid:
-            fields[sc.LOG_TRACE_ID] = trace.format_trace_id(span_context.trace_id)
-            fields[sc.LOG_SPAN_ID] = trace.format_span_id(span_context.span_id)
-            fields[sc.LOG_TRACE_SAMPLED] = span_context.trace_flags.sampled
-        else:
-            fields[sc.LOG_TRACE_ID] = _NO_ID
-            fields[sc.LOG_SPAN_ID] = _NO_ID
-            fields[sc.LOG_TRACE_SAMPLED] = False
+        span = trace.get_current_span().get_span_context()
+        valid = span.is_valid
+        fields[sc.LOG_TRACE_ID] = trace.format_trace_id(span.trace_id) if valid else _NO_ID
+        fields[sc.LOG_SPAN_ID] = trace.format_span_id(span.span_id) if valid else _NO_ID
+        fields[sc.LOG_TRACE_SAMPLED] = valid and span.trace_flags.sampled
         return True
 
 

@@ -39,14 +39,9 @@ _S = TypeVar("_S")
 class StrategyConfig(Protocol):
     """What the built-in strategies read of a ``NemoLensConfig``."""
 
-    @property
-    def export_rank(self) -> int: ...
-
-    @property
-    def export_sample_rate(self) -> float: ...
-
-    @property
-    def run_id(self) -> str: ...
+    export_rank: int
+    export_sample_rate: float
+    run_id: str
 
 
 class BuiltinStrategy:
