@@ -236,13 +236,17 @@ def record(
 _NO_ATTRIBUTES: Final[Mapping[str, AttributeValue]] = {}
 
 
-def record_each(meter: metrics.Meter | None, values: Sequence[tuple[str, object]]) -> None:
-    """Record each ``(metric, value)`` pair with no attributes (the 0.1.0 helpers)."""
+def record_each(
+    meter: metrics.Meter | None,
+    values: Sequence[tuple[str, object]],
+    attributes: Mapping[str, AttributeValue] = _NO_ATTRIBUTES,
+) -> None:
+    """Record each ``(metric, value)`` pair with *attributes* (none: the 0.1.0 helpers)."""
     target = resolve_meter(meter)
     if target is None:
         return
     for name, value in values:
-        record(target, name, value, _NO_ATTRIBUTES)
+        record(target, name, value, attributes)
 
 
 # -- the recorders ----------------------------------------------------------------------
@@ -317,17 +321,21 @@ def record_inference_metrics(
             sc.GEN_AI_RESPONSE_MODEL: response_model,
         },
     )
-    if input_tokens is not None:
-        input_attributes = {**base, sc.GEN_AI_TOKEN_TYPE: sc.GEN_AI_TOKEN_TYPE_INPUT}
-        record(target, sc.GEN_AI_CLIENT_TOKEN_USAGE, input_tokens, input_attributes)
-    if output_tokens is not None:
-        output_attributes = {**base, sc.GEN_AI_TOKEN_TYPE: sc.GEN_AI_TOKEN_TYPE_OUTPUT}
-        record(target, sc.GEN_AI_CLIENT_TOKEN_USAGE, output_tokens, output_attributes)
+    for tokens, token_type in (
+        (input_tokens, sc.GEN_AI_TOKEN_TYPE_INPUT),
+        (output_tokens, sc.GEN_AI_TOKEN_TYPE_OUTPUT),
+    ):
+        if tokens is not None:
+            typed = {**base, sc.GEN_AI_TOKEN_TYPE: token_type}
+            record(target, sc.GEN_AI_CLIENT_TOKEN_USAGE, tokens, typed)
     timed = base if error_type is None else merge_attributes(base, {sc.ERROR_TYPE: error_type})
-    record(target, sc.GEN_AI_CLIENT_OPERATION_DURATION, operation_duration_s, timed)
-    record(target, sc.GEN_AI_SERVER_REQUEST_DURATION, request_duration_s, timed)
-    record(target, sc.GEN_AI_SERVER_TIME_TO_FIRST_TOKEN, time_to_first_token_s, timed)
-    record(target, sc.GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN, time_per_output_token_s, timed)
+    for name, value in (
+        (sc.GEN_AI_CLIENT_OPERATION_DURATION, operation_duration_s),
+        (sc.GEN_AI_SERVER_REQUEST_DURATION, request_duration_s),
+        (sc.GEN_AI_SERVER_TIME_TO_FIRST_TOKEN, time_to_first_token_s),
+        (sc.GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN, time_per_output_token_s),
+    ):
+        record(target, name, value, timed)
 
 
 def record_rl_step_metrics(
@@ -365,16 +373,12 @@ def record_rl_step_metrics(
         attributes: Further attributes for every point recorded.
         meter: Where to record; ``None`` is nemo.lens's meter.
     """
-    target = resolve_meter(meter)
-    if target is None:
-        return
-    common = merge_attributes(attributes, {})
     if tokens_per_second is None and generated_tokens is not None:
         tokens = as_number(generated_tokens)
         seconds = as_number(generation_duration_s)
         if tokens is not None and seconds is not None and seconds > 0:
             tokens_per_second = tokens / seconds
-    for name, value in (
+    pairs = (
         (sc.RL_STEP, step),
         (sc.NEMO_RL_REWARD_MEAN, reward_mean),
         (sc.RL_REWARD_STD, reward_std),
@@ -386,8 +390,8 @@ def record_rl_step_metrics(
         (sc.RL_POLICY_UPDATE_DURATION, policy_update_duration_s),
         (sc.RL_GENERATION_TOKENS, generated_tokens),
         (sc.RL_GENERATION_THROUGHPUT, tokens_per_second),
-    ):
-        record(target, name, value, common)
+    )
+    record_each(meter, pairs, merge_attributes(attributes, {}))
 
 
 def record_gym_rollout_metrics(
@@ -421,20 +425,17 @@ def record_gym_rollout_metrics(
         attributes: Further attributes for every point recorded.
         meter: Where to record; ``None`` is nemo.lens's meter.
     """
-    target = resolve_meter(meter)
-    if target is None:
-        return
-    common = merge_attributes(
-        attributes,
-        {
-            sc.GYM_ENVIRONMENT: environment,
-            sc.GYM_AGENT: agent,
-            sc.GYM_VERIFY_PASSED: passed,
-            sc.ERROR_TYPE: error_type,
-        },
+    known = {
+        sc.GYM_ENVIRONMENT: environment,
+        sc.GYM_AGENT: agent,
+        sc.GYM_VERIFY_PASSED: passed,
+        sc.ERROR_TYPE: error_type,
+    }
+    pairs = (
+        (sc.GYM_ROLLOUTS, 1),
+        (sc.GYM_ROLLOUT_DURATION, duration_s),
+        (sc.GYM_VERIFY_DURATION, verify_duration_s),
+        (sc.GYM_ROLLOUT_TOOL_CALLS, tool_calls),
+        (sc.GYM_ROLLOUT_SANDBOX_CALLS, sandbox_calls),
     )
-    record(target, sc.GYM_ROLLOUTS, 1, common)
-    record(target, sc.GYM_ROLLOUT_DURATION, duration_s, common)
-    record(target, sc.GYM_VERIFY_DURATION, verify_duration_s, common)
-    record(target, sc.GYM_ROLLOUT_TOOL_CALLS, tool_calls, common)
-    record(target, sc.GYM_ROLLOUT_SANDBOX_CALLS, sandbox_calls, common)
+    record_each(meter, pairs, merge_attributes(attributes, known))
