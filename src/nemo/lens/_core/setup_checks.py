@@ -4,6 +4,7 @@ changes anything, each a ``TypeError`` or ``ValueError`` naming the argument and
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 from opentelemetry.util.types import AttributeValue
 
@@ -19,6 +20,10 @@ __all__ = [
     "check_resource_attributes",
     "resolve_strategy",
 ]
+
+_Strategy = (
+    ExportStrategyFunction | ExportStrategyObject | Callable[[int, int, NemoLensConfig], bool]
+)
 
 # One flat union, so a lambda type-checks in either argument order (see strategies).
 StrategyArgument = (
@@ -100,22 +105,14 @@ def check_components(span_exporter: object, metric_reader: object, log_exporter:
             )
 
 
-def resolve_strategy(
-    config: NemoLensConfig, export_strategy: StrategyArgument | None
-) -> ExportStrategyFunction | ExportStrategyObject | Callable[[int, int, NemoLensConfig], bool]:
+def resolve_strategy(config: NemoLensConfig, export_strategy: StrategyArgument | None) -> _Strategy:
     if export_strategy is None:
         try:
-            named: ExportStrategyFunction | ExportStrategyObject = get_export_strategy(
-                config.export_strategy
-            )
+            return cast(_Strategy, get_export_strategy(config.export_strategy))
         except ValueError as exc:  # as NemoLensConfig.validate() words it
             raise ValueError(f"NemoLensConfig.export_strategy: {exc}") from None
-        return named
     if isinstance(export_strategy, str):
-        registered: ExportStrategyFunction | ExportStrategyObject = get_export_strategy(
-            export_strategy
-        )
-        return registered
+        return cast(_Strategy, get_export_strategy(export_strategy))
     if callable(getattr(export_strategy, "should_export", None)) or callable(export_strategy):
         return export_strategy
     raise TypeError(
