@@ -38,9 +38,8 @@ from nemo.lens import state
 from nemo.lens._core import handle as _handle
 from nemo.lens._core import signals as _signals
 from nemo.lens._core import state as _state
-from nemo.lens._core.destinations import Signal
+from nemo.lens._core.destinations import Signal, check_otlp_environment, register_otlp_secrets
 from nemo.lens._core.handle import TelemetryHandle, shutdown_at_exit
-from nemo.lens._core.otlp_env import check_otlp_environment, register_otlp_secrets
 from nemo.lens._core.setup_checks import (
     StrategyArgument,
     check_components,

@@ -1,13 +1,7 @@
 """Telemetry configuration: :class:`NemoLensConfig` and its environment reader.
 
-A config is plain data. It is checked when it is built (wrong types, a sample
-rate outside [0, 1], an unknown exporter, a span-group spec that does not
-resolve, a malformed ``trace_file`` template) and once more, together with the
-export-strategy name, by :func:`nemo.lens.setup_telemetry` before any global
-state changes. Every error names the field (or environment variable), what was
-wrong with it and what would be accepted.
-
-Importing this module does not import the OpenTelemetry SDK.
+Checked when built, and again with the export-strategy name by set-up before anything global
+changes; every error names the field (or variable), what was wrong and what is accepted.
 """
 
 from __future__ import annotations
@@ -15,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import InitVar, dataclass
@@ -23,7 +18,6 @@ from typing import Any, Final, TypeAlias
 from nemo.lens._core import strategy_registry
 from nemo.lens._core.destinations import CONSOLE_FORMATS, exporter_names
 from nemo.lens._core.ids import new_run_id
-from nemo.lens._core.variables import parse_bool, parse_fraction, parse_int
 from nemo.lens.groups import SpanGroup
 from nemo.lens.spec import resolve_for
 
@@ -48,79 +42,35 @@ DEFAULT_TRACE_FILE: Final = "traces/{service_name}-{run_id}-rank{rank}.jsonl"
 TRACE_FILE_PLACEHOLDERS: Final = frozenset({"rank", "run_id", "service_name"})
 """The ``{...}`` placeholders a ``trace_file`` template may use."""
 
-
-# Field -> suffix of the environment variable that sets it under a prefix.
-# service_name and the W&B fields come from variables with fixed names instead
-# (see _FIXED_ENV), because those names are already set by the tools users run.
-_PREFIXED_ENV: Final[Mapping[str, str]] = {
-    "enabled": "ENABLED",
-    "export_strategy": "EXPORT_STRATEGY",
-    "export_rank": "EXPORT_RANK",
-    "export_sample_rate": "EXPORT_SAMPLE_RATE",
-    "sampler_enabled": "SAMPLER_ENABLED",
-    "traces_enabled": "TRACES_ENABLED",
-    "metrics_enabled": "METRICS_ENABLED",
-    "logs_enabled": "LOGS_ENABLED",
-    "span_groups": "SPAN_GROUPS",
-    "exporter": "EXPORTER",
-    "run_id": "RUN_ID",
-    "user": "USER_ID",
-    "trace_file": "TRACE_FILE",
-    "handle_signals": "HANDLE_SIGNALS",
-    "spans_on_every_rank": "SPANS_ON_EVERY_RANK",
-    "console_format": "CONSOLE_FORMAT",
-}
+# Fields read from variables of fixed names (the tools users run already set them), not
+# from {prefix}_{FIELD}.
 _FIXED_ENV: Final[Mapping[str, str]] = {
     "service_name": "OTEL_SERVICE_NAME",
     "wandb_entity": "WANDB_ENTITY",
     "wandb_project": "WANDB_PROJECT",
 }
-_BOOL_FIELDS: Final = (
-    "enabled",
-    "sampler_enabled",
-    "traces_enabled",
-    "metrics_enabled",
-    "logs_enabled",
-    "handle_signals",
-    "spans_on_every_rank",
-)
-_STR_FIELDS: Final = (
-    "service_name",
-    "export_strategy",
-    "span_groups",
-    "exporter",
-    "run_id",
-    "user",
-    "wandb_entity",
-    "wandb_project",
-    "trace_file",
-    "console_format",
-)
 
 
-class _FieldValueError(ValueError):
-    """A ValueError about one config field (from_env adds the variable name)."""
+class _FieldError(Exception):
+    """An error about one config field (from_env adds the variable that set it)."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
 
 
-class _FieldTypeError(TypeError):
-    """A TypeError about one config field."""
+class _FieldValueError(_FieldError, ValueError):
+    pass
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
+
+class _FieldTypeError(_FieldError, TypeError):
+    pass
 
 
 def default_run_id(environ: Mapping[str, str] | None = None) -> str:
-    """Return the run id used when ``NemoLensConfig.run_id`` is empty.
-
-    ``SLURM_JOB_ID`` when set; else torchrun's ``TORCHELASTIC_RUN_ID`` (unless it
-    is torchrun's placeholder ``none``), so that every rank of one job agrees
-    without configuration; else a fresh 12-hex-digit id, which is per process.
-    """
+    """The run id used when ``NemoLensConfig.run_id`` is empty: ``SLURM_JOB_ID``, else
+    torchrun's ``TORCHELASTIC_RUN_ID`` (not its placeholder ``none``), so every rank of a job
+    agrees; else a fresh 12-hex-digit id, per process."""
     env = os.environ if environ is None else environ
     slurm = env.get("SLURM_JOB_ID", "").strip()
     if slurm:
@@ -146,9 +96,7 @@ def _check_trace_file_template(template: str) -> None:
         ) from None
     allowed = ", ".join("{" + name + "}" for name in sorted(TRACE_FILE_PLACEHOLDERS))
     for _, field_name, _, _ in parsed:
-        if field_name is None:
-            continue
-        if field_name not in TRACE_FILE_PLACEHOLDERS:
+        if field_name is not None and field_name not in TRACE_FILE_PLACEHOLDERS:
             shown = "{" + field_name + "}"
             raise _FieldValueError(
                 "trace_file",
@@ -157,14 +105,14 @@ def _check_trace_file_template(template: str) -> None:
             )
 
 
+def _is_span_group_class(value: object) -> bool:
+    return isinstance(value, type) and isinstance(getattr(value, "ALL_GROUPS", None), frozenset)
+
+
 @dataclass
 class NemoLensConfig:
-    """Everything :func:`nemo.lens.setup_telemetry` needs to know about a run.
-
-    Build it in code, or from the environment with :meth:`from_env`. Values are
-    checked on construction (see :meth:`validate`), so a typo fails where it was
-    written rather than halfway through set-up.
-    """
+    """Everything :func:`nemo.lens.setup_telemetry` needs to know about a run, built in code
+    or with :meth:`from_env`; checked on construction, so a typo fails where it was written."""
 
     enabled: bool = False
     """Master switch. When ``False`` set-up installs nothing and every group is off."""
@@ -188,8 +136,8 @@ class NemoLensConfig:
     span_groups: str = "default"
     """Span-group spec resolved against ``span_group_cls`` (``"per_step"``, ``"all,-layer"``)."""
     exporter: str = "otlp"
-    """``otlp``, ``console``, ``file`` or ``none`` (see :mod:`nemo.lens.exporters`), or
-    several separated by commas (``otlp,file``): each gets everything."""
+    """``otlp``, ``console``, ``file`` or ``none``, or several separated by commas
+    (``otlp,file``): each gets everything."""
     run_id: str = ""
     """Identifies the run; empty means :func:`default_run_id` at set-up."""
     user: str = ""
@@ -199,44 +147,27 @@ class NemoLensConfig:
     wandb_project: str = ""
     """Weights & Biases project, recorded on the resource (``WANDB_PROJECT``)."""
     span_group_cls: SpanGroupClasses = SpanGroup
-    """The span-group class ``span_groups`` is resolved against (e.g. ``MegatronSpanGroup``),
-    or a tuple of classes when one process hosts several consumers (an RL worker with a
-    Megatron backend: ``(RLSpanGroup, MegatronSpanGroup)``). With several, the spec may
-    name any group of any of them, a preset name selects that preset of every class
-    that has it, and the first class to name a group decides its span category."""
+    """The span-group class ``span_groups`` is resolved against (``MegatronSpanGroup``), or a
+    tuple of them for a process hosting several consumers (the first decides categories)."""
     trace_file: str = ""
     """Output path of the ``file`` exporter; empty means :data:`DEFAULT_TRACE_FILE`.
     May use ``{rank}``, ``{run_id}`` and ``{service_name}``."""
     handle_signals: bool = False
-    """On SIGTERM, flush telemetry and end open spans as truncated before the
-    process goes (see :mod:`nemo.lens._core.signals`); a handler already installed is
-    chained, not replaced. Needs set-up from the main thread. Off by default:
-    signal handling belongs to the application unless it opts in."""
+    """On SIGTERM, flush telemetry and end open spans as truncated before the process goes;
+    a handler already installed is chained. Needs set-up from the main thread."""
     console_format: str = "otel"
-    """How the ``console`` exporter prints spans: ``otel`` (the OpenTelemetry SDK's
-    ``to_json(indent=None)``, one compact object per line, as upstream v0.2.0 and log
-    pipelines expect) or ``lens`` (the ``file`` exporter's line). Metrics and log
-    records are the SDK's ``to_json`` either way."""
+    """How the ``console`` exporter prints spans: ``otel`` (the SDK's ``to_json(indent=None)``
+    per line, as v0.2.0) or ``lens`` (the ``file`` exporter's line)."""
     spans_on_every_rank: bool = False
-    """Make real spans on the ranks the export strategy leaves out, too.
-
-    Off (the default, as in nemo-lens v0.2.0), a rank that does not export enables no
-    span group: its primitives yield ``None`` and cost one set lookup, and set-up
-    imports nothing of the SDK there. On, such a rank builds the SDK providers without
-    exporters and every enabled group makes spans that go nowhere: each costs the
-    enabled path (a few microseconds) and the SDK's import and providers are paid at
-    start-up, in exchange for a valid, sampled trace context on every rank (a context
-    broadcast from rank 0 when rank 0 does not export, or linked pipeline stages)."""
+    """Make real spans (exported nowhere) on the ranks the export strategy leaves out too, so
+    every rank has a valid trace context; off, as in v0.2.0, such ranks enable no group."""
     _span_group_cls: InitVar[SpanGroupClasses | None] = None
-    """nemo-lens v0.2.0's keyword for :attr:`span_group_cls` (``NemoLensConfig(
-    _span_group_cls=MegatronSpanGroup)``); it sets that field, and reading it reads it."""
+    """v0.2.0's keyword for :attr:`span_group_cls`; it sets that field, and reading it reads it."""
 
     def __post_init__(self, _span_group_cls: SpanGroupClasses | None) -> None:
         if _span_group_cls is not None and not isinstance(_span_group_cls, property):
             self.span_group_cls = _span_group_cls
         self._check_fields()
-
-    # -- validation -----------------------------------------------------------------
 
     def _check_fields(self) -> frozenset[str]:
         """Check everything that does not depend on process-wide registries; return the
@@ -311,13 +242,8 @@ class NemoLensConfig:
         return groups
 
     def validate(self) -> None:
-        """Check every field, including that ``export_strategy`` is registered.
-
-        :func:`nemo.lens.setup_telemetry` makes the same checks before changing
-        anything, so fields assigned after construction are checked too. Raises
-        :class:`TypeError` for a value of the wrong type and :class:`ValueError`
-        for a value out of range or unknown.
-        """
+        """Check every field, including that ``export_strategy`` is registered (set-up does
+        too): :class:`TypeError` for a wrong type, :class:`ValueError` for a bad value."""
         self._check_fields()
         try:
             strategy_registry.lookup(self.export_strategy)
@@ -326,15 +252,10 @@ class NemoLensConfig:
                 "export_strategy", f"NemoLensConfig.export_strategy: {exc}"
             ) from None
 
-    # -- derived values -------------------------------------------------------------
-
     @property
     def resolved_span_groups(self) -> frozenset[str]:
-        """The groups ``span_groups`` enables, resolved against ``span_group_cls``.
-
-        Evaluated on each access, so it follows later assignments to either field.
-        Raises :class:`ValueError` for an unknown name, as set-up would.
-        """
+        """The groups ``span_groups`` enables, resolved against ``span_group_cls`` at each
+        access (:class:`ValueError` for an unknown name)."""
         return resolve_for(self.span_groups, self.span_group_cls)
 
     @property
@@ -350,10 +271,7 @@ class NemoLensConfig:
         return dataclasses.replace(self, run_id=default_run_id())
 
     def format_trace_file(self, rank: int) -> str:
-        """Return the ``file`` exporter's path for *rank* (placeholders filled in).
-
-        Call on a :meth:`resolved` config so ``{run_id}`` is not empty.
-        """
+        """Return the ``file`` exporter's path for *rank*; call on a :meth:`resolved` config."""
         template = self.trace_file or DEFAULT_TRACE_FILE
         try:
             path = template.format(rank=rank, run_id=self.run_id, service_name=self.service_name)
@@ -367,8 +285,6 @@ class NemoLensConfig:
             raise _FieldValueError("trace_file", f"trace_file {template!r} gives an empty path")
         return path
 
-    # -- environment ----------------------------------------------------------------
-
     @classmethod
     def from_env(
         cls,
@@ -378,78 +294,92 @@ class NemoLensConfig:
     ) -> NemoLensConfig:
         """Build a config from environment variables.
 
-        Each field ``x`` is read from ``{prefix}_X`` (``user`` from
-        ``{prefix}_USER_ID``); when that is unset or blank, from
-        ``{fallback_prefix}_X``; then the field's default applies.
-        ``service_name`` comes from ``OTEL_SERVICE_NAME`` and the W&B fields from
-        ``WANDB_ENTITY`` / ``WANDB_PROJECT``. Booleans accept 1/0, true/false,
-        yes/no, on/off in any case; integers and numbers are parsed strictly.
-        A bad value raises :class:`ValueError` naming the variable and what it
-        accepts. ``span_group_cls`` (default :class:`SpanGroup`) is what the
-        spec is resolved against: one class, or a tuple of classes for a process
-        hosting several consumers.
+        Each field ``x`` is read from ``{prefix}_X`` (``user`` from ``{prefix}_USER_ID``),
+        else ``{fallback_prefix}_X``, else its default; ``service_name`` from
+        ``OTEL_SERVICE_NAME``, the W&B fields from ``WANDB_ENTITY`` / ``WANDB_PROJECT``.
+        Booleans accept 1/0, true/false, yes/no, on/off in any case. A bad value raises
+        :class:`ValueError` naming the variable. The spec is resolved against
+        *span_group_cls* (default :class:`SpanGroup`; a tuple for several consumers).
         """
-        env = os.environ
         values: dict[str, Any] = {}
         sources: dict[str, str] = {}
-
-        def lookup(names: tuple[str, ...]) -> tuple[str, str] | None:
-            for variable in names:
-                raw = env.get(variable)
-                if raw is not None and raw.strip():
-                    return variable, raw.strip()
-            return None
-
-        for field_name, suffix in _PREFIXED_ENV.items():
-            names: tuple[str, ...] = (f"{prefix}_{suffix}",)
-            if fallback_prefix:
-                names += (f"{fallback_prefix}_{suffix}",)
-            found = lookup(names)
-            if found is not None:
-                sources[field_name] = found[0]
-                values[field_name] = found[1]
-        for field_name, variable in _FIXED_ENV.items():
-            found = lookup((variable,))
-            if found is not None:
-                sources[field_name] = found[0]
-                values[field_name] = found[1]
-
-        for field_name, raw in list(values.items()):
-            parse = _PARSERS.get(field_name)
-            if parse is not None:
-                values[field_name] = parse(sources[field_name], raw)
+        for field_name, suffix in _ENV_SUFFIXES.items():
+            if field_name in _FIXED_ENV:
+                variables: tuple[str, ...] = (_FIXED_ENV[field_name],)
+            else:
+                variables = (f"{prefix}_{suffix}",)
+                if fallback_prefix:
+                    variables += (f"{fallback_prefix}_{suffix}",)
+            for variable in variables:
+                raw = os.environ.get(variable, "").strip()
+                if raw:
+                    parse = _PARSERS.get(field_name)
+                    values[field_name] = raw if parse is None else parse(variable, raw)
+                    sources[field_name] = variable
+                    break
         if span_group_cls is not None:
             values["span_group_cls"] = span_group_cls
         try:
             return cls(**values)
-        except (_FieldValueError, _FieldTypeError) as exc:
+        except _FieldError as exc:
             source = sources.get(exc.field)
             if source is None:
                 raise
-            raise ValueError(f"{source}={env.get(source, '')!r}: {exc}") from None
-
-
-def _get_span_group_cls(config: NemoLensConfig) -> SpanGroupClasses:
-    return config.span_group_cls
-
-
-def _set_span_group_cls(config: NemoLensConfig, value: SpanGroupClasses) -> None:
-    config.span_group_cls = value
+            raise ValueError(f"{source}={os.environ.get(source, '')!r}: {exc}") from None
 
 
 # v0.2.0 named the field _span_group_cls: the dataclass takes that keyword (an InitVar,
 # above), and code reading or assigning the attribute reaches span_group_cls.
 NemoLensConfig._span_group_cls = property(  # type: ignore[attr-defined]
-    _get_span_group_cls, _set_span_group_cls, doc="v0.2.0's name of ``span_group_cls``."
+    lambda config: config.span_group_cls,
+    lambda config, value: setattr(config, "span_group_cls", value),
+    doc="v0.2.0's name of ``span_group_cls``.",
 )
 
+_FIELD_TYPES: Final = {field.name: field.type for field in dataclasses.fields(NemoLensConfig)}
+_BOOL_FIELDS: Final = tuple(name for name, kind in _FIELD_TYPES.items() if kind == "bool")
+_STR_FIELDS: Final = tuple(name for name, kind in _FIELD_TYPES.items() if kind == "str")
+# Field -> the suffix of the variable that sets it under a prefix.
+_ENV_SUFFIXES: Final = {
+    name: "USER_ID" if name == "user" else name.upper()
+    for name in _FIELD_TYPES
+    if name != "span_group_cls"
+}
 
-def _is_span_group_class(value: object) -> bool:
-    return isinstance(value, type) and isinstance(getattr(value, "ALL_GROUPS", None), frozenset)
+_BOOL_TEXT: Final = {"1": True, "true": True, "yes": True, "on": True}
+_BOOL_TEXT.update(dict.fromkeys(("0", "false", "no", "off"), False))
 
 
+def _parse_bool(variable: str, raw: str) -> bool:
+    value = _BOOL_TEXT.get(raw.lower())
+    if value is None:
+        raise ValueError(
+            f"{variable}={raw!r} is not a boolean; accepted values: 1/0, true/false, "
+            "yes/no, on/off (any case)"
+        )
+    return value
+
+
+def _parse_int(variable: str, raw: str) -> int:
+    if not re.fullmatch(r"[+-]?\d+", raw):
+        raise ValueError(
+            f"{variable}={raw!r} is not an integer; write a whole number such as 0 or -1"
+        )
+    return int(raw)
+
+
+def _parse_fraction(variable: str, raw: str) -> float:
+    try:
+        return float(raw)
+    except ValueError:
+        raise ValueError(
+            f"{variable}={raw!r} is not a number; write a number between 0 and 1 such as 0.25"
+        ) from None
+
+
+# Each takes the variable's name and its stripped, non-empty text (the config checks ranges).
 _PARSERS: Final[Mapping[str, Callable[[str, str], Any]]] = {
-    **dict.fromkeys(_BOOL_FIELDS, parse_bool),
-    "export_rank": parse_int,
-    "export_sample_rate": parse_fraction,
+    **dict.fromkeys(_BOOL_FIELDS, _parse_bool),
+    "export_rank": _parse_int,
+    "export_sample_rate": _parse_fraction,
 }

@@ -1,34 +1,8 @@
 """Share one trace across the ranks of a ``torch.distributed`` job.
 
-Rank 0 opens the job's root span and broadcasts its context; every rank then
-starts its spans under it, so a backend shows one trace for the whole job
-instead of one per rank::
-
-    with managed_span(SpanGroup.JOB, "train.job"):      # a real span on rank 0
-        carrier = broadcast_trace_context(rank)          # a collective: every rank
-        with continue_trace(carrier):                    # parent: rank 0's job span
-            for it in range(iterations):
-                with managed_span(SpanGroup.STEP, "train.step", iteration=it):
-                    ...
-
-torch is optional: without it, or before the process group is initialised,
-:func:`broadcast_trace_context` returns ``None``, :func:`continue_trace` leaves
-the current context alone, and the job runs on untouched. For point-to-point
-hand-offs (a pipeline stage linking to the stage that fed it) see
-:func:`create_linked_span` and :mod:`nemo.lens.contrib.nccl`.
-
-The wire format
----------------
-Contexts travel between ranks as bytes in ``uint8`` tensors, never pickled
-objects: ``broadcast_object_list`` needs NumPy (not a dependency of torch) and
-unpickles what a peer sent. :func:`carrier_to_bytes` writes a 7-byte header
-(magic :data:`MAGIC`, version ``1``, payload length as a big-endian
-``uint16``) and the W3C carrier as compact ASCII JSON; with ``size=`` the
-result is zero-padded to exactly that size, so a receiver can pre-allocate its
-buffer, and when the context does not fit, baggage is dropped first, then
-``tracestate`` (a ``traceparent`` always fits in :data:`MIN_CONTEXT_BYTES`).
-:func:`carrier_from_bytes` never raises: truncated, corrupted or foreign bytes
-give an empty carrier.
+Rank 0 broadcasts its current context (:func:`broadcast_trace_context`, a collective) and every
+rank continues it (:func:`continue_trace`). Contexts travel as bytes in ``uint8`` tensors,
+never pickles (:func:`carrier_to_bytes`). Without torch or a process group nothing happens.
 """
 
 from __future__ import annotations
@@ -39,8 +13,12 @@ import struct
 from collections.abc import Mapping
 from typing import Any, Final
 
-from nemo.lens._core.carrier import clean_carrier
-from nemo.lens.propagation import continue_trace, create_linked_span, inject_context
+from nemo.lens.propagation import (
+    clean_carrier,
+    continue_trace,
+    create_linked_span,
+    inject_context,
+)
 
 __all__ = [
     "CONTEXT_BYTES",
@@ -54,8 +32,6 @@ __all__ = [
 ]
 
 _logger = logging.getLogger(__name__)
-
-# -- the wire format ----------------------------------------------------------------------
 
 MAGIC: Final = b"NLTC"
 """First four bytes of every encoded context ("nemo.lens trace context")."""
@@ -109,11 +85,13 @@ def _fit(carrier: dict[str, str], room: int) -> bytes:
 
 
 def carrier_to_bytes(carrier: Mapping[str, str], size: int | None = None) -> bytes:
-    """Encode a W3C *carrier* in the wire format (see the module docstring).
+    """Encode a W3C *carrier*: a 7-byte header (:data:`MAGIC`, version 1, the payload's
+    length as a big-endian ``uint16``), then the carrier as compact ASCII JSON.
 
-    Without *size* the result is as long as it needs to be; with *size* it is
-    exactly *size* bytes. Entries that are not ``str`` -> ``str`` are left out.
-    Raises :class:`ValueError` when *size* is below :data:`MIN_CONTEXT_BYTES`.
+    Without *size* the result is as long as it needs to be; with *size* it is exactly *size*
+    bytes, zero-padded, and when the context does not fit baggage is dropped first, then
+    ``tracestate``. Entries that are not ``str`` -> ``str`` are left out. Raises
+    :class:`ValueError` when *size* is below :data:`MIN_CONTEXT_BYTES`.
     """
     if size is not None:
         if isinstance(size, bool) or not isinstance(size, int):
@@ -168,9 +146,6 @@ def carrier_from_bytes(data: object) -> dict[str, str]:
     return clean_carrier(decoded)
 
 
-# -- the collective -------------------------------------------------------------------------
-
-
 def _initialised_distributed() -> Any:
     """Return ``torch.distributed`` when a default process group exists, else ``None``."""
     try:
@@ -183,11 +158,8 @@ def _initialised_distributed() -> Any:
 
 
 def _collective_device(dist: Any, group: Any) -> str:
-    """Where a tensor must live to take part in a collective of *group*.
-
-    NCCL moves only CUDA tensors (on the device this rank selected); gloo, MPI
-    and mixed ``"cpu:gloo,cuda:nccl"`` groups take CPU tensors.
-    """
+    """Where a tensor must live for a collective of *group*: NCCL moves only CUDA tensors;
+    gloo, MPI and mixed ``"cpu:gloo,cuda:nccl"`` groups take CPU ones."""
     backend = str(dist.get_backend(group)).lower()
     if "nccl" in backend and "cpu:" not in backend:
         import torch
@@ -201,23 +173,18 @@ def broadcast_trace_context(
 ) -> dict[str, str] | None:
     """Broadcast *src_rank*'s current trace context to every rank (a collective).
 
-    Every rank of *group* (default: the whole job) must call it, as with any
-    collective. Returns the W3C carrier on every rank -- pass it to
-    :func:`continue_trace` (or :func:`nemo.lens.extract_context`) to parent
-    spans under the source rank's current span -- or ``None``, on every rank
-    alike, when torch is not installed or the process group is not initialised.
-    The carrier is empty when the source rank had no span.
+    Every rank of *group* (default: the whole job) must call it. Returns the W3C carrier on
+    every rank -- pass it to :func:`continue_trace` -- or ``None`` on every rank when torch
+    is not installed or the process group is not initialised; the carrier is empty when the
+    source rank had no span.
 
-    *rank* is this process's global rank and *src_rank* the source's global
-    rank. The process group is asked which rank this process really is: when
-    *rank* disagrees (a local rank passed by mistake), the group's answer is
-    used, with a warning, because two ranks that both believe they are the
-    source would hang the collective.
+    *rank* and *src_rank* are global ranks. When *rank* disagrees with the process group (a
+    local rank passed by mistake), the group's answer is used, with a warning: two ranks
+    that both believe they are the source would hang the collective.
 
-    Two broadcasts of small ``uint8``/``int64`` tensors (length, then bytes in
-    the wire format). They are made on *device*, by default the current CUDA
-    device under NCCL (select it with ``torch.cuda.set_device`` first) and the
-    CPU otherwise; pass ``device=`` for other backends.
+    Two broadcasts of small tensors (length, then bytes), on *device*: by default the
+    current CUDA device under NCCL (select it with ``torch.cuda.set_device`` first), else
+    the CPU.
     """
     dist = _initialised_distributed()
     if dist is None:

@@ -1,28 +1,8 @@
 """No-op stand-ins for the instrumentation primitives, importable without OpenTelemetry.
 
-Code that instruments itself with ``nemo.lens`` but must also run where the
-OpenTelemetry packages are missing imports these instead::
-
-    try:
-        from nemo.lens import managed_span, trace_fn
-    except ImportError:
-        from nemo.lens.fallbacks import managed_span, trace_fn
-
-Every function has exactly the signature of its real counterpart (names, kinds,
-defaults and annotations, as :func:`inspect.signature` reports them), so call
-sites stay valid and mypy accepts the conditional import. The annotations name
-OpenTelemetry types only as strings, resolved under ``TYPE_CHECKING``; this
-module imports nothing outside the standard library at run time.
-
-Behaviour: :func:`managed_span` and :func:`span_cm` yield ``None`` and run the
-body; :func:`trace_fn` returns the function itself; :func:`is_span_group_enabled`
-is always ``False``; :func:`safe_set_span_attributes` does nothing;
-:func:`emit_span` emits nothing and returns ``None``. Code that may
-run on these must treat the value ``span_cm`` yields as possibly ``None``.
-:func:`redact_value` still redacts: hiding a secret is not tracing work.
-
-The module depends on no other part of ``nemo.lens``, so it keeps working when
-it is copied into a project on its own.
+Same signatures as the real ones; spans are ``None``, ``trace_fn`` returns the function,
+no group is enabled, :func:`redact_value` still redacts. Standard library only and
+independent of the rest of nemo.lens, so it also works copied into a project on its own.
 """
 
 from __future__ import annotations

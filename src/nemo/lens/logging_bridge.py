@@ -1,58 +1,9 @@
-"""Send standard-library ``logging`` records through nemo.lens's logger provider.
+"""Send standard-library ``logging`` records through nemo.lens's logger provider (opt-in).
 
-Opt-in, never installed by ``setup_telemetry``::
-
-    handle = setup_telemetry(NemoLensConfig.from_env())  # NEMO_LENS_LOGS_ENABLED=1
-    bridge = setup_logging_bridge()                      # the root logger, INFO and up
-    ...
-    remove_logging_bridge()                              # or keep it for the job's life
-
-What a bridged record becomes
-    An OpenTelemetry log record with the record's time, severity
-    (``severity_number`` mapped from the level, ``severity_text`` its level
-    name), body (the message, or the handler's formatter output if you give it
-    a formatter), the logger's name as instrumentation scope, and the trace
-    context that was current where ``logger.info(...)`` was called, so a
-    backend shows the log under the span it belongs to. Attributes: the
-    ``extra={...}`` fields (``str``, ``bool``, ``int``, ``float`` and lists of
-    them as they are, anything else as ``str()``), ``code.file.path``,
-    ``code.function.name``, ``code.line.number`` and, for a logged exception,
-    ``exception.type``, ``exception.message``, ``exception.stacktrace``.
-
-Trace ids in your own log lines
-    :class:`TraceContextFilter` sets ``otelTraceID``, ``otelSpanID`` and
-    ``otelTraceSampled`` on each record it sees (``"0"``, ``"0"``, ``False``
-    outside a span), so any formatter can print them::
-
-        console = logging.StreamHandler()
-        console.addFilter(TraceContextFilter())
-        console.setFormatter(logging.Formatter("%(levelname)s [%(otelTraceID)s] %(message)s"))
-
-    The bridge's handler applies the filter too, so handlers that run after it
-    (added later to the same logger, or on an ancestor logger) see the fields
-    as well. They are not exported as attributes: the exported record carries
-    the ids in its own trace-context fields.
-
-When nothing is installed
-    :func:`setup_logging_bridge` returns ``None`` and installs nothing when no
-    logger provider is active -- telemetry not set up (yet, or disabled by
-    ``NEMO_LENS_ENABLED=0``), or set up with ``logs_enabled=False`` -- so the
-    same code runs with telemetry off. Call it *after* ``setup_telemetry``. An
-    installed bridge outlives its set-up harmlessly: after shutdown it forwards
-    to nothing, and after ``setup_telemetry(..., _allow_reinit=True)`` it
-    forwards to the new provider.
-
-Levels
-    ``level`` is the handler's level. The logger's own level is left alone:
-    records the logger filters out (the root logger's default is ``WARNING``)
-    reach no handler, so set it with ``logging.basicConfig(level=...)`` or
-    ``logger.setLevel(...)``. On ranks that export nothing, records are
-    dropped before they are translated.
-
-Only the OpenTelemetry Logs API is used, not the SDK's ``LoggingHandler``:
-that one is deprecated since SDK 1.40 in favour of
-``opentelemetry-instrumentation-logging``, a package pinned to one exact SDK
-release, which nemo.lens does not want to impose on its users.
+:func:`setup_logging_bridge` (after ``setup_telemetry``, with ``logs_enabled``) attaches a
+handler that emits each record as an OpenTelemetry log record, under the span current where
+it was logged; :class:`TraceContextFilter` puts the trace ids into your own log lines.
+Only the OpenTelemetry Logs API is used, not the SDK's deprecated ``LoggingHandler``.
 """
 
 from __future__ import annotations
@@ -85,10 +36,8 @@ _logger = logging.getLogger(__name__)
 
 _NO_ID: Final = "0"
 
-# Every attribute a plain LogRecord has, plus the ones logging adds while
-# formatting; whatever else a record carries came from extra={...}. Computed
-# from a real record so that a Python version adding a field (3.12: taskName)
-# does not turn it into an exported attribute.
+# Whatever a record carries beyond these came from extra={...}. Read from a real record,
+# so a field a later Python adds is not exported as an attribute.
 _STANDARD_FIELDS: Final = frozenset(
     vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None))
 ) | {"message", "asctime", "taskName"}
@@ -104,9 +53,8 @@ _NOT_EXPORTED: Final = _STANDARD_FIELDS | {
     _EXPORTED_MARK,
 }
 
-# Python levels onto OpenTelemetry severity numbers: each Python band (DEBUG is
-# 10-19, ...) maps onto the four numbers of the matching OpenTelemetry band, so
-# custom levels between the standard ones keep their order.
+# Each Python band (DEBUG is 10-19, ...) maps onto the four numbers of the matching
+# OpenTelemetry band, so custom levels between the standard ones keep their order.
 _BANDS: Final = (
     (logging.CRITICAL, otel_logs.SeverityNumber.FATAL),
     (logging.ERROR, otel_logs.SeverityNumber.ERROR),
@@ -126,11 +74,11 @@ def _severity(levelno: int) -> otel_logs.SeverityNumber:
 
 
 class TraceContextFilter(logging.Filter):
-    """Adds the current trace context to each record as ``otelTraceID``, ``otelSpanID``, ...
+    """Adds the current trace context to each record as ``otelTraceID``, ``otelSpanID`` and
+    ``otelTraceSampled`` (``"0"``, ``"0"``, ``False`` outside a span), for any formatter.
 
-    Never filters anything out. A record that already has the fields keeps
-    them: it was stamped where it was created (before a ``QueueHandler`` moved
-    it to another thread, say), which is the context that matters.
+    Never filters anything out. A record that already has the fields keeps them: it was
+    stamped where it was created (before a ``QueueHandler`` moved it, say).
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -138,15 +86,11 @@ class TraceContextFilter(logging.Filter):
         fields = record.__dict__
         if sc.LOG_TRACE_ID in fields:
             return True
-        span_context = trace.get_current_span().get_span_context()
-        if span_context.is_valid:
-            fields[sc.LOG_TRACE_ID] = trace.format_trace_id(span_context.trace_id)
-            fields[sc.LOG_SPAN_ID] = trace.format_span_id(span_context.span_id)
-            fields[sc.LOG_TRACE_SAMPLED] = span_context.trace_flags.sampled
-        else:
-            fields[sc.LOG_TRACE_ID] = _NO_ID
-            fields[sc.LOG_SPAN_ID] = _NO_ID
-            fields[sc.LOG_TRACE_SAMPLED] = False
+        span = trace.get_current_span().get_span_context()
+        valid = span.is_valid
+        fields[sc.LOG_TRACE_ID] = trace.format_trace_id(span.trace_id) if valid else _NO_ID
+        fields[sc.LOG_SPAN_ID] = trace.format_span_id(span.span_id) if valid else _NO_ID
+        fields[sc.LOG_TRACE_SAMPLED] = valid and span.trace_flags.sampled
         return True
 
 
@@ -172,15 +116,17 @@ def _exception_type(error_type: type[BaseException]) -> str:
 class LoggingBridgeHandler(logging.Handler):
     """A ``logging.Handler`` that emits records as OpenTelemetry log records.
 
-    Emits through the logger provider of the current set-up (looked up per record), so
-    it follows re-initialisation and goes quiet after shutdown. Made by
-    :func:`setup_logging_bridge`; construct one directly only to attach it somewhere
-    that function does not reach (a ``QueueListener``, say).
+    A record becomes a log record with its time, severity, body (the message, or the
+    formatter's output), the logger's name as scope, the trace context current where it was
+    logged, its ``extra={...}`` fields, ``code.*`` and, for an exception, ``exception.*``.
+    It emits through the current set-up's logger provider (looked up per record), so it
+    follows re-initialisation and goes quiet after shutdown. Made by
+    :func:`setup_logging_bridge`; construct one directly only to attach it elsewhere (a
+    ``QueueListener``, say).
     """
 
-    # Emitting can log (the SDK warns about a dropped attribute, an exporter
-    # about a failure); if that log comes back to this handler it must not
-    # recurse. Per context, so other threads keep logging meanwhile.
+    # Emitting can log (the SDK warns about a dropped attribute); that record must not
+    # recurse into this handler. Per context, so other threads keep logging meanwhile.
     _emitting: contextvars.ContextVar[bool] = contextvars.ContextVar(
         "nemo_lens_bridge_emitting", default=False
     )
@@ -291,11 +237,8 @@ def _logs_active() -> bool:
 
 
 def _application_provider() -> otel_logs.LoggerProvider | None:
-    """An SDK logger provider the application installed as the global one, if any.
-
-    0.1.0 attached the bridge whenever an SDK logger provider was installed, not
-    only one of its own set-up; so do we.
-    """
+    """An SDK logger provider the application installed as the global one, if any (0.1.0
+    attached the bridge to any SDK logger provider, not only its own set-up's)."""
     provider = otel_logs.get_logger_provider()
     if provider is _lens_provider() or isinstance(provider, otel_logs.NoOpLoggerProvider):
         return None
@@ -310,7 +253,7 @@ def setup_logging_bridge(
     Attaches a :class:`LoggingBridgeHandler` to the logger and returns it;
     records of the logger's descendants arrive too, as far as they propagate.
     Calling it again for the same logger returns the handler already there,
-    with its level set to *level*.
+    with its level set to *level*. The logger's own level is left alone.
 
     Returns ``None`` and installs nothing when no logger provider is active:
     telemetry is not set up (yet, or disabled) or ``logs_enabled`` is false, and
@@ -324,13 +267,12 @@ def setup_logging_bridge(
     if not isinstance(logger_name, str):
         raise TypeError(f"logger_name must be a str ('' for the root logger), got {logger_name!r}")
     number = _level(level)
-    provider = None if _logs_active() else _application_provider()
-    if not _logs_active() and provider is None:
-        from nemo.lens._core import state
-
+    active = _logs_active()
+    provider = None if active else _application_provider()
+    if not active and provider is None:
         reason = (
             "telemetry is not set up"
-            if state.current_handle() is None
+            if _state.current_handle() is None
             else "telemetry is set up with logs_enabled=False"
         )
         _logger.debug("nemo.lens: logging bridge not installed: %s", reason)

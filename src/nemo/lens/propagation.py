@@ -1,22 +1,9 @@
 """W3C trace-context and baggage propagation across processes.
 
-A carrier is a ``dict[str, str]`` of W3C headers (``traceparent``, ``tracestate``,
-``baggage``): the form that crosses process boundaries in HTTP headers, RPC
-metadata, a Ray call or a ``torch.distributed`` broadcast. These functions use
-the W3C propagators directly rather than OpenTelemetry's configurable global
-propagator, so the format ranks exchange does not depend on ``OTEL_PROPAGATORS``.
-
-Two ways to use a remote context:
-
-* **continue** the remote trace: the remote span becomes the parent of the
-  spans started here (:func:`continue_trace`, or ``extract_context`` passed as a
-  span's ``context=``). Every rank of a job under one root is this.
-* **link** to it: the span here keeps its local parent and records the remote
-  span as a link (:func:`create_linked_span`). A pipeline stage pointing at the
-  stage that fed it is this.
-
-Receiving never fails: a missing, malformed or hostile carrier gives a context
-without a remote span, because a bad header must not break a training job.
+A carrier is a ``dict[str, str]`` of W3C headers. A remote context is either continued (its
+span becomes the parent here: :func:`continue_trace`) or linked (:func:`create_linked_span`).
+The W3C propagators are used directly, whatever ``OTEL_PROPAGATORS`` says; receiving never
+fails: a bad carrier gives a context without a remote span.
 """
 
 from __future__ import annotations
@@ -34,8 +21,6 @@ from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from nemo.lens._core.carrier import clean_carrier
-
 __all__ = [
     "RemoteContext",
     "continue_trace",
@@ -51,6 +36,21 @@ _PROPAGATOR = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePr
 
 RemoteContext: TypeAlias = Mapping[str, str] | Context | SpanContext | Span | None
 """What names a remote span: a W3C carrier, a context, a span context or a span."""
+
+
+def clean_carrier(carrier: object) -> dict[str, str]:
+    """The ``str`` -> ``str`` entries of an untrusted *carrier*, keys lower-cased (the W3C
+    propagators look up exact lower-case keys, assume string values and raise otherwise)."""
+    if not isinstance(carrier, Mapping):
+        return {}
+    try:
+        return {
+            key.lower(): value
+            for key, value in carrier.items()
+            if isinstance(key, str) and isinstance(value, str)
+        }
+    except Exception:  # a mapping whose iteration fails is garbage too
+        return {}
 
 
 def inject_context(
@@ -70,11 +70,8 @@ def inject_context(
 def extract_context(carrier: object, context: Context | None = None) -> Context:
     """Return *context* (default: an empty one) with the remote span and baggage of *carrier*.
 
-    Use it as the ``context=`` of a new span to continue the remote trace, or
-    see :func:`continue_trace`. A missing or malformed carrier -- ``None``, not
-    a mapping, non-string values, a corrupt ``traceparent`` -- gives *context*
-    unchanged (so, by default, a context without a remote span), never an
-    exception.
+    Use it as the ``context=`` of a new span to continue the remote trace. A missing or
+    malformed carrier gives *context* unchanged, never an exception.
     """
     clean = clean_carrier(carrier)
     base = Context() if context is None else context
@@ -106,13 +103,10 @@ def remote_span_context(remote: object) -> SpanContext:
 def continue_trace(remote: RemoteContext) -> Iterator[Context]:
     """Make *remote*'s span the current parent for the body of a ``with`` block.
 
-    Spans started inside (``managed_span``, ``trace_fn``, instrumentations)
-    become children of the remote span and see its baggage. *remote* is a
-    carrier (from :func:`inject_context`, :func:`nemo.lens.broadcast_trace_context`,
-    HTTP headers...), a context, a span context or a span. When it names no
-    valid span -- ``None`` because torch is absent, an empty or corrupt carrier
-    -- the current context stays in force, so the code runs exactly as it
-    would without propagation. Yields the context in force.
+    Spans started inside become children of the remote span and see its baggage. *remote*
+    is a carrier, a context, a span context or a span. When it names no valid span
+    (``None`` because torch is absent, an empty or corrupt carrier) the current context
+    stays in force. Yields the context in force.
     """
     current = otel_context.get_current()
     if isinstance(remote, Context):
@@ -163,19 +157,11 @@ def create_linked_span(*args: Any, **kwargs: Any) -> Span:
 
     ``create_linked_span(name, remote, tracer=None, *, kind=INTERNAL, group=None, **attributes)``
 
-    The new span's parent is the caller's current span, as usual; the remote
-    span (a carrier, a context, a span context or a span) is attached as a
-    link, which is how a pipeline stage points at its peer without merging
-    their traces. Without a valid remote span the span simply has no link.
-    Attributes are filtered and redacted as by
-    :func:`nemo.lens.safe_set_span_attributes`; ``name``, ``remote``, ``tracer``,
-    ``kind``, ``group``, ``remote_context`` and ``remote_carrier`` cannot be
-    attribute names. *group* tags the span with ``lens.group`` and
-    ``lens.span_category`` (it does not gate it: check
-    ``is_span_group_enabled(group)`` first for that). ``tracer=None`` uses
-    nemo.lens's default tracer.
-
-    The span is not made current; end it yourself or use
+    The parent is the caller's current span; the remote span (a carrier, a context, a span
+    context or a span) is attached as a link, when valid. Attributes are filtered and
+    redacted as by :func:`nemo.lens.safe_set_span_attributes`. *group* tags the span with
+    ``lens.group`` and ``lens.span_category`` but does not gate it. ``tracer=None`` uses
+    nemo.lens's default tracer. The span is not made current: end it yourself, or use
     ``opentelemetry.trace.use_span(span, end_on_exit=True)``.
 
     The 0.1.0 form ``create_linked_span(tracer, name, remote_context=None,

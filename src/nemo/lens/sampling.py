@@ -1,29 +1,15 @@
-"""Rank-aware sampling: one decision per rank, taken once at set-up.
+"""Rank-aware sampling: one decision per rank, taken once (:class:`RankAwareSampler`).
 
-With ``NemoLensConfig.sampler_enabled``, :func:`nemo.lens.setup_telemetry`
-gives the tracer provider a :class:`RankAwareSampler` whose decision is the
-export strategy's answer for this rank. On an exporting rank every span is
-recorded and sampled, whatever the parent says (a parent from a non-exporting
-rank must not silence this one); on any other rank no span is recorded, so
-instrumented code pays for a non-recording span only, instead of building
-spans that nothing would export. Span contexts, and so propagation, still work
-on both.
-
-0.1.0's form, ``RankAwareSampler(rank, world_size, sample_rate=1.0)``, works
-as it did: the rank is sampled (every span, or none) when a deterministic hash
-of the rank, read as a fraction in [0, 1), is below ``sample_rate`` (always at
-``1.0``, never at ``0.0``); the decision is taken once, at construction.
-
-This module is on the SDK side of the wall (it subclasses the SDK's
-``Sampler``) and is imported only when telemetry is enabled, or by users who
-build their own provider.
+On the SDK side of the wall (it subclasses the SDK's ``Sampler``): imported only when
+telemetry is enabled, or by users who build their own provider.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from opentelemetry.context import Context
@@ -31,6 +17,8 @@ from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import Link, SpanKind, get_current_span
 from opentelemetry.trace.span import TraceState
 from opentelemetry.util.types import Attributes
+
+from nemo.lens._core.setup_checks import check_rank
 
 if TYPE_CHECKING:
     from nemo.lens.config import NemoLensConfig
@@ -52,10 +40,11 @@ def rank_fraction(rank: int) -> float:
 class RankAwareSampler(Sampler):
     """Samples every span on this rank, or none, as decided at construction.
 
-    ``RankAwareSampler(rank, world_size, sample_rate=1.0)`` (0.1.0) decides from
-    the rank and the rate (see the module docstring);
-    ``RankAwareSampler(sampled, rank=None)`` takes the decision as given (set-up
-    passes its export strategy's answer, see :meth:`for_rank`).
+    ``RankAwareSampler(sampled, *, rank=None)`` takes the decision as given (set-up passes
+    its export strategy's answer, see :meth:`for_rank`): every span recorded and sampled,
+    whatever the parent says, or none recorded. ``RankAwareSampler(rank, world_size,
+    sample_rate=1.0)`` (0.1.0) samples the rank when :func:`rank_fraction` of it is below
+    ``sample_rate`` (always at ``1.0``, never at ``0.0``).
     """
 
     @overload
@@ -66,15 +55,22 @@ class RankAwareSampler(Sampler):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._rate: float | None = None
+        self._world_size: int | None = None
         if len(args) >= 2 or "world_size" in kwargs or "sample_rate" in kwargs:
-            given_rank, world_size, rate = _bind_rank_form(args, kwargs)
-            self._rank: int | None = given_rank
-            self._world_size: int | None = world_size
+            given = _bind(_rank_form, "(rank, world_size, sample_rate=1.0)", args, kwargs)
+            rank, self._world_size, rate = _check_rank_form(*given.values())
+            self._rank: int | None = rank
             self._rate = rate
-            sampled = rate >= 1.0 or (rate > 0.0 and rank_fraction(given_rank) < rate)
+            sampled = rate >= 1.0 or (rate > 0.0 and rank_fraction(rank) < rate)
         else:
-            sampled, self._rank = _bind_decision_form(args, kwargs)
-            self._world_size = None
+            given = _bind(_decision_form, "(sampled, *, rank=None)", args, kwargs)
+            sampled, self._rank = given["sampled"], given["rank"]
+            if self._rank is not None and (
+                isinstance(self._rank, bool) or not isinstance(self._rank, int)
+            ):
+                raise TypeError(
+                    f"RankAwareSampler(rank=...) must be an int or None, got {self._rank!r}"
+                )
         self._sampled = bool(sampled)
         self._decision = Decision.RECORD_AND_SAMPLE if self._sampled else Decision.DROP
 
@@ -129,38 +125,25 @@ class RankAwareSampler(Sampler):
         return f"RankAwareSampler{{{rank}sampled={self._sampled}}}"
 
 
-_RANK_FORM = ("rank", "world_size", "sample_rate")
+def _rank_form(rank: Any, world_size: Any, sample_rate: Any = 1.0) -> None:
+    """0.1.0's call, for its signature."""
 
 
-def _bind_rank_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, int, float]:
-    if len(args) > len(_RANK_FORM):
-        raise TypeError(
-            "RankAwareSampler(rank, world_size, sample_rate=1.0) takes at most 3 arguments, "
-            f"got {len(args)}"
-        )
-    bound = dict(zip(_RANK_FORM, args, strict=False))
-    for key, value in kwargs.items():
-        if key not in _RANK_FORM:
-            raise TypeError(
-                f"RankAwareSampler(rank, world_size, sample_rate=1.0) got an unexpected "
-                f"argument {key!r}"
-            )
-        if key in bound:
-            raise TypeError(f"RankAwareSampler() got multiple values for {key!r}")
-        bound[key] = value
-    missing = [name for name in _RANK_FORM[:2] if name not in bound]
-    if missing:
-        raise TypeError(f"RankAwareSampler(rank, world_size, ...) is missing {missing[0]!r}")
-    rank, world_size = bound["rank"], bound["world_size"]
-    rate = bound.get("sample_rate", 1.0)
-    for name, value in (("rank", rank), ("world_size", world_size)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"RankAwareSampler({name}=...) must be an int, got {value!r}")
-    if world_size < 1 or not 0 <= rank < world_size:
-        raise ValueError(
-            f"RankAwareSampler: rank {rank} is out of range for world_size {world_size} "
-            "(valid ranks: 0..world_size-1)"
-        )
+def _decision_form(sampled: Any, *, rank: Any = None) -> None:
+    """The call set-up makes, for its signature."""
+
+
+def _bind(form: Callable[..., None], shown: str, args: Any, kwargs: Any) -> dict[str, Any]:
+    try:
+        bound = inspect.signature(form).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"RankAwareSampler{shown}: {exc}") from None
+    bound.apply_defaults()
+    return bound.arguments
+
+
+def _check_rank_form(rank: object, world_size: object, rate: object) -> tuple[int, int, float]:
+    rank, world_size = check_rank(rank, world_size, "RankAwareSampler")
     if isinstance(rate, bool) or not isinstance(rate, (int, float)):
         raise TypeError(f"RankAwareSampler(sample_rate=...) must be a number, got {rate!r}")
     if not (math.isfinite(rate) and 0.0 <= rate <= 1.0):
@@ -169,18 +152,3 @@ def _bind_rank_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int,
             f"e.g. 0.25), got {rate!r}"
         )
     return rank, world_size, float(rate)
-
-
-def _bind_decision_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[bool, int | None]:
-    unexpected = set(kwargs) - {"sampled", "rank"}
-    if unexpected or len(args) > 1 or ("sampled" in kwargs and args):
-        raise TypeError(
-            "RankAwareSampler takes (rank, world_size, sample_rate=1.0) or (sampled, *, rank=None)"
-        )
-    if not args and "sampled" not in kwargs:
-        raise TypeError("RankAwareSampler() is missing 'world_size' (or the decision, 'sampled')")
-    sampled = args[0] if args else kwargs["sampled"]
-    rank = kwargs.get("rank")
-    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int)):
-        raise TypeError(f"RankAwareSampler(rank=...) must be an int or None, got {rank!r}")
-    return bool(sampled), rank

@@ -1,21 +1,13 @@
-"""Spans over explicit intervals: :func:`emit_span`, for work that already happened.
+"""Spans over explicit intervals (:func:`emit_span`), for work that already happened.
 
-Some intervals are only known after the fact: a scheduler's record of when a
-job queued and started, a restart a launcher measured, a phase timed by code
-that cannot hold a span open. :func:`emit_span` records such an interval as an
-already-finished span, with the attributes every nemo.lens span carries.
-
-Times are Unix-epoch seconds. A ``float`` has about a quarter of a microsecond
-of resolution at today's epoch; a decimal string (``"1767225600.123456789"``)
-or a :class:`~decimal.Decimal` keeps every nanosecond, since neither goes
-through a float.
+Times are Unix-epoch seconds: a ``float`` (about a quarter of a microsecond of resolution
+today), or a decimal string or :class:`~decimal.Decimal`, which keep every nanosecond.
 """
 
 from __future__ import annotations
 
 import decimal
 import logging
-import threading
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Final
@@ -37,19 +29,16 @@ _MAX_NS: Final = 2**64 - 1
 # Enough digits for any nanosecond time, whatever precision the caller's context has.
 _CONTEXT: Final = decimal.Context(prec=60, rounding=decimal.ROUND_HALF_EVEN)
 
-_skew_lock = threading.Lock()
+# No lock: a race can only log the warning twice, and a lock held at a fork would hang the child.
 _skew_logged = False
 
 
 def epoch_nanoseconds(value: float | str | Decimal) -> tuple[Decimal, int]:
-    """Unix-epoch seconds *value* as an exact :class:`~decimal.Decimal` and in nanoseconds.
+    """Unix-epoch seconds *value* (a number, a decimal string or a ``Decimal``, the last two
+    read exactly) as a :class:`~decimal.Decimal` and in nanoseconds (rounded half to even).
 
-    *value* is a ``float`` (or an ``int``), a decimal string or a ``Decimal``;
-    strings and Decimals are read exactly, never through a float, and the
-    nanoseconds are rounded half to even. Raises :class:`ValueError` for text
-    that is not a number, NaN, an infinity, or a time OpenTelemetry cannot
-    carry (before 1970, after 2554), and :class:`TypeError` for another type.
-    The messages say what is wrong, not where: callers add that.
+    Raises :class:`ValueError` for text that is not a number, NaN, an infinity, or a time
+    OpenTelemetry cannot carry (before 1970, after 2554), :class:`TypeError` for another type.
     """
     if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
         raise TypeError(
@@ -89,10 +78,9 @@ def _time(value: object, parameter: str) -> tuple[Decimal, int]:
 
 def _log_skew_once(name: str, start: Decimal, end: Decimal) -> None:
     global _skew_logged
-    with _skew_lock:
-        if _skew_logged:
-            return
-        _skew_logged = True
+    if _skew_logged:
+        return
+    _skew_logged = True
     _logger.warning(
         "nemo.lens: emit_span(%r) ends %s s before it starts (clock skew between the clocks "
         "that timed it?); its end was clamped to its start and the span marked %s=True, with "
@@ -118,31 +106,24 @@ def emit_span(
     Args:
         tracer: The tracer to use; ``None`` is nemo.lens's default tracer.
         name: The span's name.
-        start_epoch_seconds: When the work started: a ``float``, a decimal
-            string or a :class:`~decimal.Decimal` (the last two keep
-            nanoseconds exactly).
+        start_epoch_seconds: When the work started: a ``float``, or a decimal string or
+            :class:`~decimal.Decimal` (these keep nanoseconds exactly).
         end_epoch_seconds: When it ended, in the same forms.
-        group: The span group. When it is given and not enabled, nothing is
-            emitted and ``None`` returned before anything is checked (a
-            disabled group costs one set lookup, as everywhere). When enabled,
-            the span carries ``lens.group`` and ``lens.span_category``.
-        context: The parent context; ``None`` is the context current at the
-            call. The span itself is never made current.
-        attributes: Span attributes, filtered and redacted as by
-            :func:`nemo.lens.safe_set_span_attributes`.
+        group: The span group. When given and not enabled, ``None`` is returned before
+            anything is checked; when enabled, the span carries ``lens.group`` and
+            ``lens.span_category``.
+        context: The parent context; ``None`` is the one current at the call. The span
+            itself is never made current.
+        attributes: Filtered and redacted as by :func:`nemo.lens.safe_set_span_attributes`.
 
-    Returns:
-        The ended span, or ``None`` when *group* is disabled.
-
-    An end before the start (clocks that disagree) is not an error: the end
-    is clamped to the start, the span gets ``inverted.skew=True`` and the given
-    values in ``inverted.start_epoch_seconds``, ``inverted.end_epoch_seconds``
-    and ``inverted.delta_seconds`` (end minus start), and the first such span of
+    An end before the start (clocks that disagree) is clamped to the start, and the span
+    marked ``inverted.skew=True`` with the given values in ``inverted.start_epoch_seconds``,
+    ``inverted.end_epoch_seconds`` and ``inverted.delta_seconds``; the first such span of
     the process is logged as a warning.
 
     Raises:
-        ValueError: a time is NaN, infinite, not a number, or outside what
-            OpenTelemetry can carry (before 1970, after 2554).
+        ValueError: a time is NaN, infinite, not a number, or outside what OpenTelemetry
+            can carry (before 1970, after 2554).
         TypeError: an argument has the wrong type.
     """
     if group is not None and group not in _state.enabled:

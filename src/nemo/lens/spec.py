@@ -1,27 +1,7 @@
-"""The public contract of span-group classes: what generated modules import from the runtime.
+"""The public contract of span-group classes: what generated span-group modules import.
 
-Every span-group module the generator writes (``nemo.lens.groups``, the consumer
-modules here, and consumer modules generated in other repositories with
-``nemo-lens generate``) imports only this module and :mod:`nemo.lens.groups`.
-It holds:
-
-- :class:`GroupInfo`, what the schema says about one group;
-- the spec grammar (:func:`resolve_spec`, :func:`explain_spec`) and the class-level
-  view of it (:func:`presets_of`, :func:`resolve_for`, :func:`explain_for`), which
-  also serve hand-written subclasses and several classes at once;
-- span categories (:data:`GOODPUT`, :data:`PROFILING`, :func:`categories_of`);
-- :data:`DynamicSpanGroup`, the typed way to pass a name known only at run time;
-- :class:`RenamedGroup`, what a renamed group's old constant becomes, and
-  :func:`with_old_names`, which keeps old names working on the hot path;
-- :func:`primitive`, which serves a generated module's typed primitives.
-
-A spec is what a job owner writes in ``NEMO_LENS_SPAN_GROUPS``: comma-separated
-entries, each trimmed and lower-cased, applied left to right. An entry names a
-preset (its groups are added) or a group (added); ``-name`` removes the group or
-the preset's groups. Empty entries are ignored and the empty spec selects nothing.
-Resolution happens once, at configuration time; the hot path only ever sees the
-resulting ``frozenset``.
-
+The spec grammar and its class-level view (hand-written subclasses and several classes at
+once included), span categories, renamed groups, and the typed primitives' run-time values.
 Nothing here imports OpenTelemetry.
 """
 
@@ -77,10 +57,8 @@ every group again (``profiling`` names the detail a profile wants: all of it).""
 
 
 class SpanGroupClass(Protocol):
-    """What this module reads of a span-group class: ``SpanGroup``, a generated consumer
-    subclass, or a hand-written 0.1.0-style one (its presets are read from ``_PRESETS`` or
-    ``PRESETS``, its goodput groups from ``GOODPUT_GROUPS``, its renames from ``RENAMED``,
-    each optional)."""
+    """What this module reads of a span-group class, generated or hand-written: ``ALL_GROUPS``,
+    and optionally ``_PRESETS`` or ``PRESETS``, ``GOODPUT_GROUPS`` and ``RENAMED``."""
 
     ALL_GROUPS: ClassVar[frozenset[str]]
 
@@ -89,18 +67,9 @@ ClassOrClasses: TypeAlias = "type[SpanGroupClass] | Sequence[type[SpanGroupClass
 """One span-group class, or several (a process hosting several consumers)."""
 
 DynamicSpanGroup = NewType("DynamicSpanGroup", str)
-"""A span-group name only known at run time, which type checkers accept as a group.
-
-Group-taking primitives accept the schema's names as literals or constants; a
-plain ``str`` is a type error there, because nothing proves it names a group.
-Wrap it once, where it enters the program::
-
-    group = DynamicSpanGroup(os.environ["MY_GROUP"])
-    with managed_span(group, "phase"): ...
-
-At run time this is the very same ``str`` (no copy, no check): a name no class
-defines is simply never enabled.
-"""
+"""A span-group name only known at run time, which type checkers accept as a group
+(``managed_span(DynamicSpanGroup(os.environ["MY_GROUP"]), "phase")``). At run time it is
+the same ``str``: a name no class defines is simply never enabled."""
 
 
 class GroupInfo(NamedTuple):
@@ -137,11 +106,7 @@ _Info = TypeVar("_Info", GroupInfo, MetricInfo)
 
 
 def by_name(*infos: _Info) -> Mapping[str, _Info]:
-    """``{info.name: info}``, in order; a later info replaces an earlier one of its name.
-
-    Generated modules build ``GROUP_INFO`` (a consumer's starts with its base class's)
-    and the metric catalogue's ``INSTRUMENTS`` with it, so no entry restates its name.
-    """
+    """``{info.name: info}``, in order; a later info replaces an earlier one of its name."""
     return MappingProxyType({info.name: info for info in infos})
 
 
@@ -186,9 +151,11 @@ def explain_spec(
 ) -> tuple[frozenset[str], tuple[SpecStep, ...]]:
     """Resolve *spec* and report, entry by entry, what each one changed.
 
-    Returns the enabled set and one :class:`SpecStep` per non-empty entry.
-    Raises :class:`ValueError` for an unknown name (listing the valid names and
-    the closest match) and :class:`TypeError` when *spec* is not a string.
+    A spec is comma-separated entries, each trimmed and lower-cased, applied left to right:
+    a preset or a group is added, ``-name`` removes it; empty entries are ignored. Returns
+    the enabled set and one :class:`SpecStep` per non-empty entry. Raises
+    :class:`ValueError` for an unknown name (listing the valid names and the closest match)
+    and :class:`TypeError` when *spec* is not a string.
     """
     if not isinstance(spec, str):
         raise TypeError(
@@ -271,10 +238,8 @@ def goodput_groups(cls: type[SpanGroupClass]) -> frozenset[str]:
 def presets_of(cls: type[SpanGroupClass]) -> Mapping[str, frozenset[str]]:
     """Every preset of *cls*: the ones it declares, plus ``all``, ``goodput`` and ``profiling``.
 
-    Works for generated classes and for hand-written subclasses alike: a class
-    that declares ``_PRESETS`` (the 0.1.0 pattern) resolves against its own
-    presets, never the base class's. ``all`` is always the class's own
-    ``ALL_GROUPS``.
+    A hand-written class that declares ``_PRESETS`` (the 0.1.0 pattern) resolves against
+    its own presets, never the base class's; ``all`` is always its own ``ALL_GROUPS``.
     """
     presets = {name: frozenset(members) for name, members in _explicit_presets(cls).items()}
     presets.setdefault(GOODPUT, goodput_groups(cls))
@@ -299,12 +264,8 @@ def categories_of(cls: type[SpanGroupClass]) -> Mapping[str, str]:
     )
 
 
-def _classes(
-    classes: ClassOrClasses,
-) -> tuple[type[SpanGroupClass], ...]:
-    if isinstance(classes, type):
-        return (classes,)
-    return tuple(classes)
+def _classes(classes: ClassOrClasses) -> tuple[type[SpanGroupClass], ...]:
+    return (classes,) if isinstance(classes, type) else tuple(classes)
 
 
 # What a spec is resolved against for one class or several: their owner's name (for
@@ -341,18 +302,15 @@ def explain_for(spec: str, classes: ClassOrClasses) -> tuple[frozenset[str], tup
 def resolve_for(spec: str, classes: ClassOrClasses) -> frozenset[str]:
     """Resolve *spec* against one span-group class, or against the union of several.
 
-    With several classes (an RL worker that runs Megatron as its backend), a spec
-    may name any group of any of them, and a preset name selects the union of
-    that preset in every class that has it. An unknown name is a
+    With several classes, a spec may name any group of any of them, and a preset name
+    selects the union of that preset in every class that has it. An unknown name is a
     :class:`ValueError` naming the valid names of all of them.
     """
     enabled, _ = explain_for(spec, classes)
     return enabled
 
 
-def categories_for(
-    classes: ClassOrClasses,
-) -> Mapping[str, str]:
+def categories_for(classes: ClassOrClasses) -> Mapping[str, str]:
     """The category of every group of one class or several; the first class to name a group
     decides its category (so put the job's main consumer first)."""
     merged: dict[str, str] = {}
@@ -372,11 +330,9 @@ _renamed: dict[str, set[str]] = {}
 class RenamedGroup:
     """The class attribute that a renamed group's old constant becomes.
 
-    Reading it (``SpanGroup.ITERATION``) emits a :class:`DeprecationWarning`
-    with ``message`` pointing at the reading line, and gives the new group's
-    name, so old code keeps tracing the same spans. Type checkers see a
-    generated subclass whose ``__get__`` is marked deprecated, and report each
-    use. Creating one records the rename for :func:`with_old_names`.
+    Reading it (``SpanGroup.ITERATION``) warns (:class:`DeprecationWarning`, at the reading
+    line) and gives the new group's name, so old code keeps tracing the same spans.
+    Creating one records the rename for :func:`with_old_names`.
     """
 
     __slots__ = ("_message", "_new", "_old")
@@ -396,20 +352,15 @@ class RenamedGroup:
 
 
 def new_names(old: str) -> frozenset[str]:
-    """The names a renamed group's old name *old* stands for now (empty when not renamed).
-
-    Usually one; several when classes renamed it differently.
-    """
+    """The names a renamed group's old name *old* stands for now (empty when not renamed;
+    several when classes renamed it differently)."""
     return frozenset(_renamed.get(old, ()))
 
 
 def with_old_names(groups: Iterable[str]) -> frozenset[str]:
-    """Return ``groups`` plus the old name of every renamed group it enables.
-
-    Used where the enabled set is stored, so ``managed_span("old_name", ...)``
-    stays one ``frozenset`` test. Only renames of classes imported so far are
-    known; setting up with a span-group class imports it first.
-    """
+    """Return ``groups`` plus the old name of every renamed group it enables, so
+    ``managed_span("old_name", ...)`` stays one ``frozenset`` test (renames of the classes
+    imported so far)."""
     groups = frozenset(groups)
     old_names = {old for old, new in _renamed.items() if not new.isdisjoint(groups)}
     return groups | old_names if old_names else groups
@@ -427,14 +378,9 @@ _PRIMITIVES: Final[Mapping[str, str]] = MappingProxyType(
 
 
 def primitive(module: str, name: str) -> object:
-    """The run-time value of a span-group module's group-checked primitive ``name``.
-
-    Generated span-group modules declare ``managed_span``, ``trace_fn`` and
-    ``is_span_group_enabled`` for type checkers with their own groups, and
-    serve them from a module ``__getattr__`` that calls this: the value is the
-    very function nemo.lens exports, imported on first use so importing a
-    span-group module stays light.
-    """
+    """The run-time value of a span-group module's group-checked primitive ``name``: the
+    very function nemo.lens exports, imported on first use (generated modules declare them
+    with their own groups for type checkers only)."""
     source = _PRIMITIVES.get(name)
     if source is None:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
@@ -443,12 +389,8 @@ def primitive(module: str, name: str) -> object:
 
 
 def primitives_getattr(module: str, namespace: dict[str, Any]) -> Callable[[str], object]:
-    """The module ``__getattr__`` of a generated span-group module.
-
-    It serves the group-checked primitives (see :func:`primitive`) on first use
-    and stores each in *namespace* (the module's ``globals()``), so later
-    lookups never reach it again.
-    """
+    """The module ``__getattr__`` of a generated span-group module: serves each primitive
+    (:func:`primitive`) on first use and stores it in *namespace*, its ``globals()``."""
 
     def __getattr__(name: str) -> object:
         value = primitive(module, name)

@@ -1,51 +1,9 @@
 """Export strategies: which ranks of a distributed job export telemetry.
 
-A job with thousands of ranks rarely wants thousands of copies of the same
-step spans. An export strategy answers one question at set-up time -- does
-this rank export? -- and :func:`nemo.lens.setup_telemetry` attaches exporters
-only where it says yes.
-
-A strategy is any of:
-
-* a callable ``strategy(config, rank, world_size) -> bool``, the 0.1.0 form
-  (:data:`ExportStrategyFunction`);
-* an object with ``should_export(rank, world_size, config) -> bool``
-  (:class:`ExportStrategyObject`; the built-ins are such objects, and callable
-  in the 0.1.0 form too);
-* a function whose first parameter is named ``rank``: it is called as
-  ``strategy(rank, world_size, config)``, the order of ``should_export`` that
-  nemo.lens 0.2 documented for functions.
-
-:func:`export_decision` asks any of them the question.
-
-Built-in strategies (selected by name through ``NemoLensConfig.export_strategy``):
-
-``single_rank``
-    Only ``config.export_rank`` exports; ``-1`` (the default) means the last
-    rank, which in pipeline-parallel jobs is the one that sees the loss.
-``all_ranks``
-    Every rank exports.
-``sampled``
-    A deterministic subset: a rank exports when a hash of ``(run_id, rank)``,
-    read as a fraction in [0, 1), is below ``config.export_sample_rate``. The
-    same run id and rank always give the same answer, so a restarted rank keeps
-    its decision; ranks of one job should share a run id (set ``run_id`` or rely
-    on ``SLURM_JOB_ID`` / ``TORCHELASTIC_RUN_ID``).
-``first_rank_per_node``
-    The process whose rank on its node is 0. The node-local rank is read from
-    the first of :data:`LOCAL_RANK_VARIABLES` that is set: torchrun's
-    ``LOCAL_RANK``, SLURM's ``SLURM_LOCALID``, Open MPI's
-    ``OMPI_COMM_WORLD_LOCAL_RANK``, MPICH's ``MPI_LOCALRANKID``. With none of
-    them set, every process is taken to be alone on its node and exports; a
-    value that is not an integer is an error at set-up.
-
-Custom strategies register by name with :func:`register_export_strategy`;
-:func:`get_export_strategy` returns exactly what was registered. Names are
-case-insensitive. The decision is taken once per process, at set-up;
-:class:`nemo.lens.sampling.RankAwareSampler` turns the same decision into a
-sampler.
-
-This module imports nothing from the OpenTelemetry SDK.
+A strategy is a callable ``strategy(config, rank, world_size) -> bool`` (0.1.0), an object
+with ``should_export(rank, world_size, config)``, or a function whose first parameter is
+``rank``; :func:`export_decision` asks any of them. Built-ins and custom strategies are
+registered by name (case-insensitive); the decision is taken once per process, at set-up.
 """
 
 from __future__ import annotations
@@ -54,25 +12,18 @@ import abc
 import inspect
 import re
 from collections.abc import Callable
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Final,
-    Protocol,
-    TypeAlias,
-    cast,
-    runtime_checkable,
-)
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, cast, runtime_checkable
 
 from nemo.lens._core import strategy_registry as _registry
-from nemo.lens._core.strategy_names import BuiltinStrategyNames, StrategyNames
 from nemo.lens._core.strategy_registry import (
     BUILTIN_STRATEGIES,
     LOCAL_RANK_VARIABLES,
     AllRanksStrategy,
+    BuiltinStrategyNames,
     FirstRankPerNodeStrategy,
     SampledStrategy,
     SingleRankStrategy,
+    StrategyNames,
     rank_sample_fraction,
 )
 from nemo.lens._names import rehome
@@ -128,12 +79,8 @@ if TYPE_CHECKING:
 else:
 
     class ExportStrategy(abc.ABC):  # noqa: B024 (no abstract methods: a structural check)
-        """A strategy: the 0.1.0 callable ``strategy(config, rank, world_size) -> bool``, or
-        an object with ``should_export(rank, world_size, config) -> bool``.
-
-        ``isinstance(x, ExportStrategy)`` is true for both, as it was for each in the
-        release that defined it; type checkers see the union of the two.
-        """
+        """A strategy: the 0.1.0 callable or an object with ``should_export``;
+        ``isinstance(x, ExportStrategy)`` is true for both (type checkers see the union)."""
 
         @classmethod
         def __subclasshook__(cls, other: type) -> bool:
@@ -156,18 +103,11 @@ def _takes_rank_first(function: Callable[..., object]) -> bool:
 
 
 def export_decision(
-    strategy: _Registrable,
-    config: NemoLensConfig,
-    rank: int,
-    world_size: int,
+    strategy: _Registrable, config: NemoLensConfig, rank: int, world_size: int
 ) -> bool:
-    """Ask *strategy* whether *rank* of *world_size* exports under *config*.
-
-    An object with ``should_export`` is asked ``should_export(rank, world_size,
-    config)``; a callable is called as ``strategy(config, rank, world_size)``
-    (0.1.0), unless its first parameter is named ``rank``, when it is called as
-    ``strategy(rank, world_size, config)``.
-    """
+    """Ask *strategy* whether *rank* of *world_size* exports under *config*: an object's
+    ``should_export(rank, world_size, config)``, else ``strategy(config, rank, world_size)``
+    (0.1.0), or ``strategy(rank, world_size, config)`` when its first parameter is ``rank``."""
     method = getattr(strategy, "should_export", None)
     if callable(method):
         return bool(method(rank, world_size, config))
@@ -182,22 +122,15 @@ def export_decision(
 
 
 def register_export_strategy(
-    name: str,
-    strategy: _Registrable,
-    *,
-    allow_override: bool = False,
+    name: str, strategy: _Registrable, *, allow_override: bool = False
 ) -> None:
-    """Register *strategy* under *name* (case-insensitive) for ``export_strategy=name``.
+    """Register *strategy* (any form :func:`export_decision` asks) under *name*
+    (case-insensitive) for ``export_strategy=name``.
 
-    *strategy* is a callable ``strategy(config, rank, world_size) -> bool``, an
-    object with ``should_export(rank, world_size, config)``, or a function whose
-    first parameter is named ``rank`` (called as ``(rank, world_size, config)``);
-    see :func:`export_decision`. :func:`get_export_strategy` returns it as given.
-
-    Raises :class:`ValueError` when the name is malformed or already registered
-    (pass ``allow_override=True`` to replace it, built-ins included, or
-    unregister a custom one first) and :class:`TypeError` when *strategy* is a
-    class rather than an instance, or neither callable nor has ``should_export``.
+    Raises :class:`ValueError` when the name is malformed or already registered (pass
+    ``allow_override=True`` to replace it, built-ins included) and :class:`TypeError` when
+    *strategy* is a class rather than an instance, or neither callable nor has
+    ``should_export``.
     """
     key = _registry.normalise(name)
     if not _NAME_RE.fullmatch(key):
@@ -225,33 +158,20 @@ def register_export_strategy(
 
 
 def unregister_export_strategy(name: str) -> None:
-    """Remove the custom strategy registered under *name*.
-
-    Raises :class:`ValueError` for a built-in name or a name that is not registered.
-    """
+    """Remove the custom strategy registered under *name* (:class:`ValueError` for a built-in
+    name or one not registered)."""
     _registry.remove(_registry.normalise(name))
 
 
 def registered_strategies() -> StrategyNames[_Registrable]:
-    """Return the sorted names of every registered strategy, built-ins included.
-
-    The result is a ``list[str]`` (0.1.0); it also maps each name to its
-    strategy (see :class:`StrategyNames`).
-    """
+    """Return the sorted names of every registered strategy, built-ins included: a
+    ``list[str]`` (0.1.0) that also maps each name to its strategy (:class:`StrategyNames`)."""
     return StrategyNames(cast("dict[str, _Registrable]", _registry.snapshot()))
 
 
 def get_export_strategy(name: str) -> Any:
-    """Return exactly the strategy registered under *name*.
-
-    Typed ``Any`` because it is whatever was registered: 0.1.0 code calls it
-    (``strategy(config, rank, world_size)``, which the built-ins accept), code
-    that registered an object calls its ``should_export``; to ask any of them,
-    use :func:`export_decision`.
-
-    Raises :class:`ValueError` listing the registered names (and the closest
-    one) when *name* is unknown.
-    """
+    """Return exactly the strategy registered under *name* (typed ``Any``: whatever was
+    registered). Raises :class:`ValueError` listing the registered names when it is unknown."""
     return _registry.lookup(name)
 
 

@@ -1,45 +1,29 @@
-"""Where telemetry goes: the exporters ``NemoLensConfig.exporter`` names, and their files.
-
-``otlp``
-    OTLP over gRPC, or HTTP/protobuf when ``OTEL_EXPORTER_OTLP_{SIGNAL}_PROTOCOL``
-    (else ``OTEL_EXPORTER_OTLP_PROTOCOL``) is ``http/protobuf``. Endpoint,
-    headers and timeout come from the standard ``OTEL_EXPORTER_OTLP_*`` variables.
-``console``
-    One compact JSON object per line on standard output: one line per span, one
-    per metrics export, one per log record, each the OpenTelemetry SDK's own
-    ``to_json(indent=None)`` (upstream v0.2.0's layout; ``console_format="otel"``).
-    ``console_format="lens"`` prints spans in the ``file`` exporter's line
-    instead (see :mod:`nemo.lens._sdk.exporters.encoding` for its fields).
-``file``
-    The same JSON lines appended to ``NemoLensConfig.trace_file``; metrics and
-    logs go to sibling files (``.metrics.jsonl`` / ``.logs.jsonl``). No collector
-    needed: the default for local runs.
-``none``
-    Nothing is exported (spans are still created and propagated).
-
-Several exporters at once are a comma-separated list (``otlp,file``): each gets
-every span, metric export and log record, through a processor of its own (see
-:func:`exporter_names` for what a list may hold).
-
-This module is the API side of exporter choice, so that :mod:`nemo.lens.config`
-can validate names without the OpenTelemetry SDK; the exporters themselves
-(:mod:`nemo.lens._sdk.exporters`) import the SDK and are only loaded on the
-enabled set-up path.
+"""Where telemetry goes: the exporter names ``NemoLensConfig.exporter`` accepts, the OTLP
+transport, the files of the ``file`` exporter, and the ``OTEL_EXPORTER_OTLP_*`` variables
+checked before the SDK reads them. Standard library only: config and set-up validate with it
+before the SDK is imported.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Mapping
 from typing import Final, Literal
+from urllib.parse import unquote, urlsplit
+
+from nemo.lens._core.secrets import add_secret, add_url_secrets, scrub_url
 
 __all__ = [
     "CONSOLE_FORMATS",
     "EXPORTER_NAMES",
     "OTLP_PROTOCOLS",
     "Signal",
+    "check_otlp_environment",
     "exporter_names",
     "otlp_protocol",
+    "register_otlp_secrets",
     "sibling_path",
 ]
 
@@ -133,3 +117,167 @@ def sibling_path(trace_path: str, signal: Signal) -> str:
         return trace_path
     stem = trace_path[: -len(".jsonl")] if trace_path.endswith(".jsonl") else trace_path
     return f"{stem}.{signal}.jsonl"
+
+
+# -- the OTLP variables ---------------------------------------------------------------------
+# The Python exporters (1.45) read them at construction and react to a bad value each in its
+# own way (an exception from deep inside, a warning and a default, a header printed with its
+# token to stderr); set-up checks them first, so each is one ValueError naming the variable.
+
+_BASE: Final = "OTEL_EXPORTER_OTLP_"
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE: Final = re.compile(r"[\x20\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*")
+_SEPARATOR: Final = re.compile(r"[ \t]*,[ \t]*")
+_HTTP_COMPRESSION: Final = ("none", "deflate", "gzip")
+_HEADER_HINT: Final = (
+    "write it as name1=value1,name2=value2 with each value URL-encoded, e.g. "
+    "authorization=Bearer%20<token>"
+)
+
+
+def _variables(signal: Signal, setting: str) -> tuple[str, str]:
+    return f"{_BASE}{signal.upper()}_{setting}", f"{_BASE}{setting}"
+
+
+def _effective(
+    env: Mapping[str, str], signal: Signal, setting: str, *, empty_counts: bool = False
+) -> tuple[str, str] | None:
+    """The variable (and value) the exporters use for *setting*: the per-signal one when it
+    is set and not empty (with *empty_counts*, as gRPC reads timeout and compression: set at
+    all), else the general one."""
+    for variable in _variables(signal, setting):
+        value = env.get(variable)
+        if value or (empty_counts and value is not None):
+            return variable, value
+    return None
+
+
+def _header_problem(entry: str) -> str | None:
+    name, equals, value = entry.partition("=")
+    if not equals:
+        return "has no '=' between a name and a value"
+    if not _HEADER_NAME.fullmatch(name.strip(" \t")):
+        return "has a name that is empty or holds a character header names cannot have"
+    if not _HEADER_VALUE.fullmatch(value.strip(" \t")):
+        return (
+            "has a value holding a character that must be URL-encoded (a quote, comma, "
+            "semicolon, backslash or non-ASCII character)"
+        )
+    return None
+
+
+def _parse_headers(variable: str, raw: str) -> dict[str, str]:
+    entries = [entry.strip() for entry in _SEPARATOR.split(raw)]
+    entries = [entry for entry in entries if entry]
+    headers: dict[str, str] = {}
+    for index, entry in enumerate(entries, 1):
+        problem = _header_problem(entry)
+        if problem is not None:
+            # Never the entry itself: it is usually "Authorization: Bearer <token>".
+            raise ValueError(
+                f"{variable} is malformed: entry {index} of {len(entries)} {problem} (its text "
+                f"is not shown: it may hold a credential); {_HEADER_HINT}"
+            )
+        name, _, value = entry.partition("=")
+        headers[unquote(name).strip().lower()] = unquote(value).strip()
+    return headers
+
+
+def _check_timeout(env: Mapping[str, str], signal: Signal, protocol: str) -> None:
+    found = _effective(env, signal, "TIMEOUT", empty_counts=protocol == "grpc")
+    if found is None:
+        return
+    variable, raw = found
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(
+            f"{variable}={raw!r} is not a timeout: write a positive number of seconds such "
+            "as 10 (the Python OTLP exporters read seconds, not milliseconds), or unset it "
+            "for the default of 10"
+        )
+
+
+def _check_compression(env: Mapping[str, str], signal: Signal, protocol: str) -> None:
+    if protocol == "grpc":
+        found = _effective(env, signal, "COMPRESSION", empty_counts=True)
+        if found is not None and found[1].strip().lower() != "gzip":
+            raise ValueError(
+                f"{found[0]}={found[1]!r} is not supported by the OTLP/gRPC exporters, which "
+                "accept only gzip; unset it for no compression"
+            )
+        return
+    found = _effective(env, signal, "COMPRESSION")
+    if found is not None and found[1].strip().lower() not in _HTTP_COMPRESSION:
+        raise ValueError(
+            f"{found[0]}={found[1]!r} is not a compression the OTLP/HTTP exporters support; "
+            f"use one of: {', '.join(_HTTP_COMPRESSION)}"
+        )
+
+
+def _check_endpoint(env: Mapping[str, str], signal: Signal, protocol: str) -> None:
+    found = _effective(env, signal, "ENDPOINT")
+    if found is None:
+        return
+    variable, raw = found
+    shown = scrub_url(raw)
+    try:
+        parts = urlsplit(raw.strip())
+        if parts.netloc:
+            parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as exc:
+        raise ValueError(
+            f"{variable}={shown!r} is not a valid URL ({exc}); write it as "
+            "http://host:port (IPv6 hosts in brackets: http://[::1]:4318)"
+        ) from None
+    if protocol != "grpc" and (parts.scheme not in ("http", "https") or not parts.netloc):
+        raise ValueError(
+            f"{variable}={shown!r} is not an http:// or https:// URL, which the OTLP/HTTP "
+            "exporters need; write it as http://host:4318"
+        )
+    if protocol == "grpc" and "://" in raw and not parts.netloc:
+        raise ValueError(
+            f"{variable}={shown!r} names no host; write it as http://host:4317 (or host:4317)"
+        )
+
+
+def check_otlp_environment(signal: Signal, environ: Mapping[str, str] | None = None) -> None:
+    """Raise :class:`ValueError` for an ``OTEL_EXPORTER_OTLP_*`` value the exporter for
+    *signal* would reject, warn about or misread: the protocol (:func:`otlp_protocol`);
+    headers (``name=value`` pairs, values URL-encoded); a timeout (positive **seconds**, as
+    the Python exporters read it); compression (``gzip``, ``deflate`` or ``none`` over HTTP,
+    only ``gzip`` over gRPC); an endpoint (a URL with a valid port; ``http(s)://`` over HTTP).
+
+    The message names the variable; it never quotes a header value or the user, password or
+    query of an endpoint.
+    """
+    env = os.environ if environ is None else environ
+    protocol = otlp_protocol(signal, env)
+    found = _effective(env, signal, "HEADERS")
+    if found is not None:
+        _parse_headers(*found)
+    _check_timeout(env, signal, protocol)
+    _check_compression(env, signal, protocol)
+    _check_endpoint(env, signal, protocol)
+
+
+def register_otlp_secrets(signal: Signal, environ: Mapping[str, str] | None = None) -> None:
+    """Register the credentials the exporter for *signal* is configured with (its header
+    values, the user, password and query of its endpoint) so that no message nemo.lens
+    logs shows them (:func:`nemo.lens._core.secrets.scrub`)."""
+    env = os.environ if environ is None else environ
+    for variable in _variables(signal, "HEADERS"):
+        raw = env.get(variable)
+        if raw:
+            try:
+                headers = _parse_headers(variable, raw)
+            except ValueError:
+                continue
+            for value in headers.values():
+                add_secret(value)
+    for variable in _variables(signal, "ENDPOINT"):
+        raw = env.get(variable)
+        if raw:
+            add_url_secrets(raw)

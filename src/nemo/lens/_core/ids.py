@@ -1,20 +1,8 @@
 """Identifiers: span and trace ids no two processes share, and run ids.
 
-Distributed jobs routinely call ``random.seed(0)`` (or ``seed_everything``) on
-every rank for reproducibility. The OpenTelemetry SDK's ``RandomIdGenerator``
-draws span and trace ids from the global :mod:`random` generator, so identically
-seeded ranks emit identical ids and a backend merges unrelated spans. The ids
-here come from a generator of this module's own, seeded from :func:`os.urandom`
-when the module is imported and again in every child ``os.fork()`` makes (through
-:mod:`nemo.lens._core.fork`): seeding :mod:`random` cannot touch it, and a forked
-child never replays its parent's sequence.
-
-Cost (CPython 3.11, measured on this kind of machine): about 70 ns per id. A
-system call per id, as :func:`os.urandom` needs, costs about 0.7 us -- more than
-the whole of a span on nemo.lens's recording path.
-
-This module imports nothing from OpenTelemetry; the SDK ``IdGenerator`` adapter
-lives in :mod:`nemo.lens._sdk.processors`.
+The ids come from a generator of this module's own, seeded from :func:`os.urandom` at import
+and again in every forked child: ``random.seed`` on every rank cannot make ranks draw the same
+ids (as with the SDK's ``RandomIdGenerator``), nor a child replay its parent's.
 """
 
 from __future__ import annotations
@@ -44,12 +32,9 @@ def reseed() -> None:
     _generator.seed(os.urandom(_SEED_BYTES))
 
 
-# A child of os.fork() starts with a copy of this generator: without a new seed it
-# would draw the very ids its parent draws next.
 _fork.on_fork(after_in_child=reseed)
 
-# 0 is the W3C "invalid" id for both widths; the chance of drawing it is 2**-64
-# or less, but an invalid id silently makes a span unexportable, so redraw.
+# 0 is the W3C "invalid" id: unlikely (2**-64), but it would make a span unexportable.
 
 
 def random_span_id() -> int:

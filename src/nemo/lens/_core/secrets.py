@@ -1,20 +1,6 @@
-"""Credentials never reach a message nemo.lens prints.
-
-A job keeps credentials where OpenTelemetry reads them: OTLP header values
-(``OTEL_EXPORTER_OTLP_HEADERS``: ``authorization=Bearer ...``), and the user,
-password and query of an endpoint URL (``https://user:pw@host/v1/traces?token=...``).
-Libraries quote those in their own error messages -- urllib3 names the URL it
-failed to reach, the SDK repeats a header it cannot parse -- and nemo.lens
-repeats such messages as the cause of a failure. So every message nemo.lens
-logs about an exporter goes through :func:`scrub`, which removes
-
-* the ``user:password@`` part of any URL or endpoint in the text,
-* the query and fragment of any URL or request path in it,
-* every credential registered with :func:`add_secret` (set-up registers the
-  configured OTLP header values and endpoint credentials), wherever it appears.
-
-Standard library only: set-up's validation, before the SDK is imported, uses
-it too.
+"""Credentials never reach a message nemo.lens prints: :func:`scrub` removes the user, password
+and query of any URL in a message, and every value registered with :func:`add_secret` (set-up
+registers the OTLP header values and endpoint credentials). Standard library only.
 """
 
 from __future__ import annotations

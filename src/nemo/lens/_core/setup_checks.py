@@ -1,26 +1,16 @@
-"""Phase 1 of set-up: everything :func:`~nemo.lens._setup.setup_telemetry` refuses
-before it changes anything.
-
-Each check raises a ``TypeError`` or ``ValueError`` that names the argument and
-what to pass instead, so a failed call can be corrected and repeated: nothing
-global has changed yet. (The config's own fields are checked by
-:class:`~nemo.lens.config.NemoLensConfig`; the OTLP environment by
-:mod:`nemo.lens._core.otlp_env`.)
-"""
+"""Phase 1 of set-up: everything :func:`~nemo.lens._setup.setup_telemetry` refuses before it
+changes anything, each a ``TypeError`` or ``ValueError`` naming the argument and the fix."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 from opentelemetry.util.types import AttributeValue
 
 from nemo.lens._core import state as _state
 from nemo.lens.config import NemoLensConfig
-from nemo.lens.strategies import (
-    ExportStrategyFunction,
-    ExportStrategyObject,
-    get_export_strategy,
-)
+from nemo.lens.strategies import ExportStrategyFunction, ExportStrategyObject, get_export_strategy
 
 __all__ = [
     "StrategyArgument",
@@ -31,6 +21,10 @@ __all__ = [
     "resolve_strategy",
 ]
 
+_Strategy = (
+    ExportStrategyFunction | ExportStrategyObject | Callable[[int, int, NemoLensConfig], bool]
+)
+
 # One flat union, so a lambda type-checks in either argument order (see strategies).
 StrategyArgument = (
     ExportStrategyFunction | ExportStrategyObject | str | Callable[[int, int, NemoLensConfig], bool]
@@ -40,16 +34,18 @@ StrategyArgument = (
 function whose first parameter is ``rank`` (see :func:`nemo.lens.strategies.export_decision`)."""
 
 
-def check_rank(rank: object, world_size: object) -> tuple[int, int]:
+def check_rank(rank: object, world_size: object, owner: str = "setup_telemetry") -> tuple[int, int]:
+    """*rank* and *world_size* as ints, with 0 <= rank < world_size; else an error naming
+    *owner*, the call that was given them."""
     for name, value in (("rank", rank), ("world_size", world_size)):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"setup_telemetry({name}=...) must be an int, got {value!r}")
+            raise TypeError(f"{owner}({name}=...) must be an int, got {value!r}")
     assert isinstance(rank, int) and isinstance(world_size, int)
     if world_size < 1:
-        raise ValueError(f"world_size must be at least 1, got {world_size}")
+        raise ValueError(f"{owner}: world_size must be at least 1, got {world_size}")
     if not 0 <= rank < world_size:
         raise ValueError(
-            f"rank {rank} is out of range for world_size {world_size} "
+            f"{owner}: rank {rank} is out of range for world_size {world_size} "
             f"(valid ranks: 0..{world_size - 1})"
         )
     return rank, world_size
@@ -109,22 +105,14 @@ def check_components(span_exporter: object, metric_reader: object, log_exporter:
             )
 
 
-def resolve_strategy(
-    config: NemoLensConfig, export_strategy: StrategyArgument | None
-) -> ExportStrategyFunction | ExportStrategyObject | Callable[[int, int, NemoLensConfig], bool]:
+def resolve_strategy(config: NemoLensConfig, export_strategy: StrategyArgument | None) -> _Strategy:
     if export_strategy is None:
         try:
-            named: ExportStrategyFunction | ExportStrategyObject = get_export_strategy(
-                config.export_strategy
-            )
+            return cast(_Strategy, get_export_strategy(config.export_strategy))
         except ValueError as exc:  # as NemoLensConfig.validate() words it
             raise ValueError(f"NemoLensConfig.export_strategy: {exc}") from None
-        return named
     if isinstance(export_strategy, str):
-        registered: ExportStrategyFunction | ExportStrategyObject = get_export_strategy(
-            export_strategy
-        )
-        return registered
+        return cast(_Strategy, get_export_strategy(export_strategy))
     if callable(getattr(export_strategy, "should_export", None)) or callable(export_strategy):
         return export_strategy
     raise TypeError(

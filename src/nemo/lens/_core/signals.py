@@ -1,36 +1,8 @@
 """Flush telemetry when the process is told to stop (opt-in: ``handle_signals``).
 
-A scheduler ends a job with SIGTERM (SLURM at its time limit or on ``scancel``,
-Kubernetes on pod deletion, torchrun when a peer fails), then SIGKILL after a
-grace period. Python's default for SIGTERM is to die on the spot: no
-``finally`` block, no ``atexit`` hook, so every span still queued and every
-span still open is lost. With ``NemoLensConfig(handle_signals=True)`` (or
-``NEMO_LENS_HANDLE_SIGNALS=1``) set-up installs a SIGTERM handler that, before
-anything else happens:
-
-* **when nothing else handled SIGTERM** (its disposition was the default):
-  shuts telemetry down -- open spans are ended with ``nemo.span.truncated =
-  True`` and a ``nemo.span.truncated`` event, and everything queued is
-  exported, bounded by the shutdown timeout --
-  then restores the default disposition and raises SIGTERM again, so the
-  process still dies *by SIGTERM* (a parent sees signal 15; a shell, status 143);
-* **when the application had installed a handler** from Python (a trainer that
-  saves a checkpoint, a framework that raises ``SystemExit``): flushes what is
-  queued (bounded), leaves telemetry running and calls that handler with the
-  same arguments. What happens next is the application's choice; if it exits,
-  the exit hook shuts telemetry down and truncates what is still open.
-
-A handler installed from outside Python (``signal.getsignal`` returns
-``None``) cannot be chained, and an ignored SIGTERM needs no flush: in both
-cases nothing is installed (the first is logged as a warning). Only the main
-thread may install signal handlers, so set-up with ``handle_signals=True`` must
-run there. Shutdown restores the previous handler if nemo.lens's is still the
-one installed; if another handler was installed on top of it since, nemo.lens's
-stays in that chain and only forwards.
-
-Python runs signal handlers in the main thread between bytecodes: a main thread
-stuck in a long native call delays the flush until the call returns. SIGKILL
-cannot be handled at all (see ``docs/reliability.md`` for what it loses).
+On SIGTERM with no other handler: shut telemetry down (open spans end truncated, the queue is
+exported, bounded), then die by SIGTERM as before. With an application handler: flush, then
+call it. Installed from the main thread only; shutdown restores the previous handler.
 """
 
 from __future__ import annotations

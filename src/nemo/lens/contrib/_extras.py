@@ -16,11 +16,8 @@ class MissingExtraError(ImportError):
 
 
 def import_extra(module: str, *, extra: str, feature: str) -> ModuleType:
-    """Import *module*, or raise :class:`MissingExtraError` naming ``nemo-lens[extra]``.
-
-    Called when a helper runs, never at import of a contrib module, so that
-    importing nemo.lens.contrib.* works without any extra installed.
-    """
+    """Import *module* (when a helper runs, never at import of a contrib module), or raise
+    :class:`MissingExtraError` naming ``nemo-lens[extra]``."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:

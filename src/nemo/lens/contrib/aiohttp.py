@@ -1,19 +1,7 @@
-"""Client spans and ``traceparent`` headers for aiohttp requests.
+"""Client spans and ``traceparent`` headers for aiohttp requests (``nemo-lens[aiohttp]``).
 
-::
-
-    from nemo.lens.consumers.gym import GymSpanGroup
-    from nemo.lens.contrib.aiohttp import instrument_aiohttp_client
-
-    instrument_aiohttp_client(group=GymSpanGroup.HTTP_CLIENT)   # every ClientSession
-    # or, for one session only:
-    session = aiohttp.ClientSession(trace_configs=[aiohttp_trace_config()])
-
-Each request gets a CLIENT span, and the W3C headers of the current context go
-out with it, so the server continues the caller's trace: no manual
-``inject_context`` per call. Needs ``pip install 'nemo-lens[aiohttp]'`` (aiohttp
-and ``opentelemetry-instrumentation-aiohttp-client``); this module imports
-neither until a helper is called.
+:func:`instrument_aiohttp_client` traces every ``ClientSession``, :func:`aiohttp_trace_config`
+one session; the current context goes out with each request, so the server continues it.
 """
 
 from __future__ import annotations
@@ -38,25 +26,21 @@ def instrument_aiohttp_client(
     group: str | None = None,
     **options: Any,
 ) -> None:
-    """Trace the requests of every ``aiohttp.ClientSession`` created from now on.
+    """Trace the requests of every ``aiohttp.ClientSession`` created from now on (to change
+    the arguments, call :func:`uninstrument_aiohttp_client` first).
 
     Args:
-        tracer_provider: Where spans go; ``None`` is nemo.lens's provider,
-            which follows ``setup_telemetry``.
-        meter_provider: Where the HTTP client metrics go; ``None`` is
-            nemo.lens's provider.
-        group: A span-group name (e.g. ``GymSpanGroup.HTTP_CLIENT``): request
-            spans are made only while it is enabled. While it is not, the
-            current trace context is still sent, so the server continues it.
-        **options: Passed on to ``AioHttpClientInstrumentor().instrument``,
-            e.g. ``url_filter`` or ``request_hook``.
-
-    Instrumenting twice only logs a warning from the instrumentation; call
-    :func:`uninstrument_aiohttp_client` first to change the arguments.
+        tracer_provider: Where spans go; ``None`` is nemo.lens's provider, which follows
+            ``setup_telemetry``.
+        meter_provider: Where the HTTP client metrics go; ``None`` is nemo.lens's provider.
+        group: A span-group name (``GymSpanGroup.HTTP_CLIENT``): request spans are made only
+            while it is enabled; the current trace context is sent either way.
+        **options: Passed on to ``AioHttpClientInstrumentor().instrument`` (``url_filter``,
+            ``request_hook``, ...).
 
     Raises:
-        MissingExtraError: ``opentelemetry-instrumentation-aiohttp-client`` (or
-            aiohttp) is not installed.
+        MissingExtraError: ``opentelemetry-instrumentation-aiohttp-client`` (or aiohttp) is
+            missing.
         TypeError: a provider argument is not a provider.
     """
     instrumentation = import_extra(_MODULE, extra=_EXTRA, feature="instrument_aiohttp_client()")
@@ -81,13 +65,9 @@ def aiohttp_trace_config(
     group: str | None = None,
     **options: Any,
 ) -> Any:
-    """Return an ``aiohttp.TraceConfig`` that traces the requests of one session.
-
-    For ``aiohttp.ClientSession(trace_configs=[aiohttp_trace_config()])`` when
-    instrumenting every session is not wanted. Arguments as for
-    :func:`instrument_aiohttp_client`; *options* go to the instrumentation's
-    ``create_trace_config``.
-    """
+    """Return an ``aiohttp.TraceConfig`` that traces the requests of one session
+    (``ClientSession(trace_configs=[aiohttp_trace_config()])``). Arguments as for
+    :func:`instrument_aiohttp_client`; *options* go to ``create_trace_config``."""
     instrumentation = import_extra(_MODULE, extra=_EXTRA, feature="aiohttp_trace_config()")
     tracers, meters = resolve_providers(
         tracer_provider, meter_provider, group, helper="aiohttp_trace_config"

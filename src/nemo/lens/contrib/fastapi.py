@@ -1,18 +1,7 @@
-"""Server spans for FastAPI apps, through nemo.lens's providers.
+"""Server spans for FastAPI apps, through nemo.lens's providers (``nemo-lens[fastapi]``).
 
-::
-
-    from nemo.lens.consumers.gym import GymSpanGroup
-    from nemo.lens.contrib.fastapi import instrument_fastapi
-
-    app = FastAPI()
-    instrument_fastapi(app, group=GymSpanGroup.SERVER)
-
-Every request gets a SERVER span that continues the caller's trace (from its
-``traceparent`` header), and the handler's own ``managed_span`` spans become its
-children. Needs ``pip install 'nemo-lens[fastapi]'`` (FastAPI and
-``opentelemetry-instrumentation-fastapi``); this module imports neither until
-a helper is called.
+Each request's span continues the caller's trace (its ``traceparent``); the handler's own
+spans become its children.
 """
 
 from __future__ import annotations
@@ -39,30 +28,22 @@ def instrument_fastapi(
     service_name: str | None = None,
     **options: Any,
 ) -> None:
-    """Trace every request *app* (a ``fastapi.FastAPI``) handles.
-
-    0.1.0's call, ``instrument_fastapi(app, service_name="nemo-gym")`` (the
-    name also positionally), works as it did: the spans' service is the one
-    set-up was configured with (``NemoLensConfig.service_name``), so the name
-    is accepted and not used, as in 0.1.0.
+    """Trace every request *app* (a ``fastapi.FastAPI``) handles (once per app).
 
     Args:
-        app: The application to instrument (once; a second call only logs a
-            warning from the instrumentation).
-        tracer_provider: Where spans go; ``None`` is nemo.lens's provider,
-            which follows ``setup_telemetry``, so the app may be instrumented
-            before set-up.
-        meter_provider: Where the HTTP server metrics go; ``None`` is
-            nemo.lens's provider.
-        group: A span-group name (e.g. ``GymSpanGroup.SERVER``): request spans
-            are made only while it is enabled. While it is not, the caller's
-            trace context still reaches the handler.
-        **options: Passed on to ``FastAPIInstrumentor.instrument_app``, e.g.
-            ``excluded_urls="/health,/metrics"`` or ``server_request_hook``.
+        app: The application to instrument.
+        tracer_provider: Where spans go; ``None`` is nemo.lens's provider, which follows
+            ``setup_telemetry``, so the app may be instrumented before set-up. (0.1.0's
+            ``instrument_fastapi(app, "nemo-gym")`` passes the service name here.)
+        meter_provider: Where the HTTP server metrics go; ``None`` is nemo.lens's provider.
+        group: A span-group name (``GymSpanGroup.SERVER``): request spans are made only
+            while it is enabled; the caller's trace context reaches the handler either way.
+        service_name: Accepted and not used, as in 0.1.0: the service is set-up's.
+        **options: Passed on to ``FastAPIInstrumentor.instrument_app``
+            (``excluded_urls="/health,/metrics"``, ``server_request_hook``, ...).
 
     Raises:
-        MissingExtraError: ``opentelemetry-instrumentation-fastapi`` (or
-            FastAPI) is not installed.
+        MissingExtraError: ``opentelemetry-instrumentation-fastapi`` (or FastAPI) is missing.
         TypeError: a provider argument is not a provider.
     """
     if isinstance(tracer_provider, str):  # 0.1.0's second parameter: the service name

@@ -1,25 +1,8 @@
 """Trace context as bytes or a ``uint8`` tensor, for transports that move only tensors.
 
-Pipeline-parallel stages hand activations to each other with
-``torch.distributed.send`` / ``recv`` (NCCL on GPUs, gloo on CPUs): no headers
-travel with them. To link a stage's span to the stage that fed it, send the
-sender's context as a small fixed-size tensor beside the activations::
-
-    # sender (stage r), with its stage span current
-    dist.send(context_to_tensor(device="cuda"), dst=r + 1)
-
-    # receiver (stage r + 1)
-    buffer = torch.empty(CONTEXT_BYTES, dtype=torch.uint8, device="cuda")
-    dist.recv(buffer, src=r)
-    span = create_linked_span("pipeline.stage", context_from_bytes(buffer))
-
-The bytes are the wire format of :mod:`nemo.lens.distributed` (a 7-byte
-header, then the W3C carrier as JSON, zero-padded to a fixed size when one is
-asked for). Decoding never raises: truncated, corrupted or foreign bytes give
-an empty carrier, hence a context with no remote span and a span with no link.
-
-Bytes work without torch; :func:`context_to_tensor` needs
-``pip install 'nemo-lens[torch]'``.
+Pipeline stages send it beside their activations (``dist.send(context_to_tensor(...))``) and
+link to it (``create_linked_span(name, context_from_bytes(buffer))``). The bytes are
+:mod:`nemo.lens.distributed`'s wire format; decoding never raises.
 """
 
 from __future__ import annotations
@@ -59,23 +42,14 @@ __all__ = [
 
 
 def context_to_bytes(context: Context | None = None, size: int | None = None) -> bytes:
-    """Encode the current (or the given) trace context and baggage.
-
-    Without *size*, length-prefixed bytes as long as needed; with *size*
-    (e.g. :data:`CONTEXT_BYTES`), exactly *size* bytes. See
-    :func:`nemo.lens.distributed.carrier_to_bytes`.
-    """
+    """Encode the current (or the given) trace context and baggage, in exactly *size* bytes
+    when given (see :func:`nemo.lens.distributed.carrier_to_bytes`)."""
     return carrier_to_bytes(inject_context(context=context), size)
 
 
 def context_from_bytes(data: object, context: Context | None = None) -> Context:
-    """Return *context* (default: an empty one) with the remote span that *data* encodes.
-
-    *data* is what :func:`context_to_bytes` or :func:`context_to_tensor`
-    produced, as bytes, a list of byte values or a ``uint8`` tensor on any
-    device. Use the result as the remote of :func:`nemo.lens.create_linked_span`
-    or with :func:`nemo.lens.propagation.continue_trace`. Never raises.
-    """
+    """Return *context* (default: an empty one) with the remote span *data* encodes (bytes, a
+    list of byte values or a ``uint8`` tensor on any device). Never raises."""
     return extract_context(carrier_from_bytes(data), context)
 
 
@@ -95,16 +69,9 @@ def context_to_tensor(
     return tensor if device is None else tensor.to(device)
 
 
-# -- the 0.1.0 names ------------------------------------------------------------------------
-
-
 def serialize_context() -> bytes:
-    """The current context as 0.1.0 encoded it: the W3C carrier as bare JSON.
-
-    A 0.1.0 peer (or ``json.loads``) reads it; :func:`deserialize_context` and
-    :func:`context_from_bytes` read it and the framed format alike. For a fixed
-    size, use :func:`context_to_bytes` with ``size=``.
-    """
+    """The current context as 0.1.0 encoded it: the W3C carrier as bare JSON (which
+    :func:`context_from_bytes` reads too; for a fixed size use :func:`context_to_bytes`)."""
     return json.dumps(inject_context(), separators=(",", ":"), sort_keys=True).encode()
 
 

@@ -1,35 +1,8 @@
-"""Carry the current trace into Ray tasks and actor methods.
+"""Carry the current trace into Ray tasks and actor methods (without importing Ray).
 
-A Ray task runs in another process with an empty OpenTelemetry context, so
-spans it starts would begin a new trace. Two halves fix that, neither of which
-imports Ray (so they can be unit-tested, and used where Ray is optional):
-
-* the callee is decorated with :func:`traced_remote_call` (under
-  ``@ray.remote``, or on an actor method): it accepts one more keyword
-  argument, :data:`CARRIER_KWARG`, continues the trace it names and runs the
-  body in a span;
-* the caller dispatches with :func:`with_trace_context` (or
-  :func:`ray_dispatch_with_context`), which injects the caller's current
-  context into that argument.
-
-::
-
-    @ray.remote
-    @traced_remote_call
-    def rollout(prompt): ...
-
-    @ray.remote
-    class Worker:
-        @traced_remote_call(name="worker.step")
-        def step(self, batch): ...
-
-    with managed_span(RLSpanGroup.ROLLOUT, "rl.rollout"):
-        ref = with_trace_context(rollout).remote(prompt)      # span in the task: a child
-        ref = with_trace_context(worker.step).remote(batch)
-
-A decorated function still works when called without the extra argument
-(directly, or through a plain ``.remote``): it then runs in whatever context it
-finds, as an undecorated one would.
+The callee is decorated with :func:`traced_remote_call`, which takes one more keyword
+argument (:data:`CARRIER_KWARG`) and continues the trace it names; the caller dispatches with
+:func:`with_trace_context` (``with_trace_context(fn).remote(x)``), which fills it in.
 """
 
 from __future__ import annotations
@@ -69,23 +42,14 @@ def inject_ray_context(context: Context | None = None) -> dict[str, str]:
 
 
 def extract_ray_context(carrier: object = None) -> Context:
-    """Return the current context continued from *carrier* (unchanged when it names no span).
-
-    ``None`` (the default) gives the current context, as in 0.1.0.
-
-    For callees that take the carrier some other way than :data:`CARRIER_KWARG`;
-    never raises on a missing or malformed carrier.
-    """
+    """Return the current context continued from *carrier* (unchanged when it names no span,
+    or is ``None``, as in 0.1.0); for callees that take the carrier another way. Never raises."""
     return extract_context(carrier, context=otel_context.get_current())
 
 
 def _with_carrier_parameter(signature: inspect.Signature) -> inspect.Signature:
-    """*signature* plus a keyword-only ``_otel_carrier=None`` (before any ``**kwargs``).
-
-    Ray checks the arguments of every ``.remote`` call against the callee's
-    signature, which ``functools.wraps`` would otherwise report as the
-    undecorated one, rejecting the carrier.
-    """
+    """*signature* plus a keyword-only ``_otel_carrier=None`` (before any ``**kwargs``): Ray
+    checks each ``.remote`` call against the signature ``functools.wraps`` reports."""
     parameters = list(signature.parameters.values())
     carrier = inspect.Parameter(
         CARRIER_KWARG, inspect.Parameter.KEYWORD_ONLY, default=None, annotation="dict[str, str]"
@@ -120,21 +84,15 @@ def traced_remote_call(
     group: str | None = None,
     kind: SpanKind = SpanKind.SERVER,
 ) -> Any:
-    """Decorate a Ray task or actor method to continue the caller's trace.
+    """Decorate a Ray task or actor method (or coroutine function) to continue the caller's
+    trace; bare (``@traced_remote_call``) or with options (``@traced_remote_call(name=...)``).
 
-    Use bare (``@traced_remote_call``) or with options
-    (``@traced_remote_call(name=..., group=...)``). The decorated callable
-    takes one more keyword argument, :data:`CARRIER_KWARG`; with it, the body
-    runs as a child of the span the carrier names, inside a span of its own
-    called *name* (default: the function's qualified name) of *kind*
-    (``SERVER``: it serves a remote call). An exception in the body is recorded
-    on the span and re-raised.
-
-    With *group*, the span is made only while that span group is enabled, and
-    carries ``lens.group`` and ``lens.span_category``; the caller's context is
-    continued either way, so spans the body starts still join the caller's trace.
-    *tracer* defaults to nemo.lens's tracer. Coroutine functions (async actor
-    methods) are traced over their run.
+    The decorated callable takes one more keyword argument, :data:`CARRIER_KWARG`; the body
+    runs as a child of the span it names, in a span of its own called *name* (default: the
+    function's qualified name) of *kind*, which records an exception and re-raises it. With
+    *group*, that span is made only while the group is enabled (the caller's context is
+    continued either way). *tracer* defaults to nemo.lens's tracer. Called without the
+    argument, the function runs in whatever context it finds.
     """
     if method is None:
 
@@ -196,12 +154,8 @@ def ray_dispatch_with_context(
     _carrier: Mapping[str, str] | None = None,
     **kwargs: Any,
 ) -> Any:
-    """Call ``remote_fn.remote(*args, **kwargs)`` with the current trace context attached.
-
-    *remote_fn* is a Ray remote function or actor method whose callee is
-    decorated with :func:`traced_remote_call`. *_carrier* sends a context other
-    than the current one. Returns what ``.remote`` returns (an ``ObjectRef``).
-    """
+    """Return ``remote_fn.remote(*args, **kwargs)`` with the current trace context (or
+    *_carrier*) attached; the callee must be decorated with :func:`traced_remote_call`."""
     carrier = inject_ray_context() if _carrier is None else dict(_carrier)
     return remote_fn.remote(*args, **{CARRIER_KWARG: carrier}, **kwargs)
 
@@ -232,10 +186,7 @@ class _TracedRemote:
 
 
 def with_trace_context(remote_fn: Any) -> _TracedRemote:
-    """Wrap a Ray remote function or actor method so ``.remote`` carries the trace.
-
-    ``with_trace_context(fn).remote(x)`` is ``fn.remote(x, _otel_carrier=...)``
-    with the caller's current context; ``.options(...)`` works as on Ray's own
-    objects. The callee must be decorated with :func:`traced_remote_call`.
-    """
+    """Wrap a Ray remote function or actor method so ``.remote`` carries the trace:
+    ``with_trace_context(fn).remote(x)`` is ``fn.remote(x, _otel_carrier=...)``;
+    ``.options(...)`` works as on Ray's own objects."""
     return _TracedRemote(remote_fn)

@@ -1,9 +1,7 @@
-"""What every metric recorder shares: instruments cached per meter, the default meter,
-value and attribute checks, and problems reported once.
+"""The metric recorders and what they share: instruments cached per meter, the default meter,
+value and attribute checks, and problems reported once (never raising into the job).
 
-The recorders (:mod:`nemo.lens.instruments`, and its 0.1.0 submodules) only
-say which metric gets which value; everything that keeps metrics from
-breaking the job lives here.
+The package (:mod:`nemo.lens.instruments`) and its 0.1.0 submodules re-export or call these.
 """
 
 from __future__ import annotations
@@ -20,18 +18,26 @@ from typing import Final
 from opentelemetry import metrics
 from opentelemetry.util.types import AttributeValue
 
+from nemo.lens import semconv as sc
+from nemo.lens._core import fork as _fork
 from nemo.lens._core import state as _state
 from nemo.lens.semconv.metrics import INSTRUMENTS
-from nemo.lens.spec import MetricInfo
+
+__all__ = [
+    "as_number",
+    "create",
+    "merge_attributes",
+    "record",
+    "record_each",
+    "record_gym_rollout_metrics",
+    "record_inference_metrics",
+    "record_rl_step_metrics",
+    "report",
+    "resolve_meter",
+]
 
 # The package's logger name: what users filter on.
 _logger = logging.getLogger("nemo.lens.instruments")
-
-# -- what each metric is --------------------------------------------------------------
-
-# Kind, unit, description and bucket boundaries of every metric: the schema's catalogue
-# (nemo.lens.semconv.metrics, generated), so code, constants and docs never disagree.
-_SPECS: Final[Mapping[str, MetricInfo]] = INSTRUMENTS
 
 # -- reporting problems once ----------------------------------------------------------
 
@@ -64,8 +70,18 @@ _instruments: weakref.WeakKeyDictionary[metrics.Meter, dict[str, _Record]] = (
 _instruments_lock = threading.Lock()
 
 
+def _new_lock_in_child() -> None:
+    global _instruments_lock
+    _instruments_lock = threading.Lock()
+
+
+# A lock another thread held at a fork stays held in the child.
+_fork.on_fork(after_in_child=_new_lock_in_child)
+
+
 def create(meter: metrics.Meter, name: str) -> _Record:
-    spec = _SPECS[name]
+    """The recording method of a new instrument *name*, as the schema's catalogue describes it."""
+    spec = INSTRUMENTS[name]
     try:
         if spec.kind == "counter":
             return meter.create_counter(name, spec.unit, spec.description).add
@@ -101,14 +117,10 @@ def _instrument(meter: metrics.Meter, name: str) -> _Record:
     # Created under a lock: two threads creating the same instrument would make
     # the SDK log a duplicate-registration warning and keep only one of them.
     with _instruments_lock:
-        per_meter = _instruments.get(meter)
-        if per_meter is None:
-            per_meter = {}
-            _instruments[meter] = per_meter
+        per_meter = _instruments.setdefault(meter, {})
         found = per_meter.get(name)
         if found is None:
-            found = create(meter, name)
-            per_meter[name] = found
+            found = per_meter[name] = create(meter, name)
         return found
 
 
@@ -200,7 +212,7 @@ def record(
     if value is None:
         return
     number = as_number(value)
-    spec = _SPECS[name]
+    spec = INSTRUMENTS[name]
     if number is None or (spec.non_negative and number < 0):
         requirement = "a finite, non-negative number" if spec.non_negative else "a finite number"
         report(
@@ -221,10 +233,206 @@ def record(
 _NO_ATTRIBUTES: Final[Mapping[str, AttributeValue]] = {}
 
 
-def record_each(meter: metrics.Meter | None, values: Sequence[tuple[str, object]]) -> None:
-    """Record each ``(metric, value)`` pair with no attributes (the 0.1.0 helpers)."""
+def record_each(
+    meter: metrics.Meter | None,
+    values: Sequence[tuple[str, object]],
+    attributes: Mapping[str, AttributeValue] = _NO_ATTRIBUTES,
+) -> None:
+    """Record each ``(metric, value)`` pair with *attributes* (none: the 0.1.0 helpers)."""
     target = resolve_meter(meter)
     if target is None:
         return
     for name, value in values:
-        record(target, name, value, _NO_ATTRIBUTES)
+        record(target, name, value, attributes)
+
+
+# -- the recorders ----------------------------------------------------------------------
+
+# What 0.1.0 recorded when a call named neither (see record_inference_metrics).
+_DEFAULT_OPERATION: Final = "text_completion"
+_DEFAULT_PROVIDER: Final = "nemo"
+
+
+def record_inference_metrics(
+    meter: metrics.Meter | None = None,
+    request_duration_s: float | None = None,
+    model: str | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    provider_name: str | None = None,
+    operation_name: str | None = None,
+    *,
+    operation: str | None = None,
+    response_model: str | None = None,
+    provider: str | None = None,
+    operation_duration_s: float | None = None,
+    time_to_first_token_s: float | None = None,
+    time_per_output_token_s: float | None = None,
+    error_type: str | None = None,
+    attributes: Mapping[str, object] | None = None,
+) -> None:
+    """Record one GenAI operation (a request to a model) under the GenAI metric names.
+
+    Each measurement goes to its own metric; ``None`` records nothing. The ``client``
+    metrics describe the call as its caller saw it, the ``server`` ones the request inside
+    the engine that generated it. The first seven parameters are also 0.1.0's, in its
+    order; without ``operation=``, 0.1.0's defaults apply (*operation_name* or
+    ``"text_completion"``, *provider_name* or ``"nemo"``).
+
+    Args:
+        meter: Where to record; ``None`` is nemo.lens's meter.
+        request_duration_s: ``gen_ai.server.request.duration`` (s), as the server measured it.
+        model: ``gen_ai.request.model``, the model asked for.
+        input_tokens: ``gen_ai.client.token.usage`` with ``gen_ai.token.type=input``.
+        output_tokens: ``gen_ai.client.token.usage`` with ``gen_ai.token.type=output``.
+        provider_name: 0.1.0's name for *provider*.
+        operation_name: 0.1.0's name for *operation*.
+        operation: ``gen_ai.operation.name`` (``"chat"``, ``"text_completion"``, ...).
+        response_model: ``gen_ai.response.model``, the model that answered.
+        provider: ``gen_ai.provider.name`` (``"vllm"``, ``"openai"``, ...).
+        operation_duration_s: ``gen_ai.client.operation.duration`` (s), as the caller
+            measured it.
+        time_to_first_token_s: ``gen_ai.server.time_to_first_token`` (s; successful
+            requests only).
+        time_per_output_token_s: ``gen_ai.server.time_per_output_token`` (s; mean after
+            the first token, successful requests only).
+        error_type: ``error.type`` when the operation failed (a low-cardinality class);
+            added to the duration metrics, not to token usage.
+        attributes: Further attributes for every point recorded.
+    """
+    target = resolve_meter(meter)
+    if target is None:
+        return
+    if operation is None:  # the 0.1.0 call
+        operation = operation_name if operation_name is not None else _DEFAULT_OPERATION
+        if provider is None:
+            provider = provider_name if provider_name is not None else _DEFAULT_PROVIDER
+    elif provider is None:
+        provider = provider_name
+    base = merge_attributes(
+        attributes,
+        {
+            sc.GEN_AI_OPERATION_NAME: operation,
+            sc.GEN_AI_PROVIDER_NAME: provider,
+            sc.GEN_AI_REQUEST_MODEL: model,
+            sc.GEN_AI_RESPONSE_MODEL: response_model,
+        },
+    )
+    for tokens, token_type in (
+        (input_tokens, sc.GEN_AI_TOKEN_TYPE_INPUT),
+        (output_tokens, sc.GEN_AI_TOKEN_TYPE_OUTPUT),
+    ):
+        if tokens is not None:
+            typed = {**base, sc.GEN_AI_TOKEN_TYPE: token_type}
+            record(target, sc.GEN_AI_CLIENT_TOKEN_USAGE, tokens, typed)
+    timed = base if error_type is None else merge_attributes(base, {sc.ERROR_TYPE: error_type})
+    for name, value in (
+        (sc.GEN_AI_CLIENT_OPERATION_DURATION, operation_duration_s),
+        (sc.GEN_AI_SERVER_REQUEST_DURATION, request_duration_s),
+        (sc.GEN_AI_SERVER_TIME_TO_FIRST_TOKEN, time_to_first_token_s),
+        (sc.GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN, time_per_output_token_s),
+    ):
+        record(target, name, value, timed)
+
+
+def record_rl_step_metrics(
+    *,
+    step: int | None = None,
+    reward_mean: float | None = None,
+    reward_std: float | None = None,
+    reward_min: float | None = None,
+    reward_max: float | None = None,
+    step_duration_s: float | None = None,
+    rollout_duration_s: float | None = None,
+    generation_duration_s: float | None = None,
+    policy_update_duration_s: float | None = None,
+    generated_tokens: int | None = None,
+    tokens_per_second: float | None = None,
+    attributes: Mapping[str, object] | None = None,
+    meter: metrics.Meter | None = None,
+) -> None:
+    """Record one RL training step (``nemo.rl.*``); call it once per step, after the step.
+
+    The step number is a gauge, not an attribute (an attribute per step would make every
+    step its own time series). ``tokens_per_second`` defaults to ``generated_tokens /
+    generation_duration_s`` when both are given and the duration is positive.
+
+    Args:
+        step: ``nemo.rl.step`` (gauge), the step just finished.
+        reward_mean: ``nemo.rl.reward.mean`` (gauge, any sign); likewise *reward_std*,
+            *reward_min* and *reward_max* (``.std``, ``.min``, ``.max``).
+        step_duration_s: ``nemo.rl.step.duration`` (histogram, s), the whole step.
+        rollout_duration_s: ``nemo.rl.rollout.duration``: generation, environment, reward.
+        generation_duration_s: ``nemo.rl.generation.duration``.
+        policy_update_duration_s: ``nemo.rl.policy_update.duration``, the training phase.
+        generated_tokens: ``nemo.rl.generation.tokens`` (counter).
+        tokens_per_second: ``nemo.rl.generation.throughput`` (gauge, {token}/s).
+        attributes: Further attributes for every point recorded.
+        meter: Where to record; ``None`` is nemo.lens's meter.
+    """
+    if tokens_per_second is None and generated_tokens is not None:
+        tokens = as_number(generated_tokens)
+        seconds = as_number(generation_duration_s)
+        if tokens is not None and seconds is not None and seconds > 0:
+            tokens_per_second = tokens / seconds
+    pairs = (
+        (sc.RL_STEP, step),
+        (sc.NEMO_RL_REWARD_MEAN, reward_mean),
+        (sc.RL_REWARD_STD, reward_std),
+        (sc.RL_REWARD_MIN, reward_min),
+        (sc.RL_REWARD_MAX, reward_max),
+        (sc.RL_STEP_DURATION, step_duration_s),
+        (sc.RL_ROLLOUT_DURATION, rollout_duration_s),
+        (sc.RL_GENERATION_DURATION, generation_duration_s),
+        (sc.RL_POLICY_UPDATE_DURATION, policy_update_duration_s),
+        (sc.RL_GENERATION_TOKENS, generated_tokens),
+        (sc.RL_GENERATION_THROUGHPUT, tokens_per_second),
+    )
+    record_each(meter, pairs, merge_attributes(attributes, {}))
+
+
+def record_gym_rollout_metrics(
+    *,
+    environment: str | None = None,
+    agent: str | None = None,
+    passed: bool | None = None,
+    duration_s: float | None = None,
+    verify_duration_s: float | None = None,
+    tool_calls: int | None = None,
+    sandbox_calls: int | None = None,
+    error_type: str | None = None,
+    attributes: Mapping[str, object] | None = None,
+    meter: metrics.Meter | None = None,
+) -> None:
+    """Record one finished Gym rollout (``nemo.gym.*``); call it exactly once per rollout.
+
+    Always counts ``nemo.gym.rollouts``; every point carries the environment, agent,
+    verification outcome and error type when given, so a pass rate is
+    ``nemo.gym.rollouts{nemo.gym.verify.passed=true}`` over all rollouts.
+
+    Args:
+        environment: ``nemo.gym.environment``, the resource server the rollout ran in.
+        agent: ``nemo.gym.agent``, the agent that produced it.
+        passed: ``nemo.gym.verify.passed``; ``None`` when it was not verified.
+        duration_s: ``nemo.gym.rollout.duration`` (histogram, s), to its verified result.
+        verify_duration_s: ``nemo.gym.verify.duration`` (histogram, s).
+        tool_calls: ``nemo.gym.rollout.tool_calls`` (histogram).
+        sandbox_calls: ``nemo.gym.rollout.sandbox_calls`` (histogram).
+        error_type: ``error.type`` when the rollout failed.
+        attributes: Further attributes for every point recorded.
+        meter: Where to record; ``None`` is nemo.lens's meter.
+    """
+    known = {
+        sc.GYM_ENVIRONMENT: environment,
+        sc.GYM_AGENT: agent,
+        sc.GYM_VERIFY_PASSED: passed,
+        sc.ERROR_TYPE: error_type,
+    }
+    pairs = (
+        (sc.GYM_ROLLOUTS, 1),
+        (sc.GYM_ROLLOUT_DURATION, duration_s),
+        (sc.GYM_VERIFY_DURATION, verify_duration_s),
+        (sc.GYM_ROLLOUT_TOOL_CALLS, tool_calls),
+        (sc.GYM_ROLLOUT_SANDBOX_CALLS, sandbox_calls),
+    )
+    record_each(meter, pairs, merge_attributes(attributes, known))

@@ -1,10 +1,5 @@
-"""Gym metrics with 0.1.0's signature and names (``nemo.lens.instruments.gym``).
-
-:func:`record_gym_metrics` records under 0.1.0's ``gym.*`` names (the
-``LEGACY_GYM_*`` constants of :mod:`nemo.lens.semconv`), so dashboards built on
-0.1.0 keep their data. New code records each finished rollout with
-:func:`nemo.lens.instruments.record_gym_rollout_metrics` (``nemo.gym.*``).
-"""
+"""Gym metrics with 0.1.0's signature and ``gym.*`` names (the ``LEGACY_GYM_*`` constants), so
+0.1.0's dashboards keep their data; new code calls :func:`record_gym_rollout_metrics`."""
 
 from __future__ import annotations
 
@@ -24,21 +19,11 @@ def record_gym_metrics(
     verify_success_rate: float | None = None,
     active_servers: int | None = None,
 ) -> None:
-    """Record Gym metrics (0.1.0's helper); ``None`` values are skipped.
+    """Record Gym metrics (0.1.0's helper); ``None`` values are skipped, nothing raises.
 
-    ================================ ====================================== ==========
-    argument                         metric                                 kind, unit
-    ================================ ====================================== ==========
-    ``server_request_duration_ms``   ``gym.server.request_duration_ms``     histogram, ms
-    ``rollout_duration_ms``          ``gym.rollout.duration_ms``            histogram, ms
-    ``verify_duration_ms``           ``gym.verify.duration_ms``             histogram, ms
-    ``verify_success_rate``          ``gym.verify.success_rate``            gauge
-    ``active_servers``               ``gym.servers.active``                 gauge
-    ================================ ====================================== ==========
-
-    Instruments are created once per meter; ``meter=None`` is nemo.lens's
-    meter. Never raises: a value that is not a finite, non-negative number is
-    skipped and logged once.
+    The three durations are histograms in ms (``gym.server.request_duration_ms``,
+    ``gym.rollout.duration_ms``, ``gym.verify.duration_ms``); ``gym.verify.success_rate``
+    and ``gym.servers.active`` are gauges. ``meter=None`` is nemo.lens's meter.
     """
     _recording.record_each(
         meter,

@@ -1,18 +1,12 @@
-"""GenAI inference metrics with 0.1.0's signature (``nemo.lens.instruments.inference``).
-
-:func:`record_inference_metrics` here takes 0.1.0's parameters with 0.1.0's
-defaults and records what 0.1.0 recorded: ``gen_ai.server.request.duration``
-and ``gen_ai.client.token.usage`` (by ``gen_ai.token.type``), with
-``gen_ai.operation.name``, ``gen_ai.provider.name`` and ``gen_ai.request.model``.
-For the other GenAI metrics (time to first token, client duration, errors) call
-:func:`nemo.lens.instruments.record_inference_metrics` with keywords.
-"""
+"""GenAI inference metrics with 0.1.0's signature and defaults; for the other GenAI metrics
+(time to first token, client duration, errors) call
+:func:`nemo.lens.instruments.record_inference_metrics` with keywords."""
 
 from __future__ import annotations
 
 from opentelemetry import metrics
 
-from nemo.lens.instruments import _recorders
+from nemo.lens.instruments import _recording
 
 __all__ = ["record_inference_metrics"]
 
@@ -26,13 +20,9 @@ def record_inference_metrics(
     provider_name: str = "nemo",
     operation_name: str = "text_completion",
 ) -> None:
-    """Record one inference request (0.1.0's helper); ``None`` values are skipped.
-
-    Instruments are created once per meter; ``meter=None`` is nemo.lens's
-    meter. Never raises: a value that cannot be recorded is skipped and logged
-    once on the ``nemo.lens.instruments`` logger.
-    """
-    _recorders.record_inference_metrics(
+    """Record one inference request as 0.1.0 did (``gen_ai.server.request.duration`` and
+    ``gen_ai.client.token.usage``); ``None`` values are skipped, nothing raises."""
+    _recording.record_inference_metrics(
         meter,
         request_duration_s,
         model,

@@ -1,11 +1,6 @@
-"""RL metrics with upstream v0.2.0's signature and 0.1.0's names (``nemo.lens.instruments.rl``).
-
-:func:`record_rl_metrics` records under the ``rl.*`` names of 0.1.0 and v0.2.0
-(the ``LEGACY_RL_*`` constants of :mod:`nemo.lens.semconv`), so dashboards built
-on either keep their data. New code records a step with
-:func:`nemo.lens.instruments.record_rl_step_metrics` (``nemo.rl.*``, seconds,
-reward statistics and throughput).
-"""
+"""RL metrics with v0.2.0's signature and the ``rl.*`` names of 0.1.0 and v0.2.0 (the
+``LEGACY_RL_*`` constants), so their dashboards keep their data; new code calls
+:func:`nemo.lens.instruments.record_rl_step_metrics`."""
 
 from __future__ import annotations
 
@@ -31,35 +26,18 @@ def record_rl_metrics(
     generation_duration_ms: float | None = None,
     rollout_duration_ms: float | None = None,
 ) -> None:
-    """Record RL training metrics (v0.2.0's helper); ``None`` values are skipped.
+    """Record RL training metrics (v0.2.0's helper); ``None`` values are skipped, nothing raises.
 
-    ================================ ====================================== ================
-    argument                         metric                                 kind, unit
-    ================================ ====================================== ================
-    ``reward_mean``                  ``rl.reward.mean``                     gauge
-    ``kl_divergence``                ``rl.kl_divergence``                   gauge
-    ``policy_loss``                  ``rl.policy_loss``                     gauge
-    ``value_loss``                   ``rl.value_loss``                      gauge
-    ``entropy``                      ``rl.entropy``                         gauge
-    ``response_length_mean``         ``rl.response_length.mean``            gauge
-    ``grad_norm``                    ``rl.grad_norm``                       gauge
-    ``learning_rate``                ``rl.learning_rate``                   gauge
-    ``throughput_tokens_per_sec``    ``rl.throughput.tokens_per_sec``       gauge, {token}/s
-    ``generation_duration_ms``       ``rl.generation.duration_ms``          histogram, ms
-    ``rollout_duration_ms``          ``rl.rollout.duration_ms``             histogram, ms
-    ================================ ====================================== ================
+    Each argument is a gauge of its name under ``rl.`` (``reward_mean`` is
+    ``rl.reward.mean``, ``response_length_mean`` ``rl.response_length.mean``,
+    ``throughput_tokens_per_sec`` ``rl.throughput.tokens_per_sec`` in {token}/s), but the
+    two durations, histograms in ms (``rl.generation.duration_ms``,
+    ``rl.rollout.duration_ms``). ``meter=None`` is nemo.lens's meter.
 
-    The parameters are v0.2.0's, in v0.2.0's order. **Positional caveat:**
-    v0.2.0 inserted ``grad_norm``, ``learning_rate`` and
-    ``throughput_tokens_per_sec`` before ``generation_duration_ms``, so a call
-    written for 0.1.0 that passes the two durations positionally (the 8th and
-    9th arguments) now records them as the gradient norm and the learning
-    rate. Pass the durations by keyword, as NeMo-RL does (it filters its
-    keyword arguments by this signature).
-
-    Instruments are created once per meter; ``meter=None`` is nemo.lens's
-    meter. Never raises: a value that is not a finite number (or a negative
-    duration or length) is skipped and logged once.
+    **Positional caveat:** v0.2.0 inserted ``grad_norm``, ``learning_rate`` and
+    ``throughput_tokens_per_sec`` before ``generation_duration_ms``, so a 0.1.0 call passing
+    the durations positionally records them as the gradient norm and the learning rate.
+    Pass them by keyword, as NeMo-RL does.
     """
     _recording.record_each(
         meter,

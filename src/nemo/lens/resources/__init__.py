@@ -1,23 +1,8 @@
-"""The OpenTelemetry resource describing one rank of a job.
+"""The OpenTelemetry resource describing one rank of a job: detectors and the layered build.
 
-Attribute names are constants in :mod:`nemo.lens.semconv` (the resource subset is
-re-exported as :mod:`nemo.lens.resources.attributes`).
-Every key upstream nemo-lens 0.2.0 sends is sent, with its type (``dl.rank``,
-``nemo.run.id``, ``host.gpu.count``, the SLURM keys as strings, ...), and
-nemo.lens's own keys beside them (``nemo.rank``, ``nemo.run_id``, ...).
-Precedence, lowest to highest: detected (host, process, GPUs, SLURM,
-Kubernetes, deployment environment) < ``OTEL_RESOURCE_ATTRIBUTES`` <
-configuration fields < the caller's ``resource_attributes`` (upstream let
-detection overwrite the caller's; here the caller wins); see
-:mod:`nemo.lens.resources.build`.
-
-0.1.0's detectors are here too: :func:`detect_resource` and the modules
-:mod:`~nemo.lens.resources.local`, :mod:`~nemo.lens.resources.slurm` and
-:mod:`~nemo.lens.resources.kubernetes`, each returning a plain ``dict`` (empty
-where nothing is detected) that holds upstream's keys from upstream's variables.
-
-Importing this package does not import the OpenTelemetry SDK; only
-:func:`build_resource` and :func:`otel_env_attributes` do, when called.
+Every key upstream v0.2.0 sends is sent, with its type, beside nemo.lens's own; the 0.1.0
+detectors are here too (:func:`detect_resource`, the submodules ``local``, ``slurm`` and
+``kubernetes``). Importing it does not import the OpenTelemetry SDK.
 """
 
 from __future__ import annotations
@@ -70,11 +55,8 @@ __all__ = [
 
 
 def detect_resource() -> dict[str, AttributeValue]:
-    """Every detector's attributes merged (0.1.0): local, then SLURM, then Kubernetes.
-
-    A plain ``dict``. Set-up records more than this (rank, run id, service, the
-    deployment environment): see :func:`build_resource`.
-    """
+    """Every 0.1.0 detector's attributes merged in a plain ``dict``: local, then SLURM,
+    then Kubernetes (set-up records more: see :func:`build_resource`)."""
     found = detect_local()
     found.update(detect_slurm())
     found.update(detect_kubernetes())

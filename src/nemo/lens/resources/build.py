@@ -1,27 +1,6 @@
-"""Assemble the resource from its layers, in a fixed precedence.
-
-Lowest to highest (a later layer overwrites an earlier one key by key):
-
-1. detected: host, process, GPUs, SLURM, Kubernetes, deployment environment
-   (:func:`nemo.lens.resources.detect.detect_attributes`);
-2. ``OTEL_RESOURCE_ATTRIBUTES`` (and ``OTEL_SERVICE_NAME``), parsed by the SDK;
-3. configuration: service name and version, rank, world size, run id,
-   ``service.instance.id``, user, W&B fields (:func:`config_attributes`), and
-   ``nemo.lifetime.id``, drawn afresh by every :func:`build_resource` (so by every
-   set-up): what tells a resumed job's processes from the ones before it;
-4. the caller's ``resource_attributes`` passed to ``setup_telemetry``.
-
-So an operator can correct a detected value with ``OTEL_RESOURCE_ATTRIBUTES``,
-the job's configuration cannot be overridden by a stray environment variable,
-and the code that calls ``setup_telemetry`` has the last word. Upstream nemo-lens
-0.2.0 applied detection after the caller's ``resource_attributes``, so a detected
-value overwrote the caller's; here the caller's value is kept.
-
-Rank, world size, run id and user are sent under upstream's keys (``dl.rank``,
-``dl.world_size``, ``nemo.run.id``, ``nemo.user.id``) and under nemo.lens's own
-(``nemo.rank``, ``nemo.world_size``, ``nemo.run_id``, ``nemo.user``), with the
-same values: queries written against either keep finding them.
-"""
+"""Assemble the resource from its layers; a later layer overwrites an earlier one key by key:
+detected < ``OTEL_RESOURCE_ATTRIBUTES`` < configuration < the caller's ``resource_attributes``
+(upstream let detection overwrite the caller's; here the caller wins)."""
 
 from __future__ import annotations
 
@@ -49,8 +28,7 @@ __all__ = [
 
 
 def package_version() -> str:
-    """Return the nemo-lens version (``service.version``): ``nemo.lens.__version__``, written
-    once, in ``nemo.lens._version`` (the package metadata reads it from there too)."""
+    """Return the nemo-lens version (``service.version``)."""
     from nemo.lens._version import __version__
 
     return __version__
@@ -59,7 +37,8 @@ def package_version() -> str:
 def config_attributes(
     config: NemoLensConfig, rank: int, world_size: int
 ) -> dict[str, AttributeValue]:
-    """Return the attributes the configuration defines (layer 3).
+    """Return the attributes the configuration defines, under upstream's keys (``dl.rank``,
+    ``nemo.run.id``, ...) and nemo.lens's own (``nemo.rank``, ``nemo.run_id``, ...).
 
     *config* should be resolved (``config.resolved()``) so the run id is set.
     Empty optional fields (user, W&B) are left out rather than sent as "".
@@ -98,8 +77,7 @@ def merged_attributes(
     world_size: int,
     resource_attributes: Mapping[str, AttributeValue] | None = None,
 ) -> dict[str, AttributeValue]:
-    """Return the four layers merged in precedence order (see the module docstring): the
-    caller's *resource_attributes* win over everything detected or configured."""
+    """Return the four layers merged in precedence order (see the module docstring)."""
     merged: dict[str, AttributeValue] = {}
     merged.update(detect_attributes())
     merged.update(otel_env_attributes())
@@ -115,12 +93,9 @@ def build_resource(
     world_size: int,
     resource_attributes: Mapping[str, AttributeValue] | None = None,
 ) -> Resource:
-    """Return the SDK :class:`~opentelemetry.sdk.resources.Resource` for this process.
-
-    ``Resource.create`` contributes the ``telemetry.sdk.*`` attributes and any
-    detectors named in ``OTEL_EXPERIMENTAL_RESOURCE_DETECTORS``; the merged
-    layers are applied on top, so they win over both.
-    """
+    """Return the SDK :class:`~opentelemetry.sdk.resources.Resource` for this process: the
+    merged layers over ``Resource.create``'s ``telemetry.sdk.*`` and detector attributes, and
+    ``nemo.lifetime.id``, fresh at every call (it tells a resumed job's processes apart)."""
     from opentelemetry.sdk.resources import Resource
 
     merged = merged_attributes(config, rank, world_size, resource_attributes)

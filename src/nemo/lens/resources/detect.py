@@ -1,16 +1,8 @@
-"""Resource attributes detected from the process and its launcher.
+"""Resource attributes detected from the process and its launcher (standard library only).
 
-Pure standard library: reading the environment, the host name, under
-Kubernetes the service account's namespace file and, when
-``CUDA_VISIBLE_DEVICES`` is unset, one short ``nvidia-smi`` query for the GPU
-count. Nothing here fails set-up: an unreadable file, a malformed variable, a
-missing or hanging ``nvidia-smi`` is skipped and its attribute left out.
-
-Upstream nemo-lens 0.2.0's keys come from its variables, with its types (dashboards
-query them): the SLURM ones only when ``SLURM_JOB_ID`` is set, each the string the
-variable holds; the Kubernetes ones from the downward-API variables. nemo.lens's own
-keys (``nemo.gpu.count``, ``slurm.procid``, ...) are sent beside them, and its own
-variables are read where upstream's are unset (``POD_NAMESPACE``, the namespace file)."""
+Nothing here fails set-up: an unreadable file, a malformed variable, a missing or hanging
+``nvidia-smi`` leaves its attribute out. Upstream v0.2.0's keys come from its variables with
+its types; nemo.lens's own keys and variables are read beside them."""
 
 from __future__ import annotations
 
@@ -41,8 +33,8 @@ __all__ = [
 ]
 
 K8S_SECRETS_DIR: Final = "/var/run/secrets/kubernetes.io"
-"""What Kubernetes mounts into every pod: when it exists, the process runs under Kubernetes
-(as when ``KUBERNETES_SERVICE_HOST`` is set), upstream's rule."""
+"""When it exists, the process runs under Kubernetes (as when ``KUBERNETES_SERVICE_HOST`` is
+set), upstream's rule."""
 
 K8S_NAMESPACE_FILE: Final = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 """Where Kubernetes mounts the pod's namespace (read when ``K8S_NAMESPACE`` and
@@ -61,11 +53,7 @@ NVIDIA_SMI: Final = "nvidia-smi"
 """The program asked for the GPU count when ``CUDA_VISIBLE_DEVICES`` is unset."""
 
 NVIDIA_SMI_TIMEOUT_S: Final = 2.0
-"""How long set-up waits for ``nvidia-smi`` before leaving the GPU count out.
-
-It answers in well under a second on a healthy node; a wedged driver can make
-it hang for minutes, and telemetry must never hold a job's start-up hostage.
-"""
+"""How long set-up waits for ``nvidia-smi`` (a wedged driver can hang it for minutes)."""
 
 # Upstream's SLURM keys: (environment variable, attribute), each the string the variable
 # holds, as upstream sends it (dashboards compare them as strings).
@@ -136,13 +124,10 @@ def nvidia_smi_gpu_count(
 ) -> int | None:
     """Ask ``nvidia-smi`` how many GPUs this machine has; ``None`` when it cannot tell.
 
-    *executable* is a path or a program name looked up on *search_path* (a
-    ``PATH``-style string; ``None`` means the process's ``PATH``). ``None`` is
-    returned, never an exception, when the program is missing, fails, prints
-    nothing recognisable or does not answer within *timeout* seconds (it is
-    killed). Answers are cached per resolved program and timeout: the count of
-    a machine does not change while a job runs, and a hanging ``nvidia-smi``
-    should cost its timeout once, not at every set-up.
+    *executable* is a path or a program name looked up on *search_path* (``PATH``-style;
+    ``None``: the process's). ``None``, never an exception, when the program is missing,
+    fails, prints nothing recognisable or does not answer within *timeout* seconds. Cached
+    per program and timeout, so a hanging ``nvidia-smi`` costs its timeout once.
     """
     found = shutil.which(executable, path=search_path)
     if found is None:
@@ -190,16 +175,9 @@ def detect_attributes(
     """Return the attributes detected for this process.
 
     Host name, pid, ``deployment.environment`` (the first of
-    :data:`DEPLOYMENT_ENVIRONMENT_VARIABLES` that is set), the GPU count,
-    ``LOCAL_RANK``, the SLURM job's attributes when ``SLURM_JOB_ID`` is set
-    (:func:`slurm_attributes`) and the pod's under Kubernetes
-    (:func:`kubernetes_attributes`).
-
-    The GPU count (``host.gpu.count`` and ``nemo.gpu.count``) is the number of
-    devices ``CUDA_VISIBLE_DEVICES`` exposes when that variable is set (what this
-    process can use), else what *nvidia_smi* reports (see
-    :func:`nvidia_smi_gpu_count`; looked up on the ``PATH`` of *environ*), else
-    it is left out. ``nvidia_smi=None`` skips the query.
+    :data:`DEPLOYMENT_ENVIRONMENT_VARIABLES` that is set), the GPU count (:func:`gpu_count`;
+    ``nvidia_smi=None`` skips the query), ``LOCAL_RANK``, and the SLURM job's and the
+    pod's attributes (:func:`slurm_attributes`, :func:`kubernetes_attributes`).
     """
     env = os.environ if environ is None else environ
     found: dict[str, AttributeValue] = {
@@ -234,7 +212,8 @@ def detect_attributes(
 def gpu_count(
     environ: Mapping[str, str] | None = None, *, nvidia_smi: str | None = NVIDIA_SMI
 ) -> int | None:
-    """The GPU count :func:`detect_attributes` reports, or ``None`` when it cannot tell."""
+    """The devices ``CUDA_VISIBLE_DEVICES`` exposes when it is set, else what *nvidia_smi*
+    reports (looked up on the ``PATH`` of *environ*), else ``None``."""
     env = os.environ if environ is None else environ
     devices = env.get("CUDA_VISIBLE_DEVICES")
     if devices is not None:
@@ -245,14 +224,9 @@ def gpu_count(
 
 
 def slurm_attributes(environ: Mapping[str, str] | None = None) -> dict[str, AttributeValue]:
-    """The ``slurm.*`` attributes of the ``SLURM_*`` variables that are set; nothing at all
-    unless ``SLURM_JOB_ID`` is (upstream's rule: a variable left over outside a job says
-    nothing about this process).
-
-    Upstream's keys (``slurm.job.id``, ``slurm.nnodes``, ``slurm.ntasks``, ...) are the
-    strings the variables hold; nemo.lens's own integer fields (``slurm.procid``,
-    ``slurm.nodeid``, ``slurm.localid``, ``slurm.job.num_nodes``) are ints.
-    """
+    """The ``slurm.*`` attributes of the ``SLURM_*`` variables that are set; nothing unless
+    ``SLURM_JOB_ID`` is. Upstream's keys are the strings the variables hold; nemo.lens's own
+    integer fields (``slurm.procid``, ...) are ints."""
     env = os.environ if environ is None else environ
     found: dict[str, AttributeValue] = {}
     if not env.get("SLURM_JOB_ID"):
@@ -276,14 +250,12 @@ def kubernetes_attributes(
     namespace_file: str = K8S_NAMESPACE_FILE,
     kubernetes_dir: str | None = None,
 ) -> dict[str, AttributeValue]:
-    """The pod's ``k8s.*`` attributes under Kubernetes, else nothing.
+    """The pod's ``k8s.*`` attributes under Kubernetes (``KUBERNETES_SERVICE_HOST`` set or
+    *kubernetes_dir*, default :data:`K8S_SECRETS_DIR`, existing), else nothing.
 
-    Kubernetes is recognised, as upstream recognises it, by ``KUBERNETES_SERVICE_HOST``
-    or by *kubernetes_dir* existing (``None``: :data:`K8S_SECRETS_DIR`). Each key comes
-    from the downward-API variable of its name (``K8S_NAMESPACE``, ``K8S_POD_NAME``,
-    ``K8S_POD_UID``, ``K8S_NODE_NAME``, ``K8S_CONTAINER_NAME``, ``K8S_JOB_NAME``); where
-    it is unset, the pod name is ``HOSTNAME``, else the host name, and the namespace
-    ``POD_NAMESPACE``, else the content of *namespace_file*.
+    Each key comes from the downward-API variable of its name (``K8S_NAMESPACE``,
+    ``K8S_POD_NAME``, ...); where unset, the pod name is ``HOSTNAME``, else the host name,
+    and the namespace ``POD_NAMESPACE``, else the content of *namespace_file*.
     """
     env = os.environ if environ is None else environ
     found: dict[str, AttributeValue] = {}

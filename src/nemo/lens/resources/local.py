@@ -14,12 +14,8 @@ __all__ = ["detect_local"]
 
 
 def detect_local() -> dict[str, AttributeValue]:
-    """Return ``host.name``, ``process.pid`` and, when known, ``host.gpu.count``.
-
-    The GPU count is what set-up records as ``nemo.gpu.count``: the devices
-    ``CUDA_VISIBLE_DEVICES`` lists when set, else what ``nvidia-smi`` reports
-    (asked once, with a short timeout), else left out.
-    """
+    """Return ``host.name``, ``process.pid`` and, when known, ``host.gpu.count``
+    (:func:`nemo.lens.resources.detect.gpu_count`)."""
     found: dict[str, AttributeValue] = {
         semconv.HOST_NAME: socket.gethostname(),
         semconv.PROCESS_PID: os.getpid(),
