@@ -1,26 +1,8 @@
 """Set-up: :func:`setup_telemetry`, in three phases, above both sides of the wall.
 
-1. :func:`validate` checks everything, in one pass, and returns the :class:`Plan` the
-   rest follows: the call's arguments, the config's fields (its span-group spec
-   resolved), the export strategy and its answer for this rank, the exporters'
-   names, the ``trace_file`` path and the OTLP variables. Nothing global has
-   changed yet; a failed call can simply be corrected and repeated.
-2. :func:`build` builds the resource, exporters and providers on the SDK side
-   (:func:`nemo.lens._sdk.pipeline.build_pipeline`): the first import of the SDK.
-   Still nothing global; a failure here releases what was built.
-3. :func:`publish` makes the result the process's, in one step: OpenTelemetry's
-   globals (SDK providers that forward to the set-up's, see
-   :mod:`nemo.lens._sdk.global_providers`), the enabled span groups, the primitives'
-   tracer, the current handle, the SIGTERM handler and the exit hook.
-
-A disabled config publishes no pipeline: the handle's tracer and meter are no-ops,
-every span group is off, and OpenTelemetry's globals are not touched, so the
-application can still install providers of its own. A rank the export strategy leaves
-out builds nothing either (unless ``spans_on_every_rank``): it enables no group.
-
-This module orchestrates both sides, so it sits above both: ``nemo.lens._core`` (the
-API side) never imports ``nemo.lens._sdk``; this module imports each, the SDK side
-only when phase 2 runs.
+:func:`validate` checks everything and changes nothing; :func:`build` builds the SDK side's
+pipeline (the first import of the SDK) and still changes nothing global; :func:`publish`
+makes the result the process's in one step (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """All the process state of nemo.lens, in one place.
 
-- **The enabled span groups.** Set-up resolves the job owner's spec string once
-  and stores the result here as one ``frozenset``, :data:`enabled`; every
-  instrumentation site then asks only ``group in state.enabled``. Updates rebind
-  the module attribute to a new frozenset, which is atomic, so readers never take
-  a lock and never see a half-built set. Before set-up the set is empty: every
-  group is disabled and instrumented code runs with no OpenTelemetry work at all.
-- **What spans of a group are tagged with** (``lens.group`` and
-  ``lens.span_category``, from the configured span-group classes; see
-  :func:`group_tags`), built when the configuration changes rather than per span.
-- **The tracer the primitives use** with ``tracer=None``
-  (:func:`default_tracer`): the installed provider's, else the global one's,
-  cached, never looked up per call; and, when nemo.lens built that provider,
-  the :data:`recorder` that makes their spans the light way.
-- **The current handle**: the :class:`~nemo.lens.handle.TelemetryHandle` whose
-  providers are published (:func:`current_handle`).
-- **The pipeline-parallel trace carrier** of 0.1.0 (:func:`set_pp_trace_carrier`).
-
-Other modules read and change this state only through the names below; the
-module attributes :data:`enabled`, :data:`tags` and :data:`recorder` are read
-directly on the hot path, and only ever rebound here.
+The enabled span groups and their tags, the tracer the primitives use, the current handle
+and 0.1.0's pipeline-parallel carrier. Other modules change it only through the functions
+here; :data:`enabled`, :data:`tags` and :data:`recorder` are read on the hot path and only
+ever rebound.
 """
 
 from __future__ import annotations
@@ -81,14 +65,9 @@ _classes: tuple[type[SpanGroup], ...] | None = None
 _categories: Mapping[str, str] | None = None
 
 tags: dict[str, Mapping[str, str]] = {}
-"""Group name -> the attributes that tag its spans (``lens.group``, ``lens.span_category``).
-
-Built when the configuration changes, for every group of the configured classes and
-every enabled name, so the enabled hot path adds one dict lookup and builds nothing.
-A plain dict for the fastest lookup, but only ever rebound, never mutated; each value
-is a ``dict`` that refuses changes (so merging it into attributes is fast). A name
-missing here (never configured, or a race with a reconfiguration) gets its tags from
-:func:`group_tags`."""
+"""Group name -> the attributes that tag its spans (``lens.group``, ``lens.span_category``),
+built when the configuration changes; only ever rebound. A name missing here gets its
+tags from :func:`group_tags`."""
 
 
 # Type checkers see the generated signature, which takes only the schema's group
@@ -153,12 +132,8 @@ def _configured_categories() -> Mapping[str, str]:
 
 
 class _Tags(dict[str, str]):
-    """A group's tags: a ``dict`` nothing can change through its methods.
-
-    A dict rather than a ``MappingProxyType`` because merging it into a span's
-    attributes (``dict.update``) takes CPython's fast path for dicts: about 0.2
-    us against 1 us for a mapping proxy, on every enabled span with attributes.
-    """
+    """A group's tags: a ``dict`` nothing can change through its methods (a dict, not a
+    mapping proxy: ``dict.update`` with it takes the fast path, 0.2 us against 1 us)."""
 
     __slots__ = ()
 
@@ -261,9 +236,8 @@ _installed_tracer: Tracer | None = None
 # pairs a provider with another provider's tracer.
 _global_tracer: tuple[object, Tracer] | None = None
 
-# Reading OpenTelemetry's global slot is a ~20 ns attribute load, against ~60 ns
-# (set) to ~800 ns (unset: it consults os.environ) for get_tracer_provider(). The
-# slot is private, so fall back to the public call if a release renames it.
+# OpenTelemetry's global slot read directly: ~20 ns against up to ~800 ns for
+# get_tracer_provider() (unset, it consults os.environ); the public call if it is renamed.
 _HAS_GLOBAL_SLOT: Final = hasattr(_trace, "_TRACER_PROVIDER")
 
 

@@ -1,9 +1,7 @@
 """``trace_fn``: trace each call of a function (coroutine, generator) when its group is enabled.
 
-The group is checked on every call, so functions decorated at import time start
-tracing once set-up enables their group; a disabled call costs one set lookup
-before calling straight through. Spans are made through
-:mod:`nemo.lens._core.spans`, like every other gated span.
+The group is checked on every call; spans are made through :mod:`nemo.lens._core.spans`,
+like every other gated span.
 """
 
 from __future__ import annotations
