@@ -5,6 +5,7 @@ docs/schema.md, docs/consumer-repositories.md and docs/schema-compatibility.md s
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import json
 import os
@@ -431,18 +432,7 @@ def report(findings: Sequence[Finding], fmt: str, old: str, new: str) -> str:
             "version": JSON_VERSION,
             "old": old,
             "new": new,
-            "findings": [
-                {
-                    "kind": f.kind,
-                    "severity": f.severity,
-                    "subject": f.subject,
-                    "message": f.message,
-                    "fix": f.fix,
-                    "old": f.old.as_json() if f.old else None,
-                    "new": f.new.as_json() if f.new else None,
-                }
-                for f in findings
-            ],
+            "findings": [dataclasses.asdict(f) for f in findings],
             "summary": {**counts(findings), "breaks": breaks(findings)},
         }
         return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -55,13 +55,11 @@ class Location:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
 
-    def as_json(self) -> dict[str, object]:
-        return {"file": self.file, "line": self.line, "key": self.key}
-
 
 @dataclass(frozen=True)
 class Finding:
-    """One change between the two schemas, classified."""
+    """One change between the two schemas, classified (its fields, in order, are the
+    JSON report's)."""
 
     kind: str
     """What changed, as a stable identifier (``group_removed``)."""

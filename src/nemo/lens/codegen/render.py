@@ -150,13 +150,6 @@ class ClassView:
 
 
 @dataclass(frozen=True)
-class SignaturesView:
-    header: str
-    module_doc: str
-    primitives: PrimitivesView
-
-
-@dataclass(frozen=True)
 class DocsClass:
     title: str
     module: str
@@ -363,8 +356,8 @@ def class_view(
     )
 
 
-def signatures_view(schema: Schema, classes: list[GroupClass], command: str) -> SignaturesView:
-    """The module that types nemo.lens's own primitives: every group of every class."""
+def signatures_view(classes: list[GroupClass]) -> PrimitivesView:
+    """The primitives of the module that types nemo.lens's own: every group of every class."""
     current = {g.name for cls in classes for g in cls.all_groups}
     targets: dict[str, list[tuple[str, str]]] = {}
     for cls in classes:
@@ -375,13 +368,7 @@ def signatures_view(schema: Schema, classes: list[GroupClass], command: str) -> 
     # class's own module (and its constant) can say it was renamed.
     renames = [(old, sorted(t)) for old, t in sorted(targets.items()) if old not in current]
     names = ", ".join(cls.class_name for cls in classes)
-    return SignaturesView(
-        header=header(schema, command),
-        module_doc=docstring(
-            "The group-checked signatures of nemo.lens's primitives, for type checkers.", 0
-        ),
-        primitives=primitives_view("SpanGroupArg", f"any span-group class ({names})", renames),
-    )
+    return primitives_view("SpanGroupArg", f"any span-group class ({names})", renames)
 
 
 def _preset_row(cls: GroupClass, name: str, members: frozenset[str]) -> tuple[str, str, str]:
@@ -579,7 +566,13 @@ def render_all(
     if not schema.extends_base:
         files[module_path(out_root, SIGNATURES_MODULE)] = env.get_template(
             "signatures.py.j2"
-        ).render(view=signatures_view(schema, classes, command))
+        ).render(
+            header=header(schema, command),
+            module_doc=docstring(
+                "The group-checked signatures of nemo.lens's primitives, for type checkers.", 0
+            ),
+            primitives=signatures_view(classes),
+        )
     if schema.catalogue is not None:
         files[module_path(out_root, METRICS_MODULE)] = env.get_template("metrics.py.j2").render(
             view=catalogue_view(schema, schema.catalogue, command)
