@@ -218,10 +218,18 @@ class Checker:
         """The required text *key* of *table* when it is one of *allowed*; empty when it is
         missing or after reporting it. *what* names one and all (``("frequency", "tiers")``)."""
         value = self.text(table, key, path, required=True)
-        if value and value not in allowed:
-            self.unknown((*path, key), what[0], value, allowed, what[1])
+        return self.one_of(value, (*path, key), allowed, what) if value else ""
+
+    def one_of(
+        self, value: object, path: KeyPath, allowed: Collection[str], what: tuple[str, str]
+    ) -> str:
+        """*value* when it is one of *allowed*; empty after reporting why not."""
+        if not self.expect(value, str, path):
             return ""
-        return value
+        if value not in allowed:
+            self.unknown(path, what[0], str(value), allowed, what[1])
+            return ""
+        return str(value)
 
     def text(self, table: Mapping[str, Any], key: str, path: KeyPath, required: bool) -> str:
         if key not in table:

@@ -7,7 +7,7 @@ Each rule reads its part of the parsed TOML, reports every problem through a
 from __future__ import annotations
 
 import keyword
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from nemo.lens.codegen.checker import Checker, did_you_mean
@@ -43,6 +43,7 @@ from nemo.lens.codegen.model import (
 MAX_DESCRIPTION = 200
 RUNTIME_PACKAGE = "nemo.lens"
 CONSUMERS_PACKAGE = "nemo.lens.consumers"
+_CATEGORY = ("category", "categories")
 IMPLICIT_MEANING = {
     ALL_PRESET: "every group of the class",
     GOODPUT: "the groups whose category is goodput",
@@ -97,12 +98,11 @@ def read_groups(
         # written before categories existed stay valid.
         category = PROFILING
         if "category" in body:
-            category = read_category(chk, body["category"], (*gpath, "category")) or PROFILING
+            category = chk.one_of(body["category"], (*gpath, "category"), CATEGORIES, _CATEGORY)
+            category = category or PROFILING
         bucket = ""
         if "bucket" in body:
-            bucket = read_choice(
-                chk, body["bucket"], (*gpath, "bucket"), ("bucket", "buckets"), BUCKETS
-            )
+            bucket = chk.one_of(body["bucket"], (*gpath, "bucket"), BUCKETS, ("bucket", "buckets"))
         if bucket and category != GOODPUT:
             chk.error(
                 (*gpath, "bucket"),
@@ -117,23 +117,6 @@ def read_groups(
         else:
             chk.broken.add(name)
     return groups
-
-
-def read_choice(
-    chk: Checker, value: object, path: KeyPath, what: tuple[str, str], choices: Collection[str]
-) -> str:
-    """*value* when it is one of *choices*; empty after reporting why not. *what* names one
-    and all (``("bucket", "buckets")``)."""
-    if not chk.expect(value, str, path):
-        return ""
-    if value not in choices:
-        chk.unknown(path, what[0], str(value), choices, what[1])
-        return ""
-    return str(value)
-
-
-def read_category(chk: Checker, value: object, path: KeyPath) -> str:
-    return read_choice(chk, value, path, ("category", "categories"), CATEGORIES)
 
 
 def check_renames(
@@ -410,7 +393,7 @@ def read_categories(
                 "a consumer's own group is its 'category' key",
             )
             continue
-        category = read_category(chk, value, gpath)
+        category = chk.one_of(value, gpath, CATEGORIES, _CATEGORY)
         if not category:
             continue
         if category == base.category(group):
