@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from nemo.lens.codegen.compat_command import main
+from nemo.lens.codegen.command import diff_schema as main
 
 BASE = """\
 schema_version = 1

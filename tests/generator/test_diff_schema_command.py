@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nemo.lens import cli
-from nemo.lens.codegen.compat_command import main
+from nemo.lens.codegen.command import diff_schema as main
 from tests.generator.conftest import REPO, run_codegen
 from tests.generator.schema_diffs import BASE, CONSUMER, Differ, edit, line_of, without_table
 

@@ -1,6 +1,6 @@
 """The JSON Schema editors check a schema with says what the loader says.
 
-Not by reading the loader's constants (the JSON Schema is built from those): by asking
+Not by reading the tables the loader and the JSON Schema share: by asking
 the loader, as an author would meet it. For every table the JSON Schema describes, a
 schema with one unknown key there makes the loader list the keys it allows, which must
 be the JSON Schema's keys; a wrong choice makes it list the choices, which must be the

@@ -21,7 +21,7 @@ be written, 2 on bad usage (an unknown option, class or span group).
 ``emit-spans`` exits 1 on invalid spans (nothing is emitted) and 2 when set-up
 or the export fails (see :mod:`nemo.lens.cli._emit_spans`); ``diff-schema`` exits 1
 when NEW breaks users of OLD and 2 when either is not a valid schema (see
-:mod:`nemo.lens.codegen.compat_command`). Also runnable as
+:mod:`nemo.lens.codegen.command`). Also runnable as
 ``python -m nemo.lens.cli``.
 """
 
@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return generate(arguments[1:])
     if arguments[:1] == ["diff-schema"]:
         # Schema files only: it must run while the generated modules are stale, too.
-        from nemo.lens.codegen.compat_command import main as diff_schema
+        from nemo.lens.codegen.command import diff_schema
 
         return diff_schema(arguments[1:])
     from nemo.lens.cli._parser import build_parser

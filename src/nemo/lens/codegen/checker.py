@@ -1,22 +1,12 @@
 """Reporting schema problems: where (file, line, key path), what, and what to write instead.
 
-:class:`Checker` collects every :class:`Problem` of one file; the rules
-(:mod:`~nemo.lens.codegen.rules`) report through it, and
-:func:`~nemo.lens.codegen.validate.load_schema` raises them together as one
-:class:`SchemaError`. It also holds the checks every rule shares: types, known
-keys, names, and text that must stay inert.
-
-A rule may also *warn*: a warning is located and worded like a problem, but the
-schema stays valid and is generated (``nemo-lens generate`` prints each as
-``warning: FILE:LINE: key.path: message`` on standard error, whatever its exit
-status). Warnings are for what works today and has a better form, such as a
-consumer's own definition of a group the base vocabulary has since taken in.
+:class:`Checker` collects the problems and warnings of one file and holds the checks every
+rule shares; :class:`Locator` finds the line of a key path, which ``tomllib`` forgets.
 """
 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import keyword
 import re
@@ -25,14 +15,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nemo.lens.codegen.locate import KeyPath, Locator
-from nemo.lens.codegen.model import (
-    IMPLICIT_PRESETS,
-)
-from nemo.lens.codegen.problems import Problem, format_path
-
-__all__ = ["Checker", "Problem", "SchemaError", "canonical_digest", "did_you_mean", "format_path"]
-
+from nemo.lens.codegen.model import IMPLICIT_PRESETS, KeyPath, Problem
 
 NAME_RE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 """Group, preset and consumer names (matched whole: ``$`` would allow a trailing newline)."""
@@ -42,6 +25,29 @@ MAX_NAME = 32
 RESERVED_NAMES = frozenset(
     {*IMPLICIT_PRESETS, "all_groups", "goodput_groups", "presets", "renamed", "group_info"}
 )
+# Control, surrogate, line/paragraph separator and format characters (bidi overrides,
+# zero-width marks): none belongs in a description, and each could change what the
+# generated source means or how it reads.
+_NOT_TEXT = frozenset({"Cc", "Cs", "Zl", "Zp", "Cf"})
+# Names whose constant (I, O) or whose own spelling (l) reads like a digit (ruff's E741).
+_AMBIGUOUS = frozenset({"i", "l", "o"})
+_TYPE_NAMES = {
+    str: "a string",
+    list: "an array",
+    dict: "a table",
+    int: "an integer",
+    bool: "a boolean",
+    float: "a float",
+}
+
+_BARE = r"[A-Za-z0-9_-]+"
+_QUOTED = r'"(?:[^"\\]|\\.)*"|\'[^\']*\''
+_KEY = rf"(?:{_BARE}|{_QUOTED})"
+_DOTTED = rf"{_KEY}(?:\s*\.\s*{_KEY})*"
+_HEADER = re.compile(rf"^\s*(\[\[?)\s*({_DOTTED})\s*\]\]?")
+_ASSIGN = re.compile(rf"^\s*({_DOTTED})\s*=\s*(.*)$")
+_INLINE_KEY = re.compile(rf"(?:^|[{{,])\s*({_DOTTED})\s*=")
+_STRING = re.compile(_QUOTED)
 
 
 class SchemaError(Exception):
@@ -62,32 +68,83 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     return f"; did you mean {found[0]!r}?" if found else ""
 
 
-def canonical_digest(data: Mapping[str, Any]) -> str:
-    """sha256 of the parsed content with sorted keys: formatting-independent."""
-    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+def _split_dotted(dotted: str) -> tuple[str, ...]:
+    parts = []
+    for match in re.finditer(_KEY, dotted):
+        token = match.group(0)
+        if token[0] == '"':
+            # A basic string: its escapes (\\n, \\u0007) are part of the key's name.
+            try:
+                token = json.loads(token)
+            except ValueError:
+                token = token[1:-1]
+        elif token[0] == "'":
+            token = token[1:-1]
+        parts.append(token)
+    return tuple(parts)
 
 
-# Control, surrogate, line/paragraph separator and format characters (bidi overrides,
-# zero-width marks): none belongs in a description, and each could change what the
-# generated source means or how it reads.
-_NOT_TEXT = frozenset({"Cc", "Cs", "Zl", "Zp", "Cf"})
+class Locator:
+    """Line numbers (1-based) of the key paths of one TOML document.
 
-# Names whose constant (I, O) or whose own spelling (l) reads like a digit (ruff's E741).
-_AMBIGUOUS = frozenset({"i", "l", "o"})
+    It reads the text line by line and never decides validity (the parser did): where it
+    cannot follow the syntax it records less, and :meth:`line` falls back to an ancestor.
+    """
 
-_TYPE_NAMES = {
-    str: "a string",
-    list: "an array",
-    dict: "a table",
-    int: "an integer",
-    bool: "a boolean",
-    float: "a float",
-}
+    def __init__(self, text: str) -> None:
+        self._lines: dict[KeyPath, int] = {}
+        table: tuple[str, ...] = ()
+        array_counts: dict[tuple[str, ...], int] = {}
+        open_array: KeyPath | None = None
+        element = 0
+        for number, raw in enumerate(text.splitlines(), start=1):
+            line = raw.split("#", 1)[0] if '"' not in raw and "'" not in raw else raw
+            if open_array is not None:
+                for _ in _STRING.finditer(line):
+                    self._record((*open_array, element), number)
+                    element += 1
+                if "]" in _STRING.sub("", line):
+                    open_array = None
+                continue
+            header = _HEADER.match(line)
+            if header:
+                table = _split_dotted(header.group(2))
+                if header.group(1) == "[[":
+                    index = array_counts.get(table, 0)
+                    array_counts[table] = index + 1
+                    self._record(table, number)
+                    table = (*table, str(index))
+                for end in range(1, len(table) + 1):
+                    self._record(table[:end], number)
+                continue
+            assign = _ASSIGN.match(line)
+            if not assign:
+                continue
+            path = (*table, *_split_dotted(assign.group(1)))
+            self._record(path, number)
+            value = assign.group(2)
+            if value.startswith("{"):
+                for key in _INLINE_KEY.finditer(value):
+                    self._record((*path, *_split_dotted(key.group(1))), number)
+            elif value.startswith("["):
+                strings = list(_STRING.finditer(value))
+                for index in range(len(strings)):
+                    self._record((*path, index), number)
+                element = len(strings)
+                if "]" not in _STRING.sub("", value):
+                    open_array = path
 
+    def _record(self, path: KeyPath, line: int) -> None:
+        self._lines.setdefault(path, line)
 
-def _type_name(value: object) -> str:
-    return _TYPE_NAMES.get(type(value), type(value).__name__)
+    def line(self, path: KeyPath) -> int | None:
+        """The line of *path*, or of its closest recorded ancestor."""
+        probe = tuple(path)
+        while probe:
+            if probe in self._lines:
+                return self._lines[probe]
+            probe = probe[:-1]
+        return None
 
 
 @dataclass
@@ -110,8 +167,16 @@ class Checker:
         # bool is an int subclass in Python; TOML keeps them apart, and so do we.
         if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
             return True
-        self.error(path, f"expected {_TYPE_NAMES[kind]}, got {_type_name(value)}")
+        got = _TYPE_NAMES.get(type(value), type(value).__name__)
+        self.error(path, f"expected {_TYPE_NAMES[kind]}, got {got}")
         return False
+
+    def table(self, raw: object, path: KeyPath) -> Mapping[str, Any]:
+        """*raw* when it is a table; else an empty one, after reporting it."""
+        if isinstance(raw, dict):
+            return raw
+        self.expect(raw, dict, path)
+        return {}
 
     def unknown(
         self, path: KeyPath, what: str, value: str, known: Collection[str], listed: str = ""
@@ -128,15 +193,15 @@ class Checker:
 
     def tables(
         self,
-        raw: Mapping[str, Any],
+        raw: object,
         path: KeyPath,
         what: str,
         allowed: tuple[str, ...],
         longest: int = MAX_NAME,
     ) -> Iterator[tuple[str, Mapping[str, Any], KeyPath]]:
-        """(key, table, its path) of each entry of *raw* that is a well-named table, its keys
-        checked against *allowed*; every other entry is reported and skipped."""
-        for key, body in raw.items():
+        """(key, table, its path) of each entry of the table *raw* that is a well-named
+        table, its keys checked against *allowed*; every other entry is reported."""
+        for key, body in self.table(raw, path).items():
             kpath = (*path, key)
             if self.name(key, kpath, what, longest) and self.expect(body, dict, kpath):
                 self.known_keys(body, allowed, kpath)
@@ -153,10 +218,18 @@ class Checker:
         """The required text *key* of *table* when it is one of *allowed*; empty when it is
         missing or after reporting it. *what* names one and all (``("frequency", "tiers")``)."""
         value = self.text(table, key, path, required=True)
-        if value and value not in allowed:
-            self.unknown((*path, key), what[0], value, allowed, what[1])
+        return self.one_of(value, (*path, key), allowed, what) if value else ""
+
+    def one_of(
+        self, value: object, path: KeyPath, allowed: Collection[str], what: tuple[str, str]
+    ) -> str:
+        """*value* when it is one of *allowed*; empty after reporting why not."""
+        if not self.expect(value, str, path):
             return ""
-        return value
+        if value not in allowed:
+            self.unknown(path, what[0], str(value), allowed, what[1])
+            return ""
+        return str(value)
 
     def text(self, table: Mapping[str, Any], key: str, path: KeyPath, required: bool) -> str:
         if key not in table:
@@ -171,6 +244,10 @@ class Checker:
         if not self.inert(value, (*path, key), key):
             return ""
         return str(value).strip()
+
+    def flag(self, table: Mapping[str, Any], key: str, path: KeyPath, default: bool) -> bool:
+        value = table.get(key, default)
+        return bool(value) if self.expect(value, bool, (*path, key)) else default
 
     def inert(self, value: str, path: KeyPath, what: str) -> bool:
         """Schema text becomes docstrings and docs: it must be plain, printable text."""

@@ -1,40 +1,13 @@
-"""``nemo-lens generate``: render a span-group schema into modules and docs, or check them.
-
-::
-
-    nemo-lens generate [--schema PATH] [--out-root DIR] [--docs PATH | --no-docs]
-                       [--check | --validate] [--baseline OLD]
-
-In this repository, with no arguments, it does what ``make generate`` does. In a
-consumer's own repository, name its schema (which ``extends = "nemo.lens"``):
-``nemo-lens generate --schema lens.toml --out-root src --docs docs/span-groups.md``.
-``--check`` writes nothing: it prints a diff and exits 1 when a generated file is
-stale or was edited by hand. ``--baseline OLD`` first compares the schema with OLD (the
-last release's, say) as ``nemo-lens diff-schema`` does: when a change breaks users of
-OLD it prints the findings, writes nothing and exits 1; warnings are printed and
-generation goes on. Also runnable as ``python -m nemo.lens.codegen``.
-
-``--docs PATH`` writes a whole page, unless the page already holds the two lines
-``<!-- nemo-lens:span-groups:start -->`` and ``<!-- nemo-lens:span-groups:end -->``:
-then only the lines between them are generated, and the prose around them is the
-author's, kept byte for byte (``--check`` checks only the region). See
-:mod:`nemo.lens.codegen.docs_region`.
-
-``--print-json-schema`` prints the JSON Schema of the schema format, for editors
-(Taplo, Even Better TOML) to check a schema as it is typed: save it beside the schema
-and name it on the schema's first line, ``#:schema ./lens.schema.json``.
-
-Exit status: 0 done (or up to date), 1 generated files are stale (or the schema breaks
-its ``--baseline``), 2 the schema is invalid, a generated file would replace one that is
-not generated, or the command line is wrong. Warnings (``warning: FILE:LINE: key.path:
-message`` on standard error, such as a consumer's own definition of a group its base has
-since taken in) never change it.
-"""
+"""``nemo-lens generate`` (render a span-group schema into modules and docs, or check them)
+and ``nemo-lens diff-schema`` (what an edit of a schema changes for its users).
+docs/schema.md, docs/consumer-repositories.md and docs/schema-compatibility.md say how."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
+import json
 import os
 import stat
 import sys
@@ -45,12 +18,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nemo.lens.codegen.docs_region import END, START, RegionError, find_region
+from nemo.lens.codegen.model import Problem, Schema
 
 if TYPE_CHECKING:
-    from nemo.lens.codegen.checker import Problem
-    from nemo.lens.codegen.model import Schema
+    from nemo.lens.codegen.compat import Finding, Side
 
 PROG = "nemo-lens generate"
+DIFF_PROG = "nemo-lens diff-schema"
+FORMATS: tuple[str, ...] = ("text", "json", "github")
+JSON_VERSION = 1
+"""The version of diff-schema's JSON object's shape: it changes only when a key changes meaning."""
 DEFAULT_SCHEMA = Path("schema/span_groups.toml")
 DEFAULT_OUT_ROOT = Path("src")
 DEFAULT_DOCS = Path("docs/span-groups.md")
@@ -64,11 +41,16 @@ _ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 
 EXIT_OK = 0
 EXIT_STALE = 1
+EXIT_BREAKING = 1
 EXIT_USAGE = 2
 """A usage error, an invalid schema, or a file the generator must not replace."""
 
 _INSTALL_HINT = (
     f"{PROG} needs the code generator's extra (Jinja2, and tomli on Python 3.10): "
+    "pip install 'nemo-lens[codegen]'"
+)
+_DIFF_INSTALL_HINT = (
+    f"{DIFF_PROG} needs the code generator's extra (tomli on Python 3.10): "
     "pip install 'nemo-lens[codegen]'"
 )
 
@@ -98,13 +80,11 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--schema",
         type=Path,
-        default=None,
         help=f"the schema file (default: {DEFAULT_SCHEMA}, when it exists here)",
     )
     parser.add_argument(
         "--out-root",
         type=Path,
-        default=None,
         help="directory that module paths are relative to "
         f"(default: {DEFAULT_OUT_ROOT} for the default schema, else the schema's directory)",
     )
@@ -112,7 +92,6 @@ def parser() -> argparse.ArgumentParser:
     docs.add_argument(
         "--docs",
         type=Path,
-        default=None,
         help="where to write the docs table: a page of its own, or the region of a page you "
         f"keep between a line {START} and a line {END} (the rest of the page is kept as it is; "
         "--check checks only the region)",
@@ -130,7 +109,6 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--baseline",
         type=Path,
-        default=None,
         metavar="OLD",
         help="first compare the schema with OLD (e.g. the last release's, from git show) as "
         "nemo-lens diff-schema does: a breaking change writes nothing and exits 1; "
@@ -287,6 +265,12 @@ def _print_warnings(warnings: Sequence[Problem]) -> None:
         print(f"warning: {warning}", file=sys.stderr)
 
 
+def _nothing_written(*lines: str, status: int = EXIT_USAGE) -> int:
+    for line in (*lines, "nothing was written."):
+        print(line, file=sys.stderr)
+    return status
+
+
 def _json_schema_text() -> str | None:
     """The JSON Schema of the format, or None after saying why it cannot be had."""
     try:
@@ -295,17 +279,23 @@ def _json_schema_text() -> str | None:
         return json_schema_text()
     except ImportError as exc:
         print(f"{PROG}: error: {_INSTALL_HINT} ({exc})", file=sys.stderr)
-    except LookupError as exc:  # a key the loader accepts that it does not describe
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
     return None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``nemo-lens generate`` with *argv*; return the exit status."""
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
     try:
-        args = parser().parse_args(argv)
+        return parser.parse_args(argv)
     except SystemExit as exit_:  # usage errors (2), --help (0)
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``nemo-lens generate`` with *argv*; return the exit status: 0 done (or up to
+    date), 1 a generated file is stale (or the schema breaks its ``--baseline``), 2 the
+    schema is invalid, a file must not be replaced, or the command line is wrong."""
+    args = _parse(parser(), argv)
+    if isinstance(args, int):
+        return args
     if args.print_json_schema:
         text = _json_schema_text()
         if text is None:
@@ -331,17 +321,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         schema = load_schema(plan.schema, plan.shown)
     except SchemaError as exc:
         _print_warnings(exc.warnings)
-        print(f"error: {exc}", file=sys.stderr)
-        print("nothing was written.", file=sys.stderr)
-        return EXIT_USAGE
+        return _nothing_written(f"error: {exc}")
     _print_warnings(schema.warnings)
     if args.baseline is not None:
-        from nemo.lens.codegen.compat_command import check_baseline
-
         status = check_baseline(args.baseline, plan.schema, plan.shown, schema)
         if status is not None:
-            print("nothing was written.", file=sys.stderr)
-            return status
+            return _nothing_written(status=status)
     if args.validate:
         print(f"{plan.shown}: valid")
         return EXIT_OK
@@ -350,10 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             region = find_region(plan.docs, plan.docs.as_posix())
         except RegionError as exc:
-            for line in exc.problems:
-                print(f"error: {line}", file=sys.stderr)
-            print("nothing was written.", file=sys.stderr)
-            return EXIT_USAGE
+            return _nothing_written(*(f"error: {line}" for line in exc.problems))
     files = render_all(
         schema, plan.out_root, plan.docs, command=plan.command, docs_region=region is not None
     )
@@ -369,12 +351,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         files[plan.schema.with_name(JSON_SCHEMA_FILE)] = text
     refusals = _refusals(schema, plan, files, docs_region=region is not None)
     if refusals:
-        count = len(refusals)
-        print(f"error: {count} problem{'s' if count != 1 else ''} in the schema:", file=sys.stderr)
-        for line in refusals:
-            print(line, file=sys.stderr)
-        print("nothing was written.", file=sys.stderr)
-        return EXIT_USAGE
+        count = f"{len(refusals)} problem{'s' if len(refusals) != 1 else ''}"
+        return _nothing_written(f"error: {count} in the schema:", *refusals)
     if args.check:
         diffs = _stale(files, read)
         if diffs:
@@ -391,3 +369,157 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path in sorted(files):
         print(f"wrote {path.as_posix()}")
     return EXIT_OK
+
+
+def diff_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=DIFF_PROG,
+        description=(
+            "Compare two span-group schemas and classify every change for the users of the "
+            "old one: breaking (a group or preset removed, a rename without renamed_to, a "
+            "group that left 'default' or another preset, a consumer's class or module "
+            "renamed), warning (a group in a preset fires more often; a category or goodput "
+            "bucket changed, so goodput figures move) or compatible (additions, "
+            "deprecations). Each finding names the fix and the file:line of both sides."
+        ),
+        epilog=(
+            "Example: git show v1.2.0:lens.toml > /tmp/old.toml && "
+            f"{DIFF_PROG} /tmp/old.toml lens.toml. "
+            "Exit status: 0 nothing breaks (warnings allowed), 1 something breaks, "
+            "2 bad usage or an invalid schema. See docs/schema-compatibility.md."
+        ),
+    )
+    parser.add_argument(
+        "old", type=Path, metavar="OLD", help="the baseline schema (the last release's)"
+    )
+    parser.add_argument("new", type=Path, metavar="NEW", help="the schema as edited")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text: for people and CI logs, summary last (default); json: one object with "
+        "findings and a summary; github: workflow annotations (::error, ::warning)",
+    )
+    return parser
+
+
+def summary(findings: Sequence[Finding], old: str, new: str) -> str:
+    """`summary: 1 breaking, 2 warnings, 3 compatible (OLD -> NEW)`."""
+    from nemo.lens.codegen.compat import BREAKING, COMPATIBLE, WARNING, counts
+
+    count = counts(findings)
+    warnings = f"{count[WARNING]} warning{'' if count[WARNING] == 1 else 's'}"
+    return (
+        f"summary: {count[BREAKING]} breaking, {warnings}, {count[COMPATIBLE]} compatible "
+        f"({old} -> {new})"
+    )
+
+
+def _escape(text: str, property_: bool = False) -> str:
+    # What GitHub's workflow commands require of a message; a property value (file=,
+    # title=) also ends at ':' and ','.
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if property_ else text
+
+
+def report(findings: Sequence[Finding], fmt: str, old: str, new: str) -> str:
+    """The findings in format *fmt* (``text``, ``json`` or ``github``), *old* and *new*
+    naming the schemas as the user did; the same on every machine, the summary last."""
+    from nemo.lens.codegen.compat import COMPATIBLE, WARNING, breaks, counts
+
+    if fmt == "json":
+        document = {
+            "version": JSON_VERSION,
+            "old": old,
+            "new": new,
+            "findings": [dataclasses.asdict(f) for f in findings],
+            "summary": {**counts(findings), "breaks": breaks(findings)},
+        }
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    lines = []
+    for f in findings:
+        if f.severity == COMPATIBLE and fmt == "github":
+            continue  # counted in the summary, nothing to review
+        sides = [f"{side} ({side.key})" if side else "absent" for side in (f.old, f.new)]
+        if fmt == "text":
+            where = f"{f.where}: " if f.where else ""
+            lines.append(f"{where}{f.severity}: {f.subject}: {f.message}")
+            if f.severity != COMPATIBLE:
+                lines += [f"    old: {sides[0]}", f"    new: {sides[1]}", f"    fix: {f.fix}"]
+            continue
+        properties = []
+        if f.where:
+            properties.append(f"file={_escape(f.where.file, True)}")
+            if f.where.line:
+                properties.append(f"line={f.where.line}")
+        properties.append(f"title={_escape(f'{f.kind} ({f.severity})', True)}")
+        body = f"{f.subject}: {f.message}\nfix: {f.fix}\nold: {sides[0]}\nnew: {sides[1]}"
+        level = "warning" if f.severity == WARNING else "error"
+        lines.append(f"::{level} {','.join(properties)}::{_escape(body)}")
+    lines.append(summary(findings, old, new))
+    return "\n".join(lines) + "\n"
+
+
+def _load_side(path: Path, shown: str, role: str, schema: Schema | None = None) -> Side | None:
+    """The side at *path*, or None after printing why it cannot be compared."""
+    from nemo.lens.codegen.compat import Side
+    from nemo.lens.codegen.validate import SchemaError
+
+    try:
+        return Side.load(path, shown, schema)
+    except SchemaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        print(
+            f"{DIFF_PROG}: error: {role} ({shown}) cannot be compared: fix the problems above "
+            "(`nemo-lens generate --validate --schema PATH` checks one alone), then compare "
+            "again",
+            file=sys.stderr,
+        )
+        return None
+
+
+def diff_schema(argv: Sequence[str] | None = None) -> int:
+    """Run ``nemo-lens diff-schema OLD NEW`` with *argv*; return the exit status: 0 nothing
+    breaks (warnings allowed), 1 something breaks, 2 bad usage or an invalid schema."""
+    args = _parse(diff_parser(), argv)
+    if isinstance(args, int):
+        return args
+    try:
+        from nemo.lens.codegen.compat import breaks, compare
+    except ImportError as exc:
+        print(f"{DIFF_PROG}: error: {_DIFF_INSTALL_HINT} ({exc})", file=sys.stderr)
+        return EXIT_USAGE
+    old_shown, new_shown = args.old.as_posix(), args.new.as_posix()
+    old = _load_side(args.old, old_shown, "OLD")
+    new = _load_side(args.new, new_shown, "NEW")
+    if old is None or new is None:
+        return EXIT_USAGE
+    findings = compare(old, new)
+    sys.stdout.write(report(findings, args.format, old_shown, new_shown))
+    return EXIT_BREAKING if breaks(findings) else EXIT_OK
+
+
+def check_baseline(baseline: Path, path: Path, shown: str, schema: Schema) -> int | None:
+    """``generate --baseline``: compare *schema* (loaded from *path*, named *shown*) with
+    *baseline*, printing its breaking changes and warnings on stderr. The exit status when
+    generation must stop (1: something breaks, 2: the baseline is not valid), else None."""
+    from nemo.lens.codegen.compat import COMPATIBLE, breaks, compare
+
+    old_shown = baseline.as_posix()
+    old = _load_side(baseline, old_shown, "the baseline")
+    new = _load_side(path, shown, "the schema", schema)
+    if old is None or new is None:
+        return EXIT_USAGE
+    findings = compare(old, new)
+    shown_findings = [f for f in findings if f.severity != COMPATIBLE]
+    for line in report(shown_findings, "text", old_shown, shown).splitlines()[:-1]:
+        print(line, file=sys.stderr)
+    print(summary(findings, old_shown, shown), file=sys.stderr)
+    if breaks(findings):
+        print(
+            f"error: the schema breaks users of {old_shown}: keep what they use (each fix "
+            "above says how), or compare against another baseline",
+            file=sys.stderr,
+        )
+        return EXIT_BREAKING
+    return None

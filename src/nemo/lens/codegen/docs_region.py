@@ -1,19 +1,6 @@
-"""The marked region of a hand-written page that ``nemo-lens generate --docs`` keeps current.
-
-A consumer's page may hold prose around the span-group tables (Megatron-LM's
-``docs/user-guide/observability/span-groups.md``). Two lines mark where the generated part
-goes::
-
-    <!-- nemo-lens:span-groups:start -->
-    <!-- nemo-lens:span-groups:end -->
-
-Each marker is a line of its own (spaces around it allowed). Only the lines between them
-are generated; everything else is kept byte for byte, line endings, a missing final newline
-and a byte-order mark included, and the generated lines take the line ending of the start
-marker's line. A marker line inside a fenced code block is text, not a marker, so a page
-can show the markers in an example; a page whose only markers are such text is an error,
-because its author surely meant them as markers.
-"""
+"""The marked region of a hand-written page that ``nemo-lens generate --docs`` keeps current:
+the lines between the ``nemo-lens:span-groups`` start and end markers (never markers inside a
+fenced code block); the rest of the page is kept byte for byte."""
 
 from __future__ import annotations
 
@@ -56,11 +43,8 @@ class Region:
     """The line ending of the start marker's line, which the generated lines take."""
 
     def with_body(self, body: str) -> str:
-        """The page with *body* (lines ending in ``\\n``) between the markers.
-
-        A blank line goes before the end marker, so that the table the body ends with ends
-        there in every Markdown reader.
-        """
+        """The page with *body* (lines ending in ``\\n``) between the markers, and a blank
+        line before the end marker, so that the table it ends with ends there in every reader."""
         body += "\n"
         if self.newline != "\n":
             body = body.replace("\n", self.newline)
@@ -98,13 +82,9 @@ def _read(path: Path, shown: str) -> str:
 
 
 def find_region(path: Path, shown: str) -> Region | None:
-    """The marked region of the page at *path*, or None when the page has no markers.
-
-    A path that is not a regular file (missing, a link, a directory) has none: the
-    command then treats it as a whole generated file, as without markers. *shown* is how
-    messages name the page. Raises :class:`RegionError` when the markers do not mark
-    exactly one region.
-    """
+    """The marked region of the page at *path*, or None when it has no markers (or is not a
+    regular file: then it is a whole generated file). *shown* is how messages name the page.
+    Raises :class:`RegionError` when the markers do not mark exactly one region."""
     if path.is_symlink() or not path.is_file():
         return None
     page = _read(path, shown)
@@ -138,7 +118,7 @@ def find_region(path: Path, shown: str) -> Region | None:
                 ]
             )
         return None
-    problems = _problems(shown, starts, ends, fenced)
+    problems = _problems(shown, {START: [s[0] for s in starts], END: [e[0] for e in ends]}, fenced)
     if problems:
         raise RegionError(problems)
     _, start, newline = starts[0]
@@ -146,16 +126,15 @@ def find_region(path: Path, shown: str) -> Region | None:
     return Region(page, start, end, newline or "\n")
 
 
-def _problems(
-    shown: str, starts: list[tuple[int, int, str]], ends: list[tuple[int, int]], fenced: list[int]
-) -> list[str]:
+def _problems(shown: str, lines: dict[str, list[int]], fenced: list[int]) -> list[str]:
+    """What is wrong with the markers on *lines* (of each marker), in the page's order."""
     found: list[tuple[int, str]] = []
-    for marker, lines in ((START, [s[0] for s in starts]), (END, [e[0] for e in ends])):
-        for line in lines[1:]:
+    for marker, numbers in lines.items():
+        for line in numbers[1:]:
             found.append(
                 (
                     line,
-                    f"{shown}:{line}: a second {marker} (the first is on line {lines[0]}); "
+                    f"{shown}:{line}: a second {marker} (the first is on line {numbers[0]}); "
                     "a page holds one generated region: remove one of them",
                 )
             )
@@ -164,30 +143,25 @@ def _problems(
         if fenced
         else ""
     )
-    if starts and not ends:
-        line = starts[0][0]
-        found.append(
-            (
-                line,
-                f"{shown}:{line}: {START} has no {END} after it; add that line where the "
-                f"generated region ends{in_fence}",
+    for here, there, side, edge in (
+        (START, END, "after", "ends"),
+        (END, START, "before", "begins"),
+    ):
+        if lines[here] and not lines[there]:
+            line = lines[here][0]
+            found.append(
+                (
+                    line,
+                    f"{shown}:{line}: {here} has no {there} {side} it; add that line where the "
+                    f"generated region {edge}{in_fence}",
+                )
             )
-        )
-    elif ends and not starts:
-        line = ends[0][0]
+    starts, ends = lines[START], lines[END]
+    if starts and ends and ends[0] < starts[0]:
         found.append(
             (
-                line,
-                f"{shown}:{line}: {END} has no {START} before it; add that line where the "
-                f"generated region begins{in_fence}",
-            )
-        )
-    elif ends[0][0] < starts[0][0]:
-        line = ends[0][0]
-        found.append(
-            (
-                line,
-                f"{shown}:{line}: {END} comes before {START} (line {starts[0][0]}); the start "
+                ends[0],
+                f"{shown}:{ends[0]}: {END} comes before {START} (line {starts[0]}); the start "
                 "marker goes first",
             )
         )

@@ -1,12 +1,11 @@
-"""The validated schema: plain, immutable data the renderer shapes into views."""
+"""The validated schema as plain, immutable data, and a problem found in a schema."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from nemo.lens.codegen.problems import Problem
+KeyPath = tuple[str | int, ...]
+"""A key's place in the TOML document: table keys and array indexes."""
 
 # Frequency tiers, least to most frequent. `default` may hold only the quiet ones
 # unless the schema states a reason (the preset contract).
@@ -29,8 +28,6 @@ TIER_MEANING: dict[str, str] = {
     "per_request": "every request",
     "per_item": "every item of a batch",
 }
-SIGNATURES_MODULE = "nemo.lens._signatures"
-"""Where the signatures that type nemo.lens's own primitives are generated."""
 PRODUCTION_PRESET = "default"
 ALL_PRESET = "all"
 GOODPUT = "goodput"
@@ -46,6 +43,46 @@ BUCKETS: dict[str, str] = {
 """The goodput buckets a goodput group can feed (`nemo-lens goodput` accounts by them)."""
 IMPLICIT_PRESETS: tuple[str, ...] = (GOODPUT, PROFILING, ALL_PRESET)
 """Presets every class has without declaring them, in the order they are listed."""
+METRIC_KINDS: tuple[str, ...] = ("counter", "up_down_counter", "histogram", "gauge")
+NAME_KINDS: tuple[str, ...] = ("attribute", "value", "event", "field", "scope", "version")
+"""What a catalogue name is: an attribute key (the default), a fixed value of one, a span
+event, a field of ``logging.LogRecord``, an instrumentation scope, or a version."""
+ATTRIBUTE_TYPES: dict[str, str] = {
+    "string": "str",
+    "int": "int",
+    "double": "float",
+    "boolean": "bool",
+}
+"""The attribute types a catalogue entry may state (OpenTelemetry's spelling), as Python types."""
+
+BASE_CLASS = "SpanGroup"
+BASE_MODULE = "nemo.lens.groups"
+SIGNATURES_MODULE = "nemo.lens._signatures"
+METRICS_MODULE = "nemo.lens.semconv.metrics"
+ATTRIBUTES_MODULE = "nemo.lens.semconv.attributes"
+RESOURCE_MODULE = "nemo.lens.semconv.resource"
+
+
+def format_path(path: KeyPath) -> str:
+    """Render a key path as `a.b[2].c`."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + part
+    return out or "(top level)"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation failure (or warning), located in its file."""
+
+    file: str
+    line: int | None
+    path: KeyPath
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {format_path(self.path)}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -74,13 +111,12 @@ class Preset:
     name: str
     description: str
     members: frozenset[str]
-    """Every group the preset enables, `extends` already expanded."""
+    """Every group the preset enables, `extends` and the base preset already expanded."""
     allow_frequent: tuple[tuple[str, str], ...] = ()
     """(group, reason) pairs: frequent groups deliberately kept in `default`."""
     from_base: frozenset[str] = frozenset()
     """The members inherited from the base preset of the same name (consumers only)."""
     replaces_base: bool = False
-    """The schema says this consumer preset replaces the base preset of its name."""
 
 
 @dataclass(frozen=True)
@@ -125,30 +161,13 @@ class GroupClass:
         inherited = self.base.current_groups if self.base else ()
         return tuple(sorted((*inherited, *self.current_groups), key=lambda g: g.sort_key))
 
+    @property
+    def vocabulary(self) -> dict[str, Group]:
+        """Every group name the class knows: the base's (renamed ones included) and its own."""
+        return {g.name: g for g in (*(self.base.groups if self.base else ()), *self.groups)}
 
-@dataclass(frozen=True)
-class Schema:
-    """Everything one schema file defines, ready to render."""
-
-    source: str
-    """The schema file as the user named it (for headers and messages)."""
-    digest: str
-    """sha256 of the canonical content: key order and formatting do not change it."""
-    base: GroupClass
-    consumers: tuple[GroupClass, ...]
-    extends_base: bool
-    """True for a consumer-only schema that extends another file's base vocabulary."""
-    catalogue: Catalogue | None = None
-    """The metric catalogue (base schemas only)."""
-    names: NameCatalogue | None = None
-    """The attribute-name catalogue (base schemas only)."""
-    warnings: tuple[Problem, ...] = ()
-    """What validation found valid but worth changing, located like problems, in order."""
-
-
-METRIC_KINDS: tuple[str, ...] = ("counter", "up_down_counter", "histogram", "gauge")
-METRICS_MODULE = "nemo.lens.semconv.metrics"
-"""Where the metric catalogue of the base schema is generated."""
+    def preset(self, name: str) -> Preset:
+        return next(p for p in self.presets if p.name == name)
 
 
 @dataclass(frozen=True)
@@ -164,7 +183,6 @@ class Metric:
     description: str
     section: str
     recorded_by: str
-    """What records it, for the docs (a recorder's argument)."""
     boundaries: str = ""
     """The named histogram boundaries (histograms only)."""
     non_negative: bool = True
@@ -176,52 +194,15 @@ class Metric:
 
 
 @dataclass(frozen=True)
-class MetricSection:
-    key: str
-    title: str
-    description: str
-
-
-@dataclass(frozen=True)
-class Catalogue:
-    """The `[metrics]` table: named boundaries, sections and instruments, in schema order."""
-
-    boundaries: tuple[tuple[str, tuple[float, ...]], ...]
-    sections: tuple[MetricSection, ...]
-    metrics: tuple[Metric, ...]
-
-
-NAME_KINDS: tuple[str, ...] = ("attribute", "value", "event", "field", "scope", "version")
-"""What a name of the attribute catalogue is: an attribute key (the default), a fixed value
-of one, the name of a span event, a field of the standard library's ``logging.LogRecord``,
-an instrumentation scope, or a version."""
-ATTRIBUTE_TYPES: dict[str, str] = {
-    "string": "str",
-    "int": "int",
-    "double": "float",
-    "boolean": "bool",
-}
-"""The attribute types a catalogue entry may state (OpenTelemetry's spelling) and the Python
-type of such a value."""
-ATTRIBUTES_MODULE = "nemo.lens.semconv.attributes"
-"""Where the names of the catalogue's sections that are not the resource's are generated."""
-RESOURCE_MODULE = "nemo.lens.semconv.resource"
-"""Where the names of the catalogue's resource sections are generated."""
-
-
-@dataclass(frozen=True)
 class Name:
     """One name of the attribute catalogue: a ``Final`` constant of ``nemo.lens.semconv``."""
 
     key: str
-    """The schema key; its upper case is the constant (`dl_rank`)."""
     value: str
-    """What the constant holds (`dl.rank`)."""
     section: str
     description: str
     kind: str = "attribute"
     type: str = ""
-    """The attribute's type (`int`, ...), when the schema states it."""
     of: str = ""
     """For a `value`: the key of the attribute it is a value of."""
     alias_of: str = ""
@@ -237,7 +218,9 @@ class Name:
 
 
 @dataclass(frozen=True)
-class NameSection:
+class Section:
+    """A section of the metrics page, or of the attributes page (and module)."""
+
     key: str
     title: str
     description: str
@@ -246,12 +229,35 @@ class NameSection:
 
 
 @dataclass(frozen=True)
+class Catalogue:
+    """The `[metrics]` table: named boundaries, sections and instruments, sorted."""
+
+    boundaries: tuple[tuple[str, tuple[float, ...]], ...]
+    sections: tuple[Section, ...]
+    metrics: tuple[Metric, ...]
+
+
+@dataclass(frozen=True)
 class NameCatalogue:
     """The `[attributes]` table: sections and names, sorted."""
 
-    sections: tuple[NameSection, ...]
+    sections: tuple[Section, ...]
     names: tuple[Name, ...]
 
-    def in_module(self, resource: bool) -> tuple[NameSection, ...]:
-        """The sections of the resource module (or of the other one)."""
-        return tuple(s for s in self.sections if s.resource == resource)
+
+@dataclass(frozen=True)
+class Schema:
+    """Everything one schema file defines, ready to render."""
+
+    source: str
+    """The schema file as the user named it (for headers and messages)."""
+    digest: str
+    """sha256 of the canonical content: key order and formatting do not change it."""
+    base: GroupClass
+    consumers: tuple[GroupClass, ...]
+    extends_base: bool
+    """True for a consumer-only schema that extends another file's base vocabulary."""
+    catalogue: Catalogue | None = None
+    names: NameCatalogue | None = None
+    warnings: tuple[Problem, ...] = ()
+    """What validation found valid but worth changing, located like problems, in order."""

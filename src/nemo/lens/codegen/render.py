@@ -1,43 +1,536 @@
 """Shape the validated schema into view models and render the templates.
 
-Templates receive ready-made strings (Python literals already quoted, docstrings
-already wrapped, member expressions already qualified), so they hold nothing but
-loops and ifs. Output is deterministic: everything is sorted, nothing depends on
-time, paths or the order of keys in the TOML file, and the templates are written
-to be stable under ``ruff format``.
+Templates get ready-made strings (literals quoted, docstrings wrapped, expressions
+qualified) and hold only loops and ifs; output is sorted and the same on every machine.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
-from nemo.lens.codegen.attribute_views import names_view
-from nemo.lens.codegen.class_views import class_view, signatures_view
-from nemo.lens.codegen.docs_views import docs_class
-from nemo.lens.codegen.metric_views import catalogue_view
 from nemo.lens.codegen.model import (
+    ALL_PRESET,
     ATTRIBUTES_MODULE,
+    GOODPUT,
+    IMPLICIT_PRESETS,
     METRICS_MODULE,
+    PRODUCTION_PRESET,
+    PROFILING,
     RESOURCE_MODULE,
     SIGNATURES_MODULE,
     TIER_MEANING,
+    Catalogue,
+    Group,
+    GroupClass,
+    Metric,
+    Name,
+    NameCatalogue,
+    Preset,
     Schema,
 )
-from nemo.lens.codegen.text import header, pystr, region_note
+from nemo.lens.codegen.text import (
+    decorator,
+    docstring,
+    header,
+    markdown_text,
+    pystr,
+    pystr_block,
+    region_note,
+    ruff_sorted,
+    string_lines,
+)
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+IMPLICIT_PRESET_TEXT = {
+    GOODPUT: "The goodput groups: semantic boundaries of useful or resiliency time.",
+    PROFILING: "Every group: the fine-grained detail too, for profiling.",
+    ALL_PRESET: "Every group of the class.",
+}
+_NAMES_MODULE_DOCS = {
+    False: "The names nemo.lens emits and reads, other than the resource's and the metrics': "
+    "span and log attributes, metric attributes and fixed values, and upstream's names.",
+    True: "The resource attributes nemo.lens sets on every signal, and what each one holds.",
+}
 
 
-def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
+@dataclass(frozen=True)
+class GroupView:
+    constant: str
+    literal: str
+    doc: str
+    fires: str
+    since: str
+    description: str
+    deprecated: str
+    renamed_to: str
+    """Expression of the new group's constant, for renamed groups."""
+    category: str
+    """The category literal; empty when it is the default (`profiling`)."""
+    bucket: str
+
+
+@dataclass(frozen=True)
+class RenameView:
+    """A renamed group: its old constant becomes a deprecated descriptor."""
+
+    constant: str
+    descriptor: str
+    """The generated descriptor class the constant is typed as (`_RenamedIteration`)."""
+    old: str
+    new_expr: str
+    new_literal: str
+    decorator: str
+    message_lines: tuple[str, ...]
+    """The decorator's message as string-literal lines for the descriptor's argument."""
+    doc: str
+
+
+@dataclass(frozen=True)
+class DeprecatedNameView:
+    """A deprecated group name: one `@deprecated` overload of each group-taking primitive."""
+
+    literal: str
+    decorator: str
+
+
+@dataclass(frozen=True)
+class PrimitivesView:
+    """The group-checked declarations of `managed_span`, `trace_fn`, `is_span_group_enabled`."""
+
+    group_type: str
+    renamed: tuple[DeprecatedNameView, ...]
+    managed_span_doc: str
+    trace_fn_doc: str
+    is_enabled_doc: str
+
+
+@dataclass(frozen=True)
+class PresetView:
+    literal: str
+    description: str
+    members: tuple[str, ...]
+    """Member expressions (`JOB` or `SpanGroup.JOB`); empty for `all` and `profiling`."""
+    is_all: bool
+    constant: str
+    """The module-level `Final` frozenset of the preset (`PER_STEP_PRESET`)."""
+    is_goodput: bool
+    same_as: str
+    """Another preset constant with the very same members (`all` is `profiling`)."""
+    every_group: bool
+    """A declared preset that enables every group of the class: rendered as ``ALL_GROUPS``."""
+
+
+@dataclass(frozen=True)
+class ClassView:
+    header: str
+    module_doc: str
+    class_name: str
+    base_class: str
+    class_doc: str
+    name_alias: str
+    preset_alias: str
+    group_names: tuple[str, ...]
+    preset_names: tuple[str, ...]
+    groups: tuple[GroupView, ...]
+    presets: tuple[PresetView, ...]
+    goodput: tuple[str, ...]
+    recategorized: tuple[tuple[str, str], ...]
+    """(inherited group's expression, category literal): the class's own view of them."""
+    renames: tuple[tuple[str, str], ...]
+    renamed_constants: tuple[RenameView, ...]
+    primitives: PrimitivesView
+    exports: tuple[str, ...]
+    any_names: tuple[str, ...]
+    """Every group name of every class in the schema (the base module only)."""
+    own_constants: tuple[str, ...]
+    """The constants of the class's own current groups."""
+
+
+@dataclass(frozen=True)
+class DocsClass:
+    title: str
+    module: str
+    description: str
+    preset_names: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    preset_rows: tuple[tuple[str, str, str], ...]
+
+
+@dataclass(frozen=True)
+class EntryView:
+    """A metric or a name of a catalogue, for its module (or, with markdown, its page)."""
+
+    constant: str
+    literal: str
+    doc: str
+    description: str
+    name: str = ""
+    kind: str = ""
+    unit: str = ""
+    boundaries: str = ""
+    non_negative: bool = True
+    recorded_by: str = ""
+    value: str = ""
+    type: str = ""
+    upstream: str = ""
+
+
+@dataclass(frozen=True)
+class SectionView:
+    title: str
+    description: str
+    module: str
+    entries: tuple[EntryView, ...]
+
+
+@dataclass(frozen=True)
+class CatalogueView:
+    header: str
+    module_doc: str
+    exports: tuple[str, ...]
+    sections: tuple[SectionView, ...]
+    metrics: tuple[EntryView, ...] = ()
+    boundaries: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+def group_doc(group: Group) -> str:
+    category = f"{group.category}, feeds {group.bucket}" if group.bucket else group.category
+    text = (
+        f"{group.description.rstrip('.')}. Fires {group.fires} "
+        f"({TIER_MEANING[group.fires]}); {category}; since {group.since}."
+    )
+    if group.renamed_to:
+        text = f"Deprecated: renamed to {group.renamed_to!r}. {group.deprecated_note}"
+    elif group.deprecated_note:
+        text += f" Deprecated: {group.deprecated_note}"
+    return text
+
+
+def rename_message(owner: str, old: str, targets: list[tuple[str, str]]) -> str:
+    """What a type checker (and the run-time warning) says about a renamed group's old name;
+    *targets* are (class name, new name) pairs: more than one class may have renamed it."""
+    uses = " or ".join(f"{cls}.{new.upper()}" for cls, new in targets)
+    if len({new for _, new in targets}) == 1:
+        what = f"span group {old!r} was renamed to {targets[0][1]!r}"
+    else:
+        what = f"span group {old!r} was renamed"
+    return f"{owner}{what}; use {uses}"
+
+
+def primitives_view(
+    group_type: str, owner: str, renames: list[tuple[str, list[tuple[str, str]]]]
+) -> PrimitivesView:
+    """The three primitives for one vocabulary; *renames* are (old name, [(class name, new
+    name), ...]) pairs, each a `@deprecated` overload that names the new group."""
+
+    def doc(primitive: str) -> str:
+        return docstring(
+            f":func:`nemo.lens.{primitive}`, checked against the groups of {owner}.", 8
+        )
+
+    return PrimitivesView(
+        group_type=group_type,
+        managed_span_doc=doc("managed_span"),
+        trace_fn_doc=doc("trace_fn"),
+        is_enabled_doc=doc("is_span_group_enabled"),
+        renamed=tuple(
+            DeprecatedNameView(pystr(old), decorator("deprecated", rename_message("", old, t), 4))
+            for old, t in renames
+        ),
+    )
+
+
+def _expr(cls: GroupClass, name: str) -> str:
+    if cls.base is None or any(g.name == name for g in cls.groups):
+        return name.upper()
+    return f"{cls.base.class_name}.{name.upper()}"
+
+
+def ordered_presets(cls: GroupClass) -> list[str]:
+    names = sorted(p.name for p in cls.presets if p.name != PRODUCTION_PRESET)
+    return [PRODUCTION_PRESET, *names, *IMPLICIT_PRESETS]
+
+
+def preset_members(cls: GroupClass, name: str) -> frozenset[str]:
+    """Every group a preset of *cls* enables, the implicit presets included."""
+    if name in (ALL_PRESET, PROFILING):
+        return frozenset(g.name for g in cls.all_groups)
+    return cls.goodput if name == GOODPUT else cls.preset(name).members
+
+
+def _preset_view(cls: GroupClass, name: str, members: list[str]) -> PresetView:
+    every = name in (ALL_PRESET, PROFILING)
+    text = IMPLICIT_PRESET_TEXT.get(name) or cls.preset(name).description
+    text = (text[0].upper() + text[1:]).rstrip(".")
+    text = f"The {name!r} preset of {cls.class_name}. {text}."
+    return PresetView(
+        literal=pystr(name),
+        description=docstring(text, 0),
+        members=() if every else tuple(_expr(cls, m) for m in members),
+        is_all=every,
+        constant=f"{name.upper()}_PRESET",
+        is_goodput=name == GOODPUT,
+        same_as=f"{PROFILING.upper()}_PRESET" if name == ALL_PRESET else "",
+        every_group=len(members) == len(cls.all_groups),
+    )
+
+
+def _group_view(cls: GroupClass, g: Group) -> GroupView:
+    return GroupView(
+        constant=g.constant,
+        literal=pystr(g.name),
+        doc=docstring(group_doc(g), 4),
+        fires=pystr(g.fires),
+        since=pystr(g.since),
+        description=pystr_block(g.description, 12, 0),
+        deprecated=pystr(g.deprecated_note),
+        renamed_to=_expr(cls, g.renamed_to) if g.renamed_to else "",
+        category=pystr(g.category) if g.category != PROFILING else "",
+        bucket=pystr(g.bucket) if g.bucket else "",
+    )
+
+
+def _rename_view(cls: GroupClass, group: Group) -> RenameView:
+    message = rename_message(
+        f"{cls.class_name}.{group.constant}: ", group.name, [(cls.class_name, group.renamed_to)]
+    )
+    lines = string_lines(message, 8)
+    return RenameView(
+        constant=group.constant,
+        descriptor="_Renamed" + "".join(part.capitalize() for part in group.name.split("_")),
+        old=pystr(group.name),
+        new_expr=_expr(cls, group.renamed_to),
+        new_literal=pystr(group.renamed_to),
+        decorator=decorator("deprecated", message, 8),
+        message_lines=(*lines[:-1], lines[-1] + ","),
+        doc=docstring(group_doc(group), 4),
+    )
+
+
+def class_view(
+    schema: Schema, cls: GroupClass, command: str, any_names: tuple[str, ...] = ()
+) -> ClassView:
+    order = {g.name: g.sort_key for g in cls.all_groups}
+    presets = [
+        _preset_view(cls, name, sorted(preset_members(cls, name), key=order.__getitem__))
+        for name in ordered_presets(cls)
+    ]
+    renamed = [g for g in cls.groups if g.renamed_to]
+    # Every renamed group the class answers to, inherited ones included, by name.
+    answers = sorted((g for g in cls.vocabulary.values() if g.renamed_to), key=lambda g: g.name)
+    exports = {cls.class_name, f"{cls.class_name}Name", f"{cls.class_name}PresetName"}
+    exports |= {p.constant for p in presets}
+    if cls.base is None:
+        exports |= {"AnySpanGroupName", "DynamicSpanGroup", "GroupInfo", "SpanGroupArg"}
+        module_doc = "The base span-group vocabulary of nemo.lens."
+    else:
+        exports |= {"is_span_group_enabled", "managed_span", "trace_fn"}
+        module_doc = f"{cls.class_name}, the span groups of the {cls.key!r} consumer."
+    return ClassView(
+        header=header(schema, command),
+        module_doc=docstring(module_doc, 0),
+        class_name=cls.class_name,
+        base_class=cls.base.class_name if cls.base else "",
+        class_doc=docstring(cls.description, 4),
+        name_alias=f"{cls.class_name}Name",
+        preset_alias=f"{cls.class_name}PresetName",
+        group_names=tuple(pystr(g.name) for g in cls.all_groups),
+        preset_names=tuple(pystr(p) for p in ordered_presets(cls)),
+        groups=tuple(_group_view(cls, g) for g in cls.groups),
+        presets=tuple(presets),
+        goodput=tuple(_expr(cls, g) for g in sorted(cls.goodput, key=order.__getitem__)),
+        recategorized=tuple((_expr(cls, g), pystr(c)) for g, c in cls.recategorized),
+        renames=tuple((pystr(g.name), _expr(cls, g.renamed_to)) for g in renamed),
+        renamed_constants=tuple(_rename_view(cls, g) for g in renamed),
+        any_names=any_names,
+        own_constants=tuple(g.constant for g in cls.current_groups),
+        exports=ruff_sorted(exports),
+        primitives=primitives_view(
+            f"{cls.class_name}Name | DynamicSpanGroup",
+            f":class:`{cls.class_name}`",
+            [(g.name, [(cls.class_name, g.renamed_to)]) for g in answers],
+        ),
+    )
+
+
+def signatures_view(classes: list[GroupClass]) -> PrimitivesView:
+    """The primitives of the module that types nemo.lens's own: every group of every class."""
+    current = {g.name for cls in classes for g in cls.all_groups}
+    targets: dict[str, list[tuple[str, str]]] = {}
+    for cls in classes:
+        for g in cls.groups:
+            if g.renamed_to:
+                targets.setdefault(g.name, []).append((cls.class_name, g.renamed_to))
+    # A name still current in another class is not deprecated as such: only that
+    # class's own module (and its constant) can say it was renamed.
+    renames = [(old, sorted(t)) for old, t in sorted(targets.items()) if old not in current]
+    names = ", ".join(cls.class_name for cls in classes)
+    return primitives_view("SpanGroupArg", f"any span-group class ({names})", renames)
+
+
+def _preset_row(cls: GroupClass, name: str, members: frozenset[str]) -> tuple[str, str, str]:
+    """A preset's row of the page: what it is for, what it inherits and keeps on purpose."""
+    if name in IMPLICIT_PRESET_TEXT:
+        return (name, IMPLICIT_PRESET_TEXT[name], ", ".join(sorted(members)))
+    preset: Preset = cls.preset(name)
+    text = markdown_text(preset.description)
+    if cls.base is not None and preset.replaces_base:
+        text += f" Replaces the base `{name}`."
+    for group, reason in preset.allow_frequent:
+        text += f" Kept in `{name}` on purpose: `{group}`: {markdown_text(reason)}"
+    listed = ", ".join(sorted(members))
+    if cls.base is not None and preset.from_base:
+        added = sorted(members - preset.from_base)
+        listed = f"from the base `{name}`: {', '.join(sorted(preset.from_base))}"
+        listed += f"; added here: {', '.join(added)}" if added else ""
+    return (name, text, listed)
+
+
+def docs_class(cls: GroupClass) -> DocsClass:
+    names = ordered_presets(cls)
+    members = {n: preset_members(cls, n) for n in names}
+    own = {g.name for g in cls.groups}
+    rows = []
+    for g in cls.all_groups:
+        origin = "" if g.name in own or cls.base is None else " (base)"
+        marks = tuple("✓" if g.name in members[n] else "" for n in names)
+        category = cls.category(g.name)
+        if category == GOODPUT and g.bucket:
+            category += f" ({g.bucket})"
+        rows.append(
+            (f"`{g.name}`{origin}", g.fires, category, markdown_text(g.description), *marks)
+        )
+    for g in cls.groups:
+        if g.renamed_to:
+            note = f"renamed to `{g.renamed_to}`. {g.deprecated_note}".strip()
+            blank = ("" for _ in names)
+            rows.append((f"`{g.name}`", "—", "—", markdown_text(f"Deprecated: {note}"), *blank))
+    return DocsClass(
+        title=cls.class_name,
+        module=cls.module,
+        description=markdown_text(cls.description),
+        preset_names=tuple(names),
+        rows=tuple(rows),
+        preset_rows=tuple(_preset_row(cls, n, members[n]) for n in names),
+    )
+
+
+def _metric_view(metric: Metric, *, markdown: bool) -> EntryView:
+    unit = metric.unit or "1"
+    text = f"{metric.description.rstrip('.')}. A {metric.kind.replace('_', '-')} in `{unit}`"
+    text += f", recorded from {metric.recorded_by}."
+    if markdown:
+        kind = metric.kind.replace("_", "-")
+        unit = f"`{metric.unit}`" if metric.unit else ""
+        description = markdown_text(metric.description)
+    else:
+        kind, unit = pystr(metric.kind), pystr(metric.unit)
+        description = pystr_block(metric.description, 8, 0)
+    recorded_by = markdown_text(metric.recorded_by) if markdown else metric.recorded_by
+    return EntryView(
+        constant=metric.constant,
+        literal=pystr(metric.name),
+        doc=docstring(text, 0),
+        description=description,
+        name=metric.name,
+        kind=kind,
+        unit=unit,
+        boundaries=metric.boundaries,
+        non_negative=metric.non_negative,
+        recorded_by=recorded_by,
+    )
+
+
+def catalogue_view(
+    schema: Schema, catalogue: Catalogue, command: str, *, markdown: bool = False
+) -> CatalogueView:
+    metrics = tuple(_metric_view(m, markdown=markdown) for m in catalogue.metrics)
+    by_key = {m.key: view for m, view in zip(catalogue.metrics, metrics, strict=True)}
+    sections = tuple(
+        SectionView(
+            title=markdown_text(s.title) if markdown else s.title,
+            description=markdown_text(s.description) if markdown else s.description,
+            module=METRICS_MODULE,
+            entries=tuple(by_key[m.key] for m in catalogue.metrics if m.section == s.key),
+        )
+        for s in catalogue.sections
+    )
+    boundaries: tuple[tuple[str, tuple[str, ...]], ...]
+    if markdown:
+        boundaries = tuple(
+            (n, (", ".join(f"{v:g}" for v in vs),)) for n, vs in catalogue.boundaries
+        )
+    else:
+        boundaries = tuple((n, tuple(f"{v!r}," for v in vs)) for n, vs in catalogue.boundaries)
+    return CatalogueView(
+        header=header(schema, command, comment="<!--" if markdown else "#"),
+        module_doc=docstring(
+            "The metric catalogue of nemo.lens: every instrument its recorders create.", 0
+        ),
+        exports=ruff_sorted({"INSTRUMENTS", *(m.constant for m in metrics)}),
+        sections=sections,
+        metrics=metrics,
+        boundaries=boundaries,
+    )
+
+
+def _name_view(name: Name, by_key: dict[str, Name], *, markdown: bool) -> EntryView:
+    notes = []
+    if name.kind == "value":
+        notes.append(f"A value of `{by_key[name.of].value}`.")
+    if name.alias_of:
+        notes.append(f"The same value as `{by_key[name.alias_of].constant}`.")
+    # On the page, the type and upstream have columns of their own.
+    if not markdown and name.type:
+        notes.append(f"Type: `{name.type}`.")
+    if not markdown and name.upstream:
+        notes.append(f"Upstream nemo.lens {name.upstream} defines this constant with this value.")
+    if not markdown and name.upstream_resource:
+        notes.append(f"Upstream nemo.lens {name.upstream_resource} sends this key too.")
+    text = " ".join((f"{name.description.rstrip('.')}.", *notes))
+    upstream = [f"constant ({name.upstream})"] if name.upstream else []
+    if name.upstream_resource:
+        upstream.append(f"resource ({name.upstream_resource})")
+    return EntryView(
+        constant=name.constant,
+        literal=pystr(name.value),
+        doc=docstring(text, 0),
+        value=f"`{name.value}`" if markdown else name.value,
+        type=name.type,
+        upstream=", ".join(upstream),
+        description=markdown_text(text) if markdown else text,
+    )
+
+
+def names_view(
+    schema: Schema, catalogue: NameCatalogue, command: str, *, resource: bool | None
+) -> CatalogueView:
+    """The resource module's view (*resource* true), the other module's (false), or the
+    docs page's, every section (``None``)."""
+    markdown = resource is None
+    by_key = {n.key: n for n in catalogue.names}
+    sections = tuple(
+        SectionView(
+            title=markdown_text(s.title) if markdown else s.title,
+            description=markdown_text(s.description) if markdown else s.description,
+            module=RESOURCE_MODULE if s.resource else ATTRIBUTES_MODULE,
+            entries=tuple(
+                _name_view(n, by_key, markdown=markdown)
+                for n in catalogue.names
+                if n.section == s.key
+            ),
+        )
+        for s in catalogue.sections
+        if markdown or s.resource == resource
+    )
+    return CatalogueView(
+        header=header(schema, command, comment="<!--" if markdown else "#"),
+        module_doc=docstring(_NAMES_MODULE_DOCS[bool(resource)], 0),
+        exports=ruff_sorted({n.constant for s in sections for n in s.entries}),
+        sections=sections,
     )
 
 
@@ -51,10 +544,17 @@ def render_all(
     """Every generated file of *schema*: path -> exact content.
 
     *command* is what the headers tell a reader to run to regenerate them. With
-    *docs_region*, what *docs* maps to is the region of a page the author keeps (see
-    :mod:`~nemo.lens.codegen.docs_region`): no page header or title, a note instead.
+    *docs_region*, what *docs* maps to is the region of a page the author keeps: no page
+    header or title, a note instead.
     """
-    env = _environment()
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
     files: dict[Path, str] = {}
     classes = [] if schema.extends_base else [schema.base]
     classes += list(schema.consumers)
@@ -66,7 +566,13 @@ def render_all(
     if not schema.extends_base:
         files[module_path(out_root, SIGNATURES_MODULE)] = env.get_template(
             "signatures.py.j2"
-        ).render(view=signatures_view(schema, classes, command))
+        ).render(
+            header=header(schema, command),
+            module_doc=docstring(
+                "The group-checked signatures of nemo.lens's primitives, for type checkers.", 0
+            ),
+            primitives=signatures_view(classes),
+        )
     if schema.catalogue is not None:
         files[module_path(out_root, METRICS_MODULE)] = env.get_template("metrics.py.j2").render(
             view=catalogue_view(schema, schema.catalogue, command)
@@ -91,14 +597,13 @@ def render_all(
                 header=page.header, sections=page.sections, command=command
             )
     if docs is not None:
-        tiers = tuple((tier, meaning) for tier, meaning in TIER_MEANING.items())
         files[docs] = env.get_template("span-groups.md.j2").render(
             header=region_note(schema, command)
             if docs_region
             else header(schema, command, comment="<!--"),
             region=docs_region,
             classes=[docs_class(c) for c in classes],
-            tiers=tiers,
+            tiers=tuple(TIER_MEANING.items()),
             command=command,
         )
     return files

@@ -1,13 +1,4 @@
-"""The rules of a schema's vocabulary: groups (names, tiers, categories, buckets, renames),
-the base class, and consumers (their modules, their own groups and categories). Presets,
-promoted groups and the metric catalogue have modules of their own
-(:mod:`~nemo.lens.codegen.rules_presets`, :mod:`~nemo.lens.codegen.rules_promoted`,
-:mod:`~nemo.lens.codegen.rules_metrics`).
-
-A consumer never redefines a base group of the same schema file (an error). A consumer
-of a schema that ``extends`` another may still define a group that base has since taken
-in (promoted): that is valid, the base definition wins, and it is a warning
-(:func:`~nemo.lens.codegen.rules_promoted.warn_promoted`).
+"""The rules of the span-group vocabulary: groups, presets, the base class and consumers.
 
 Each rule reads its part of the parsed TOML, reports every problem through a
 :class:`~nemo.lens.codegen.checker.Checker`, and returns the model of what is valid.
@@ -16,57 +7,57 @@ Each rule reads its part of the parsed TOML, reports every problem through a
 from __future__ import annotations
 
 import keyword
-import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
-from nemo.lens.codegen.checker import Checker, did_you_mean, format_path
-from nemo.lens.codegen.locate import KeyPath
+from nemo.lens.codegen.checker import Checker, did_you_mean
+from nemo.lens.codegen.json_schema import (
+    CLASS_RE,
+    CONSUMER,
+    DEPRECATED,
+    GROUP,
+    MODULE_RE,
+    PRESET,
+    VERSION_RE,
+    keys,
+)
 from nemo.lens.codegen.model import (
+    ALL_PRESET,
+    BASE_CLASS,
+    BASE_MODULE,
     BUCKETS,
     CATEGORIES,
     GOODPUT,
+    IMPLICIT_PRESETS,
     PRODUCTION_PRESET,
     PROFILING,
+    QUIET_TIERS,
     TIERS,
     Group,
     GroupClass,
+    KeyPath,
+    Preset,
+    format_path,
 )
-from nemo.lens.codegen.rules_presets import read_presets
-from nemo.lens.codegen.rules_promoted import warn_promoted
-
-__all__ = ["BASE_CLASS", "BASE_MODULE", "check_renames", "read_base", "read_consumers"]
 
 MAX_DESCRIPTION = 200
-VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?")
-CLASS_RE = re.compile(r"[A-Z][A-Za-z0-9]*")
-MODULE_RE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*")
-BASE_CLASS = "SpanGroup"
-BASE_MODULE = "nemo.lens.groups"
 RUNTIME_PACKAGE = "nemo.lens"
 CONSUMERS_PACKAGE = "nemo.lens.consumers"
-GROUP_KEYS = ("description", "fires", "since", "category", "bucket", "deprecated")
-DEPRECATED_KEYS = ("note", "renamed_to")
-PRESET_KEYS = ("description", "groups", "extends", "replace", "allow_frequent")
-CONSUMER_KEYS = ("class", "module", "description", "categories", "groups", "presets")
+_CATEGORY = ("category", "categories")
+IMPLICIT_MEANING = {
+    ALL_PRESET: "every group of the class",
+    GOODPUT: "the groups whose category is goodput",
+    PROFILING: "every group of the class, for profiling",
+}
 
 
 def read_groups(
-    chk: Checker,
-    raw: object,
-    path: KeyPath,
-    inherited: Mapping[str, Group],
-    *,
-    promotable: bool = False,
+    chk: Checker, raw: object, path: KeyPath, inherited: Mapping[str, Group], promotable: bool
 ) -> dict[str, Group]:
     """The valid groups of *raw*. A name of *inherited* is an error, unless *promotable*
-    (the base comes from another file): then it is read like any other, for the caller to
-    set aside as promoted."""
+    (the base comes from another file): then it is read for the caller to set aside."""
     groups: dict[str, Group] = {}
-    if not chk.expect(raw, dict, path):
-        return groups
-    assert isinstance(raw, dict)
-    for name, body in raw.items():
+    for name, body in chk.table(raw, path).items():
         gpath = (*path, name)
         if not chk.name(name, gpath, "group"):
             chk.broken.add(name)
@@ -81,7 +72,7 @@ def read_groups(
         if not chk.expect(body, dict, gpath):
             chk.broken.add(name)
             continue
-        chk.known_keys(body, GROUP_KEYS, gpath)
+        chk.known_keys(body, keys(GROUP), gpath)
         description = chk.text(body, "description", gpath, required=True)
         if len(description) > MAX_DESCRIPTION:
             chk.error(
@@ -95,20 +86,30 @@ def read_groups(
         since = chk.text(body, "since", gpath, required=True)
         if since and not VERSION_RE.fullmatch(since):
             chk.error((*gpath, "since"), f"'since' must be a version like '0.2.0', got {since!r}")
-        note, renamed_to = "", ""
+        note = renamed_to = ""
         if "deprecated" in body:
             dpath = (*gpath, "deprecated")
             deprecated = body["deprecated"]
             if chk.expect(deprecated, dict, dpath):
-                chk.known_keys(deprecated, DEPRECATED_KEYS, dpath)
+                chk.known_keys(deprecated, keys(DEPRECATED), dpath)
                 note = chk.text(deprecated, "note", dpath, required=True)
                 renamed_to = chk.text(deprecated, "renamed_to", dpath, required=False)
         # A group is goodput only when the schema says so (upstream's rule), so schemas
         # written before categories existed stay valid.
         category = PROFILING
         if "category" in body:
-            category = read_category(chk, body["category"], (*gpath, "category")) or PROFILING
-        bucket = read_bucket(chk, body, gpath, category)
+            category = chk.one_of(body["category"], (*gpath, "category"), CATEGORIES, _CATEGORY)
+            category = category or PROFILING
+        bucket = ""
+        if "bucket" in body:
+            bucket = chk.one_of(body["bucket"], (*gpath, "bucket"), BUCKETS, ("bucket", "buckets"))
+        if bucket and category != GOODPUT:
+            chk.error(
+                (*gpath, "bucket"),
+                'only a goodput group feeds a goodput bucket; add category = "goodput" or '
+                "remove the bucket",
+            )
+            bucket = ""
         if description and fires and since:
             groups[name] = Group(
                 name, description, fires, since, note, renamed_to, category, bucket
@@ -116,37 +117,6 @@ def read_groups(
         else:
             chk.broken.add(name)
     return groups
-
-
-def read_category(chk: Checker, value: object, path: KeyPath) -> str | None:
-    """A valid category, or None after reporting why not."""
-    if not chk.expect(value, str, path):
-        return None
-    if value not in CATEGORIES:
-        chk.unknown(path, "category", str(value), CATEGORIES, "categories")
-        return None
-    return str(value)
-
-
-def read_bucket(chk: Checker, body: Mapping[str, Any], path: KeyPath, category: str) -> str:
-    """The goodput bucket a goodput group's time feeds (see `nemo-lens goodput`)."""
-    if "bucket" not in body:
-        return ""
-    bpath = (*path, "bucket")
-    value = body["bucket"]
-    if not chk.expect(value, str, bpath):
-        return ""
-    if value not in BUCKETS:
-        chk.unknown(bpath, "bucket", str(value), BUCKETS, "buckets")
-        return ""
-    if category != GOODPUT:
-        chk.error(
-            bpath,
-            'only a goodput group feeds a goodput bucket; add category = "goodput" or '
-            "remove the bucket",
-        )
-        return ""
-    return str(value)
 
 
 def check_renames(
@@ -169,6 +139,217 @@ def check_renames(
                 f"renamed_to {group.renamed_to!r} is itself renamed to {target.renamed_to!r}; "
                 f"point at {target.renamed_to!r} directly",
             )
+
+
+def name_list(
+    chk: Checker, body: Mapping[str, Any], key: str, path: KeyPath, required: bool
+) -> list[str]:
+    if key not in body:
+        if required:
+            chk.error(path, f"missing required key {key!r}")
+        return []
+    value = body[key]
+    if not chk.expect(value, list, (*path, key)):
+        return []
+    return [item for i, item in enumerate(value) if chk.expect(item, str, (*path, key, i))]
+
+
+class _Declared(NamedTuple):
+    members: list[str]
+    extends: list[str]
+    description: str
+    allow: dict[str, str]
+    replace: bool
+
+
+def read_presets(
+    chk: Checker,
+    raw: object,
+    path: KeyPath,
+    groups: Mapping[str, Group],
+    inherited: Mapping[str, Preset] | None = None,
+) -> tuple[Preset, ...]:
+    """The presets of one class. *inherited* holds the base presets when the class is a
+    consumer: a consumer preset with a base preset's name adds to its groups unless it says
+    ``replace = true``, and a base preset the consumer does not mention is inherited as is."""
+    if not chk.expect(raw, dict, path):
+        return ()
+    assert isinstance(raw, dict)
+    base = inherited or {}
+    declared: dict[str, _Declared] = {}
+    for name, body in raw.items():
+        ppath = (*path, name)
+        if name in IMPLICIT_PRESETS:
+            chk.error(ppath, f"{name!r} is implicit ({IMPLICIT_MEANING[name]}); remove this preset")
+            continue
+        if not chk.name(name, ppath, "preset"):
+            continue
+        if name in groups:
+            chk.error(
+                ppath, f"preset {name!r} has the name of a group; a spec could not tell them apart"
+            )
+            continue
+        if not chk.expect(body, dict, ppath):
+            continue
+        chk.known_keys(body, keys(PRESET), ppath)
+        description = chk.text(body, "description", ppath, required=name not in base)
+        replace = False
+        if "replace" in body and chk.expect(body["replace"], bool, (*ppath, "replace")):
+            replace = bool(body["replace"])
+            if name not in base:
+                chk.error(
+                    (*ppath, "replace"),
+                    f"'replace' applies only to a preset that the base vocabulary also has "
+                    f"(base presets: {', '.join(sorted(base)) or 'none'}); remove it",
+                )
+        members = name_list(chk, body, "groups", ppath, required=name not in base)
+        extends = name_list(chk, body, "extends", ppath, required=False)
+        allow: dict[str, str] = {}
+        if "allow_frequent" in body:
+            apath = (*ppath, "allow_frequent")
+            for kept, reason in chk.table(body["allow_frequent"], apath).items():
+                if chk.expect(reason, str, (*apath, kept)):
+                    if not reason.strip():
+                        chk.error((*apath, kept), "the reason must not be empty")
+                    if chk.inert(reason, (*apath, kept), "reason"):
+                        allow[kept] = reason.strip()
+        if not description and name in base:
+            description = base[name].description
+        declared[name] = _Declared(members, extends, description, allow, replace)
+
+    for name, preset in declared.items():
+        for index, member in enumerate(preset.members):
+            mpath = (*path, name, "groups", index)
+            group = groups.get(member)
+            if member in chk.broken:
+                pass
+            elif group is None:
+                chk.unknown(mpath, "group", member, groups)
+            elif group.renamed_to:
+                chk.error(
+                    mpath,
+                    f"group {member!r} was renamed to {group.renamed_to!r}; "
+                    f"list {group.renamed_to!r}",
+                )
+            if preset.members.index(member) != index:
+                chk.error(mpath, f"group {member!r} is listed twice")
+        for index, parent in enumerate(preset.extends):
+            if parent not in declared and parent not in base and parent != ALL_PRESET:
+                chk.unknown((*path, name, "extends", index), "preset", parent, {*declared, *base})
+
+    resolved: dict[str, frozenset[str]] = {}
+    current = frozenset(n for n, g in groups.items() if not g.renamed_to)
+
+    def from_base(name: str) -> frozenset[str]:
+        if name not in base or (name in declared and declared[name].replace):
+            return frozenset()
+        return base[name].members
+
+    def expand(name: str, trail: tuple[str, ...]) -> frozenset[str]:
+        if name == ALL_PRESET:
+            return current
+        if name in resolved:
+            return resolved[name]
+        if name not in declared:
+            return from_base(name)
+        if name in trail:
+            cycle = " -> ".join((*trail[trail.index(name) :], name))
+            chk.error((*path, name, "extends"), f"'extends' forms a cycle: {cycle}")
+            return frozenset()
+        preset = declared[name]
+        out = set(m for m in preset.members if m in current) | from_base(name)
+        for parent in preset.extends:
+            if parent in declared or parent in base or parent == ALL_PRESET:
+                out |= expand(parent, (*trail, name))
+        resolved[name] = frozenset(out)
+        return resolved[name]
+
+    presets: list[Preset] = []
+    for name in sorted({*declared, *base}):
+        enabled = expand(name, ())
+        if name in declared:
+            preset = declared[name]
+            allow = dict(preset.allow)
+            # A frequent base member kept on purpose stays kept, for the same reason.
+            if not preset.replace and name in base:
+                for kept, reason in base[name].allow_frequent:
+                    allow.setdefault(kept, reason)
+            check_contract(chk, (*path, name), name, enabled, preset, allow, groups)
+            description = preset.description
+        else:
+            allow = dict(base[name].allow_frequent)
+            description = base[name].description
+        replaces = name in declared and declared[name].replace
+        allowed = tuple(sorted(allow.items()))
+        presets.append(Preset(name, description, enabled, allowed, from_base(name), replaces))
+    if (
+        PRODUCTION_PRESET not in declared
+        and PRODUCTION_PRESET not in base
+        and not any(p.path[: len(path) + 1] == (*path, PRODUCTION_PRESET) for p in chk.problems)
+    ):
+        chk.error(
+            path,
+            f"no {PRODUCTION_PRESET!r} preset: every class needs one, it is what a job "
+            "enables when nobody chose",
+        )
+    return tuple(presets)
+
+
+def check_contract(
+    chk: Checker,
+    path: KeyPath,
+    name: str,
+    members: frozenset[str],
+    preset: _Declared,
+    allow: Mapping[str, str],
+    groups: Mapping[str, Group],
+) -> None:
+    """The preset contract: `default` holds only quiet groups, or says why. The preset's own
+    ``allow_frequent`` is checked for sense; *allow* adds what its base preset stated."""
+    for group in sorted(preset.allow):
+        apath = (*path, "allow_frequent", group)
+        if name != PRODUCTION_PRESET:
+            chk.error(apath, f"allow_frequent only applies to the {PRODUCTION_PRESET!r} preset")
+        elif group not in members:
+            chk.error(apath, f"allow_frequent names {group!r}, which this preset does not enable")
+        elif groups[group].fires in QUIET_TIERS:
+            chk.error(
+                apath,
+                f"group {group!r} fires {groups[group].fires}, which is quiet already; "
+                "remove the override",
+            )
+    if name != PRODUCTION_PRESET:
+        return
+    for group in sorted(members - set(allow)):
+        fires = groups[group].fires
+        if fires not in QUIET_TIERS:
+            # Point at the listing when there is one; an inherited member has none.
+            listed = preset.members
+            where = (*path, "groups", listed.index(group)) if group in listed else path
+            chk.error(
+                where,
+                f"group {group!r} fires {fires}, too often for the production preset "
+                f"{PRODUCTION_PRESET!r}: move it to 'per_step' or 'all', or state why it belongs "
+                f'here with allow_frequent = {{ {group} = "reason" }}',
+            )
+
+
+def read_base(chk: Checker, data: Mapping[str, Any]) -> GroupClass:
+    groups = read_groups(chk, data.get("groups", {}), ("groups",), {}, promotable=False)
+    if "groups" not in data:
+        chk.error((), "missing the [groups] table of the base vocabulary")
+    check_renames(chk, groups, groups, ("groups",))
+    if "presets" not in data:
+        chk.error((), f"missing the [presets] table (at least {PRODUCTION_PRESET!r})")
+    presets = read_presets(chk, data.get("presets", {}), ("presets",), groups)
+    return GroupClass(
+        key="base",
+        class_name=BASE_CLASS,
+        module=BASE_MODULE,
+        description="The base span-group vocabulary, meaningful to every consumer.",
+        groups=tuple(sorted(groups.values(), key=lambda g: g.sort_key)),
+        presets=presets,
+    )
 
 
 def check_module(chk: Checker, module: str, path: KeyPath) -> bool:
@@ -201,12 +382,9 @@ def read_categories(
     chk: Checker, raw: object, path: KeyPath, base: GroupClass
 ) -> tuple[tuple[str, str], ...]:
     """A consumer's own view of inherited groups' categories (Megatron: evaluate is profiling)."""
-    if not chk.expect(raw, dict, path):
-        return ()
-    assert isinstance(raw, dict)
     inherited = {g.name for g in base.current_groups}
     out = []
-    for group, value in raw.items():
+    for group, value in chk.table(raw, path).items():
         gpath = (*path, group)
         if group not in inherited:
             chk.error(
@@ -215,8 +393,8 @@ def read_categories(
                 "a consumer's own group is its 'category' key",
             )
             continue
-        category = read_category(chk, value, gpath)
-        if category is None:
+        category = chk.one_of(value, gpath, CATEGORIES, _CATEGORY)
+        if not category:
             continue
         if category == base.category(group):
             chk.error(gpath, f"{group!r} is {category} in the base vocabulary already; remove this")
@@ -226,24 +404,15 @@ def read_categories(
 
 
 def read_consumers(
-    chk: Checker,
-    raw: object,
-    base: GroupClass,
-    taken: dict[str, KeyPath],
-    *,
-    base_source: str = "",
+    chk: Checker, raw: object, base: GroupClass, taken: dict[str, KeyPath], base_source: str
 ) -> tuple[GroupClass, ...]:
     """The consumers of *raw*, subclasses of *base*; *base_source* names the file the base
-    comes from when it is not this one (``extends``), which lets a consumer still define a
-    group the base has since taken in."""
-    path: KeyPath = ("consumers",)
-    if not chk.expect(raw, dict, path):
-        return ()
-    assert isinstance(raw, dict)
+    comes from when it is not this one (``extends``): then a consumer may still define a
+    group the base has since taken in (promoted), with a warning."""
     inherited = {g.name: g for g in base.groups}
     base_presets = {p.name: p for p in base.presets}
     consumers = []
-    for key, body, cpath in chk.tables(raw, path, "consumer", CONSUMER_KEYS):
+    for key, body, cpath in chk.tables(raw, ("consumers",), "consumer", keys(CONSUMER)):
         class_name = chk.text(body, "class", cpath, required=True)
         if class_name and not CLASS_RE.fullmatch(class_name):
             chk.error(
@@ -264,11 +433,9 @@ def read_consumers(
             taken[value] = (*cpath, what)
         description = chk.text(body, "description", cpath, required=True)
         gpath = (*cpath, "groups")
-        own = read_groups(
-            chk, body.get("groups", {}), gpath, inherited, promotable=bool(base_source)
-        )
+        own = read_groups(chk, body.get("groups", {}), gpath, inherited, bool(base_source))
         promoted = {name: own.pop(name) for name in list(own) if name in inherited}
-        known = {**{n: g for n, g in inherited.items()}, **own}
+        known = {**inherited, **own}
         check_renames(chk, own, known, gpath)
         recategorized = read_categories(
             chk, body.get("categories", {}), (*cpath, "categories"), base
@@ -297,19 +464,63 @@ def read_consumers(
     return tuple(consumers)
 
 
-def read_base(chk: Checker, data: Mapping[str, Any]) -> GroupClass:
-    groups = read_groups(chk, data.get("groups", {}), ("groups",), {})
-    if "groups" not in data:
-        chk.error((), "missing the [groups] table of the base vocabulary")
-    check_renames(chk, groups, groups, ("groups",))
-    if "presets" not in data:
-        chk.error((), f"missing the [presets] table (at least {PRODUCTION_PRESET!r})")
-    presets = read_presets(chk, data.get("presets", {}), ("presets",), groups)
-    return GroupClass(
-        key="base",
-        class_name=BASE_CLASS,
-        module=BASE_MODULE,
-        description="The base span-group vocabulary, meaningful to every consumer.",
-        groups=tuple(sorted(groups.values(), key=lambda g: g.sort_key)),
-        presets=presets,
+def _value(text: str) -> str:
+    return repr(text) if text else "none"
+
+
+def warn_promoted(
+    chk: Checker,
+    path: KeyPath,
+    consumer: str,
+    class_name: str,
+    local: Group,
+    base_class: GroupClass,
+    overrides: Mapping[str, str],
+    base_source: str,
+) -> None:
+    """Warn about *local*, *consumer*'s definition (at *path*) of a group that *base_class*,
+    the base vocabulary of *base_source*, defines too; *overrides* are the consumer's
+    categories of inherited groups. The base definition wins; the warning says where the
+    two differ in what changes behaviour."""
+    table = f"consumers.{consumer}"
+    name = local.name
+    base = next(g for g in base_class.groups if g.name == name)
+    where = f"{base_class.class_name}.{base.constant} of {base_source}"
+    if base.renamed_to:
+        where += f", deprecated there: renamed to {base.renamed_to!r}"
+    message = (
+        f"group {name!r} is a base group since {base.since} ({where}), which "
+        f"{class_name or consumer} inherits"
     )
+    found = []
+    if local.fires != base.fires:
+        found.append(f"fires is {base.fires!r} in the base, {local.fires!r} here")
+    category = overrides.get(name, base.category)
+    if local.category != category and name in overrides:
+        # Two categories only: the override says the other one, the local one is the base's.
+        found.append(
+            f"category is {category!r} by the categories of [{table}], {local.category!r} "
+            f"here (to keep {local.category!r}, remove {name!r} from those categories)"
+        )
+    elif local.category != category:
+        found.append(
+            f"category is {category!r} in the base, {local.category!r} here (to keep "
+            f'{local.category!r}, write categories = {{ {name} = "{local.category}" }} '
+            f"in [{table}])"
+        )
+    if local.bucket != base.bucket:
+        found.append(f"bucket is {_value(base.bucket)} in the base, {_value(local.bucket)} here")
+    if local.renamed_to != base.renamed_to:
+        text = (
+            f"renamed_to is {_value(base.renamed_to)} in the base, {_value(local.renamed_to)} here"
+        )
+        if not base.renamed_to:
+            text += f" ({name!r} now names the base group, not an old name)"
+        found.append(text)
+    if found:
+        message += "; the base definition wins where the two differ: " + "; ".join(found)
+    message += (
+        f"; this definition can go: delete the [{table}.groups.{name}] table "
+        f"(keep {name!r} in the presets that list it)"
+    )
+    chk.warn(path, message)

@@ -1,10 +1,5 @@
-"""Python literals, docstrings and Markdown cells made from schema text.
-
-Every function here turns text a schema author wrote into text that a
-generated file holds as data and never as code: quoted as ruff format quotes
-it, wrapped to the line length, escaped so it cannot end a string or a table
-cell. Output depends on the text alone.
-"""
+"""Python literals, docstrings and Markdown cells made from schema text: held as data, never
+as code (quoted as ruff format quotes it, wrapped, escaped); output depends on the text alone."""
 
 from __future__ import annotations
 
@@ -15,18 +10,12 @@ from collections.abc import Callable
 from nemo.lens.codegen.model import Schema
 
 LINE = 100
-
-
 _ESCAPES = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def pystr(text: str) -> str:
-    """A Python string literal of *text*, quoted as ruff format quotes it.
-
-    Double quotes, unless the text holds more double quotes than single ones (then
-    single quotes need fewer escapes, and ruff would switch). Non-ASCII stays
-    readable; backslashes, the quote and anything unprintable are escaped.
-    """
+    """A Python string literal of *text*, quoted as ruff format quotes it (single quotes
+    when the text holds more double quotes); non-ASCII stays readable."""
     quote = "'" if text.count('"') > text.count("'") else '"'
     out = []
     for char in text:
@@ -57,10 +46,8 @@ def _fit(
     drop_whitespace: bool = True,
     break_on_hyphens: bool = True,
 ) -> list[str]:
-    """Wrap *text* at *width* so that every rendered line is at most *limit* characters.
-
-    Escapes make a rendered line longer than its text; wrap narrower until it fits.
-    """
+    """Wrap *text* at *width* so that every rendered line is at most *limit* characters
+    (escapes make a rendered line longer than its text: wrap narrower until it fits)."""
     while True:
         chunks = textwrap.wrap(
             text,
@@ -76,10 +63,8 @@ def _fit(
 
 
 def pystr_block(text: str, indent: int, prefix: int) -> str:
-    """A string literal that fits the line after *prefix* characters of code.
-
-    Too long, it becomes parenthesized parts, which ruff format keeps as they are.
-    """
+    """A string literal that fits the line after *prefix* characters of code; too long, it
+    becomes parenthesized parts, which ruff format keeps as they are."""
     literal = pystr(text)
     if indent + prefix + len(literal) + 1 <= LINE:
         return literal
@@ -97,12 +82,8 @@ def pystr_block(text: str, indent: int, prefix: int) -> str:
 
 
 def _inert(line: str) -> str:
-    """*line* as the body of a docstring that reads back as exactly *line*.
-
-    Backslashes and double quotes are escaped, so no schema text can end the string,
-    start an escape sequence (``\\x``, ``\\N``, a backslash before the closing quotes)
-    or become code. Applied after wrapping, so a line break never splits an escape.
-    """
+    """*line* as docstring text that reads back as exactly *line*: it cannot end the string,
+    start an escape sequence or become code (applied after wrapping, so no break splits one)."""
     return line.replace("\\", "\\\\").replace('"', '\\"')
 
 
@@ -152,8 +133,8 @@ def header(schema: Schema, command: str, comment: str = "#") -> str:
 
 
 def region_note(schema: Schema, command: str) -> str:
-    """The first line of a generated region in a page the author keeps: an invisible note
-    saying where the region comes from (not the whole-file header: the page is not generated)."""
+    """The first line of a generated region in a page the author keeps (which is not
+    generated, so it gets no header): an invisible note of where the region comes from."""
     return (
         f"<!-- Generated from {one_line(schema.source)} by nemo-lens generate, up to the end "
         f"marker: edit the schema, not this region, then run `{one_line(command)}`. -->"
@@ -173,7 +154,3 @@ def ruff_sorted(names: set[str]) -> tuple[str, ...]:
 def markdown_text(text: str) -> str:
     """Schema text as inert Markdown table text: no cell breaks, no HTML."""
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def with_trailing_comma(lines: tuple[str, ...]) -> tuple[str, ...]:
-    return (*lines[:-1], lines[-1] + ",")

@@ -1,16 +1,10 @@
-"""Load a schema file and check every rule, reporting all problems at once.
-
-Validation is separate from rendering: :func:`load_schema` either returns a
-:class:`~nemo.lens.codegen.model.Schema` that is safe to render, or raises
-:class:`SchemaError` carrying every :class:`Problem` found (file, line, key path,
-message, did-you-mean). Nothing is written on failure. What is valid but should change
-(a consumer still defining a group its base has since taken in) comes back as
-warnings, located the same way: ``Schema.warnings``, or ``SchemaError.warnings`` beside
-the problems.
-"""
+"""Load a schema file and check every rule: a :class:`Schema` safe to render, or a
+:class:`SchemaError` with every problem found (file, line, key path, did-you-mean)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import stat
@@ -18,21 +12,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nemo.lens.codegen.checker import Checker, Problem, SchemaError, canonical_digest
-from nemo.lens.codegen.locate import KeyPath, Locator
+from nemo.lens.codegen.catalogues import read_metrics, read_names
+from nemo.lens.codegen.checker import Checker, Locator, SchemaError
+from nemo.lens.codegen.json_schema import BUNDLED_BASE, SCHEMA_VERSION, TOP, keys
 from nemo.lens.codegen.model import (
-    SIGNATURES_MODULE,
-    GroupClass,
-    Schema,
-)
-from nemo.lens.codegen.rules import (
     BASE_CLASS,
     BASE_MODULE,
-    read_base,
-    read_consumers,
+    SIGNATURES_MODULE,
+    GroupClass,
+    KeyPath,
+    Problem,
+    Schema,
 )
-from nemo.lens.codegen.rules_attributes import read_names
-from nemo.lens.codegen.rules_metrics import read_metrics
+from nemo.lens.codegen.rules import read_base, read_consumers
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -49,21 +41,9 @@ __all__ = [
     "read_document",
 ]
 
-BUNDLED_BASE = "nemo.lens"
-"""`extends` value naming the base schema that ships beside this generator."""
 BUNDLED_BASE_PATH = Path(__file__).resolve().parent / "schema" / "span_groups.toml"
 MAX_SCHEMA_BYTES = 1 << 20
 """A schema is a short hand-written file; anything larger is a mistake (or /dev/zero)."""
-SCHEMA_VERSION = 1
-TOP_KEYS = (
-    "schema_version",
-    "extends",
-    "groups",
-    "presets",
-    "consumers",
-    "metrics",
-    "attributes",
-)
 
 
 def _read_text(path: Path) -> str:
@@ -83,13 +63,14 @@ def _read_text(path: Path) -> str:
     return data.decode("utf-8")
 
 
-def _parse(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
+def read_document(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
+    """The parsed TOML at *path* and the lines of its keys, unvalidated (raises
+    :class:`SchemaError` when it cannot be read or parsed)."""
     try:
         text = _read_text(path)
     except UnicodeDecodeError as exc:
-        raise SchemaError(
-            [Problem(shown, None, (), f"the schema is not UTF-8 text: {exc.reason}")]
-        ) from exc
+        reason = f"the schema is not UTF-8 text: {exc.reason}"
+        raise SchemaError([Problem(shown, None, (), reason)]) from exc
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         reason = getattr(exc, "strerror", None) or str(exc)
         raise SchemaError([Problem(shown, None, (), f"cannot read the schema: {reason}")]) from exc
@@ -97,9 +78,8 @@ def _parse(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
         data = tomllib.loads(text)
     except RecursionError as exc:
         # tomllib parses nested arrays and inline tables recursively.
-        raise SchemaError(
-            [Problem(shown, None, (), "not valid TOML here: arrays or tables nested too deeply")]
-        ) from exc
+        reason = "not valid TOML here: arrays or tables nested too deeply"
+        raise SchemaError([Problem(shown, None, (), reason)]) from exc
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
         match = re.search(r"line (\d+)", str(exc))
@@ -109,12 +89,6 @@ def _parse(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
         message = re.sub(r"\s*\(at line \d+, column \d+\)$", "", getattr(exc, "msg", str(exc)))
         raise SchemaError([Problem(shown, line, (), f"not valid TOML: {message}")]) from exc
     return data, Locator(text)
-
-
-def read_document(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
-    """The parsed TOML at *path* and the lines of its keys, unvalidated (raises
-    :class:`SchemaError` when it cannot be read or parsed)."""
-    return _parse(path, shown)
 
 
 def extended_schema(path: Path, extends: str) -> tuple[Path, str]:
@@ -136,9 +110,9 @@ def load_schema(
     *_extending* lists the files that extend this one, to report a cycle.
     """
     shown = shown or path.as_posix()
-    data, locator = _parse(path, shown)
+    data, locator = read_document(path, shown)
     chk = Checker(shown, locator)
-    chk.known_keys(data, TOP_KEYS, ())
+    chk.known_keys(data, keys(TOP), ())
     version = data.get("schema_version")
     if version is None:
         chk.error((), f"missing 'schema_version = {SCHEMA_VERSION}'")
@@ -183,42 +157,36 @@ def load_schema(
     else:
         base = read_base(chk, data)
 
-    catalogue = None
-    if "metrics" in data:
-        if extends is not None:
-            chk.error(("metrics",), "[metrics] belongs to the base schema, not to a consumer's")
-        else:
-            catalogue = read_metrics(chk, data["metrics"])
-    names = None
-    if "attributes" in data:
-        if extends is not None:
-            chk.error(
-                ("attributes",), "[attributes] belongs to the base schema, not to a consumer's"
-            )
-        else:
-            # After the metrics: the two catalogues' constants share nemo.lens.semconv.
-            names = read_names(chk, data["attributes"], catalogue)
-    taken: dict[str, KeyPath] = {
-        BASE_CLASS: ("groups",),
-        BASE_MODULE: ("groups",),
-        SIGNATURES_MODULE: ("groups",),
-    }
+    catalogue = names = None
+    for key in ("metrics", "attributes"):
+        if key in data and extends is not None:
+            chk.error((key,), f"[{key}] belongs to the base schema, not to a consumer's")
+    if "metrics" in data and extends is None:
+        catalogue = read_metrics(chk, data["metrics"])
+    if "attributes" in data and extends is None:
+        # After the metrics: the two catalogues' constants share nemo.lens.semconv.
+        names = read_names(chk, data["attributes"], catalogue)
+    taken: dict[str, KeyPath] = dict.fromkeys(
+        (BASE_CLASS, BASE_MODULE, SIGNATURES_MODULE), ("groups",)
+    )
     consumers = read_consumers(
-        chk,
-        data.get("consumers", {}),
-        base,
-        taken,
-        base_source="" if extends is None else str(extends),
+        chk, data.get("consumers", {}), base, taken, "" if extends is None else str(extends)
     )
     if extends is not None and not data.get("consumers"):
         chk.error((), "a schema that extends another must define at least one [consumers.NAME]")
     warnings = sorted(chk.warnings, key=lambda p: (p.file, p.line or 0))
     if chk.problems:
         raise SchemaError(sorted(chk.problems, key=lambda p: (p.file, p.line or 0)), warnings)
-    digest = canonical_digest({"schema": data, "base": base_digest})
+    # sha256 of the parsed content with sorted keys: formatting changes nothing.
+    canonical = json.dumps(
+        {"schema": data, "base": base_digest},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
     return Schema(
         source=shown,
-        digest=digest,
+        digest=hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
         base=base,
         consumers=tuple(sorted(consumers, key=lambda c: c.key)),
         extends_base=extends is not None,

@@ -1,51 +1,120 @@
-"""The rules of the attribute-name catalogue: its sections, and every name of nemo.lens.semconv.
+"""The rules of the two catalogues of ``nemo.lens.semconv``: metrics and attribute names.
 
-Each entry of ``[attributes.names]`` becomes one ``Final`` constant (its key upper-cased)
-holding its ``value``, documented by its ``description``. What a value may look like
-depends on its ``kind``; two constants may hold the same value only when the second says
-which one it repeats (``alias_of``), so an accidental duplicate is an error while a
-deliberate second spelling (upstream's ``GENAI_*`` beside ``GEN_AI_*``) is not. The
-constants share one namespace with the metric catalogue's (``nemo.lens.semconv``
-re-exports both), so a constant of one may not be a constant of the other.
+Both share one namespace of constants (a key upper-cased), so a constant of one may not be
+a constant of the other; two names may hold one value only when the second says
+``alias_of`` (upstream's ``GENAI_*`` beside ``GEN_AI_*``).
 """
 
 from __future__ import annotations
 
-import re
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from nemo.lens.codegen.checker import Checker, format_path
-from nemo.lens.codegen.locate import KeyPath
+from nemo.lens.codegen.checker import Checker
+from nemo.lens.codegen.json_schema import (
+    ATTRIBUTES,
+    DOTTED_RE,
+    INSTRUMENT,
+    LONG_NAME,
+    METRIC_SECTION,
+    METRICS,
+    NAME,
+    NAME_SECTION,
+    RELEASE_RE,
+    keys,
+)
 from nemo.lens.codegen.model import (
     ATTRIBUTE_TYPES,
+    METRIC_KINDS,
     NAME_KINDS,
     Catalogue,
+    KeyPath,
+    Metric,
     Name,
     NameCatalogue,
-    NameSection,
+    Section,
+    format_path,
 )
 
-__all__ = ["read_names"]
-
-ATTRIBUTES_KEYS = ("sections", "names")
-SECTION_KEYS = ("title", "description", "resource")
-NAME_KEYS = (
-    "value",
-    "section",
-    "description",
-    "kind",
-    "type",
-    "of",
-    "alias_of",
-    "upstream",
-    "upstream_resource",
-)
-DOTTED_RE = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*")
-"""Attribute keys and scope names, as OpenTelemetry spells them: dotted lowercase."""
-RELEASE_RE = re.compile(r"\d+\.\d+\.\d+")
 RESERVED_CONSTANTS = frozenset({"INSTRUMENTS"})
 """Names of ``nemo.lens.semconv`` that are not catalogue constants."""
+
+
+def _sections(
+    chk: Checker, raw: object, path: KeyPath, keys: tuple[str, ...]
+) -> dict[str, Section]:
+    sections = {}
+    for key, body, spath in chk.tables(raw, path, "section", keys):
+        title = chk.text(body, "title", spath, required=True)
+        description = chk.text(body, "description", spath, required=False)
+        resource = "resource" in keys and chk.flag(body, "resource", spath, False)
+        sections[key] = Section(key, title, description, resource)
+    return sections
+
+
+def _boundaries(chk: Checker, raw: object, path: KeyPath) -> dict[str, tuple[float, ...]]:
+    boundaries = {}
+    for name, values in chk.table(raw, path).items():
+        bpath = (*path, name)
+        if not chk.name(name, bpath, "boundaries") or not chk.expect(values, list, bpath):
+            continue
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if len(numbers) != len(values) or not numbers:
+            chk.error(bpath, "boundaries must be a non-empty array of numbers")
+        elif any(b <= a for a, b in itertools.pairwise(numbers)):
+            chk.error(bpath, "boundaries must increase strictly, from the lowest up")
+        else:
+            boundaries[name] = tuple(float(v) for v in numbers)
+    return boundaries
+
+
+def read_metrics(chk: Checker, raw: object) -> Catalogue | None:
+    """The metric catalogue: named histogram boundaries, doc sections and instruments."""
+    path: KeyPath = ("metrics",)
+    if not chk.expect(raw, dict, path):
+        return None
+    assert isinstance(raw, dict)
+    chk.known_keys(raw, keys(METRICS), path)
+    boundaries = _boundaries(chk, raw.get("boundaries", {}), (*path, "boundaries"))
+    sections = _sections(chk, raw.get("sections", {}), (*path, "sections"), keys(METRIC_SECTION))
+    metrics: list[Metric] = []
+    names: dict[str, KeyPath] = {}
+    ipaths = (*path, "instruments")
+    instruments = raw.get("instruments", {})
+    for key, body, ipath in chk.tables(
+        instruments, ipaths, "instrument", keys(INSTRUMENT), LONG_NAME
+    ):
+        name = chk.text(body, "name", ipath, required=True)
+        if name and not DOTTED_RE.fullmatch(name):
+            chk.error((*ipath, "name"), f"metric name {name!r} is not dotted lowercase")
+        elif name in names:
+            chk.error((*ipath, "name"), f"metric {name!r} is already {format_path(names[name])}")
+        names.setdefault(name, ipath)
+        kind = chk.choice(body, "kind", ipath, METRIC_KINDS, ("kind", "kinds"))
+        unit = chk.text(body, "unit", ipath, required=False)
+        description = chk.text(body, "description", ipath, required=True)
+        section = chk.text(body, "section", ipath, required=True)
+        if section and section not in sections:
+            chk.unknown((*ipath, "section"), "section", section, sections)
+        recorded_by = chk.text(body, "recorded_by", ipath, required=True)
+        bounds = chk.text(body, "boundaries", ipath, required=False)
+        if kind == "histogram" and not bounds:
+            chk.error(ipath, "a histogram names its boundaries (see [metrics.boundaries])")
+        elif bounds and kind != "histogram":
+            chk.error((*ipath, "boundaries"), "only a histogram has boundaries")
+        elif bounds and bounds not in boundaries:
+            chk.unknown((*ipath, "boundaries"), "boundaries", bounds, boundaries)
+        non_negative = chk.flag(body, "non_negative", ipath, True)
+        metrics.append(
+            Metric(key, name, kind, unit, description, section, recorded_by, bounds, non_negative)
+        )
+    # Sorted, like everything generated: the order of the TOML file changes nothing.
+    return Catalogue(
+        boundaries=tuple(sorted(boundaries.items())),
+        sections=tuple(sorted(sections.values(), key=lambda s: s.key)),
+        metrics=tuple(sorted(metrics, key=lambda m: m.name)),
+    )
 
 
 def _value_problem(kind: str, value: str) -> str:
@@ -59,21 +128,6 @@ def _value_problem(kind: str, value: str) -> str:
     return ""
 
 
-def _sections(chk: Checker, raw: object, path: KeyPath) -> dict[str, NameSection]:
-    sections: dict[str, NameSection] = {}
-    if not chk.expect(raw, dict, path):
-        return sections
-    assert isinstance(raw, dict)
-    for key, body, spath in chk.tables(raw, path, "section", SECTION_KEYS):
-        title = chk.text(body, "title", spath, required=True)
-        description = chk.text(body, "description", spath, required=False)
-        resource = body.get("resource", False)
-        if not chk.expect(resource, bool, (*spath, "resource")):
-            resource = False
-        sections[key] = NameSection(key, title, description, resource)
-    return sections
-
-
 def _release(chk: Checker, body: Mapping[str, Any], key: str, path: KeyPath) -> str:
     release = chk.text(body, key, path, required=False)
     if release and not RELEASE_RE.fullmatch(release):
@@ -83,7 +137,7 @@ def _release(chk: Checker, body: Mapping[str, Any], key: str, path: KeyPath) -> 
 
 
 def _name(
-    chk: Checker, key: str, body: Mapping[str, Any], path: KeyPath, sections: dict[str, NameSection]
+    chk: Checker, key: str, body: Mapping[str, Any], path: KeyPath, sections: dict[str, Section]
 ) -> Name | None:
     """One entry, its own fields checked (the ones naming other entries are checked later)."""
     kind = "attribute"
@@ -124,17 +178,10 @@ def _name(
         )
     if not (value and description and section is not None and kind):
         return None
+    alias_of = chk.text(body, "alias_of", path, required=False)
+    upstream = _release(chk, body, "upstream", path)
     return Name(
-        key,
-        value,
-        section_key,
-        description,
-        kind=kind,
-        type=type_,
-        of=of,
-        alias_of=chk.text(body, "alias_of", path, required=False),
-        upstream=_release(chk, body, "upstream", path),
-        upstream_resource=upstream_resource,
+        key, value, section_key, description, kind, type_, of, alias_of, upstream, upstream_resource
     )
 
 
@@ -146,8 +193,7 @@ def _check_references(
     metrics: Catalogue | None,
 ) -> None:
     """What an entry says about others: `of`, `alias_of`, a value held twice, a constant
-    another catalogue already has. An entry that names a *broken* one (defined, but
-    invalid, and reported already) is not reported again."""
+    the metric catalogue has. An entry naming a *broken* one (reported already) is not."""
     taken: dict[str, KeyPath] = {}
     if metrics is not None:
         taken = {m.constant: ("metrics", "instruments", m.key) for m in metrics.metrics}
@@ -201,28 +247,26 @@ def _check_alias(chk: Checker, name: Name, names: dict[str, Name], path: KeyPath
 
 
 def read_names(chk: Checker, raw: object, metrics: Catalogue | None) -> NameCatalogue | None:
-    """The attribute-name catalogue: sections and names (see the module docstring)."""
+    """The attribute-name catalogue: sections and names."""
     path: KeyPath = ("attributes",)
     if not chk.expect(raw, dict, path):
         return None
     assert isinstance(raw, dict)
-    chk.known_keys(raw, ATTRIBUTES_KEYS, path)
-    sections = _sections(chk, raw.get("sections", {}), (*path, "sections"))
+    chk.known_keys(raw, keys(ATTRIBUTES), path)
+    sections = _sections(chk, raw.get("sections", {}), (*path, "sections"), keys(NAME_SECTION))
     names: dict[str, Name] = {}
     paths: dict[str, KeyPath] = {}
     broken: set[str] = set()
-    raw_names = raw.get("names", {})
-    if chk.expect(raw_names, dict, (*path, "names")):
-        npaths = (*path, "names")
-        for key, body, npath in chk.tables(raw_names, npaths, "entry", NAME_KEYS, longest=64):
-            name = _name(chk, key, body, npath, sections)
-            if name is None:
-                broken.add(key)
-            else:
-                names[key] = name
-                paths[key] = npath
+    npaths = (*path, "names")
+    for key, body, npath in chk.tables(
+        raw.get("names", {}), npaths, "entry", keys(NAME), LONG_NAME
+    ):
+        name = _name(chk, key, body, npath, sections)
+        if name is None:
+            broken.add(key)
+        else:
+            names[key], paths[key] = name, npath
     _check_references(chk, names, paths, broken, metrics)
-    # Sorted, like everything generated: the order of the TOML file changes nothing.
     return NameCatalogue(
         sections=tuple(sorted(sections.values(), key=lambda s: s.key)),
         names=tuple(sorted(names.values(), key=lambda n: n.constant)),
