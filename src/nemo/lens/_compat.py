@@ -1,17 +1,27 @@
 """Shims for what nemo-lens 0.1.0 and upstream v0.2.0 users touch beyond the public API.
 
-Each shim is here, named for the old behaviour it keeps: the public modules only apply them.
+Each keeps an old way of reaching into nemo.lens working; the modules it concerns apply it.
 """
 
 from __future__ import annotations
 
 import sys
 import types
+from typing import Any, Final
 
-from nemo.lens._core import handle as _handle
 from nemo.lens._core import state as _state
 
-__all__ = ["HandleModule", "apply_handle_module", "initialised", "set_initialised"]
+__all__ = [
+    "FIXTURE_SHUTDOWN_TIMEOUT_MS",
+    "HandleModule",
+    "apply_handle_module",
+    "initialised",
+    "old_name",
+    "set_initialised",
+]
+
+FIXTURE_SHUTDOWN_TIMEOUT_MS: Final = 1000
+"""How long a shutdown made for a test may take (``_INITIALIZED = False``, a test reset)."""
 
 
 def initialised() -> bool:
@@ -27,17 +37,13 @@ def set_initialised(value: bool) -> None:
     ``True`` makes the next enabled set-up refuse, as if one had run.
     """
     _state.claim_setup(value)
-    if value:
-        return
-    with _handle.LOCK:
-        handle = _state.current_handle()
-    if handle is not None:
-        handle.shutdown(_handle.TESTING_SHUTDOWN_TIMEOUT_MS)
+    handle = _state.current_handle()
+    if not value and handle is not None:
+        handle.shutdown(FIXTURE_SHUTDOWN_TIMEOUT_MS)
 
 
 class HandleModule(types.ModuleType):
-    """``nemo.lens.handle`` with v0.2.0's ``_INITIALIZED`` flag read from and written to
-    set-up's state (see :func:`initialised`)."""
+    """``nemo.lens.handle`` with v0.2.0's ``_INITIALIZED`` flag (see :func:`initialised`)."""
 
     @property
     def _INITIALIZED(self) -> bool:
@@ -51,3 +57,16 @@ class HandleModule(types.ModuleType):
 def apply_handle_module(name: str) -> None:
     """Give module *name* (``nemo.lens.handle``) the ``_INITIALIZED`` property."""
     sys.modules[name].__class__ = HandleModule
+
+
+def old_name(field: str) -> property:
+    """A property that reads and assigns *field* under its v0.2.0 name (``NemoLensConfig``'s
+    ``_span_group_cls``, whose keyword the dataclass takes as an ``InitVar``)."""
+
+    def read(owner: Any) -> Any:
+        return getattr(owner, field)
+
+    def assign(owner: Any, value: Any) -> None:
+        setattr(owner, field, value)
+
+    return property(read, assign, doc=f"v0.2.0's name of ``{field}``.")

@@ -251,7 +251,7 @@ def publish(plan: Plan, pipeline: Pipeline | None) -> TelemetryHandle:
             check_guard(plan.allow_reinit)
         except RuntimeError:
             if pipeline is not None:
-                pipeline.shutdown(_handle.TESTING_SHUTDOWN_TIMEOUT_MS)
+                pipeline.shutdown(1000)  # nobody saw it: no need to wait long
             raise
         previous = _state.current_handle()
         if previous is not None:

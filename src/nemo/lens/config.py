@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import InitVar, dataclass
 from typing import Any, Final, TypeAlias
 
+from nemo.lens._compat import old_name
 from nemo.lens._core import strategy_registry
 from nemo.lens._core.destinations import CONSOLE_FORMATS, exporter_names
 from nemo.lens._core.ids import new_run_id
@@ -328,13 +329,7 @@ class NemoLensConfig:
             raise ValueError(f"{source}={os.environ.get(source, '')!r}: {exc}") from None
 
 
-# v0.2.0 named the field _span_group_cls: the dataclass takes that keyword (an InitVar,
-# above), and code reading or assigning the attribute reaches span_group_cls.
-NemoLensConfig._span_group_cls = property(  # type: ignore[attr-defined]
-    lambda config: config.span_group_cls,
-    lambda config, value: setattr(config, "span_group_cls", value),
-    doc="v0.2.0's name of ``span_group_cls``.",
-)
+NemoLensConfig._span_group_cls = old_name("span_group_cls")  # type: ignore[attr-defined]
 
 _FIELD_TYPES: Final = {field.name: field.type for field in dataclasses.fields(NemoLensConfig)}
 _BOOL_FIELDS: Final = tuple(name for name, kind in _FIELD_TYPES.items() if kind == "bool")

@@ -21,6 +21,7 @@ from opentelemetry.util._once import Once
 from opentelemetry.util.types import AttributeValue
 
 from nemo.lens import semconv
+from nemo.lens._compat import FIXTURE_SHUTDOWN_TIMEOUT_MS
 from nemo.lens._core import fork
 from nemo.lens._core import signals as _signals
 from nemo.lens._core import state as _state
@@ -29,7 +30,6 @@ from nemo.lens.config import NemoLensConfig
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT_MS",
     "LOCK",
-    "TESTING_SHUTDOWN_TIMEOUT_MS",
     "Pipeline",
     "TelemetryHandle",
     "get_meter",
@@ -45,8 +45,6 @@ _logger = logging.getLogger("nemo.lens.handle")
 
 DEFAULT_SHUTDOWN_TIMEOUT_MS: Final = 5000
 """How long :meth:`TelemetryHandle.shutdown` (and the exit hook) waits by default."""
-TESTING_SHUTDOWN_TIMEOUT_MS: Final = 1000
-"""How long a shutdown made for a test (a reset, ``_INITIALIZED = False``) may take."""
 
 LOCK = threading.RLock()
 """Guards changes of the current handle (kept in :mod:`nemo.lens._core.state`)."""
@@ -444,7 +442,7 @@ def reset_for_testing() -> None:
         handle = _state.current_handle()
     if handle is not None:
         try:
-            handle.shutdown(TESTING_SHUTDOWN_TIMEOUT_MS)
+            handle.shutdown(FIXTURE_SHUTDOWN_TIMEOUT_MS)
         except Exception:
             _logger.exception("nemo.lens: shutdown during test reset failed")
     with LOCK:
