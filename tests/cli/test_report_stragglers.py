@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from nemo.lens.cli import _report_stragglers
-from nemo.lens.cli._sql_cmd import query_text
+from nemo.lens.cli._engine import query
 
 from .big_traces import SLOW_STEP_MS, STEP_MS, BigTrace, write_big_trace
 from .conftest import MS, Result
@@ -44,7 +44,7 @@ def table(run: Run, trace: BigTrace) -> tuple[list[tuple[int, str, int]], str]:
 
 
 def query_rows(run: Run, trace: BigTrace) -> list[dict[str, str]]:
-    result = run("sql", query_text("stragglers"), str(trace.path), "--format", "csv")
+    result = run("sql", query("stragglers"), str(trace.path), "--format", "csv")
     assert result.status == 0, result.err
     return list(csv.DictReader(io.StringIO(result.out)))
 

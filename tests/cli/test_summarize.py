@@ -470,12 +470,12 @@ def test_an_endless_line_is_read_only_so_far(run: Run, tmp_path: Path) -> None:
 
 
 def test_an_endless_line_is_skipped_with_skip_invalid(tmp_path: Path, run: Run) -> None:
-    from nemo.lens.cli import _trace_io
+    from nemo.lens.cli._engine._careful import MAX_LINE_BYTES
 
     good = tmp_path / "good.jsonl"
     good.write_text(json.dumps(span_dict("a", start_ms=0, end_ms=1, group="g")) + "\n", "utf-8")
     endless = tmp_path / "endless.jsonl"
-    endless.write_bytes(b"x" * (_trace_io.MAX_LINE_BYTES + 10))
+    endless.write_bytes(b"x" * (MAX_LINE_BYTES + 10))
 
     result = run("summarize", "--skip-invalid", str(good), str(endless))
 

@@ -34,13 +34,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Final
 
+from nemo.lens.cli._classes import selected_classes
 from nemo.lens.cli._common import EXIT_BAD_INPUT, EXIT_OK, PROG, plural
 from nemo.lens.cli._sql_cmd import (
     FORMATS,
     add_class_option,
     run_query,
-    selected_classes,
-    with_engine,
+    run_statements,
     write_result,
 )
 
@@ -243,4 +243,4 @@ def cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print("every group within its tier", file=sys.stderr)
         return EXIT_OK
 
-    return with_engine(args, parser, work)
+    return run_statements(args, parser, work)

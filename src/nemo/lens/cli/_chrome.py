@@ -42,9 +42,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from nemo.lens.cli._common import Process
 from nemo.lens.cli._progress import progress
-from nemo.lens.cli._records import Process
-from nemo.lens.cli._sdk_json import event_time_ns
 from nemo.lens.semconv import LEGACY_SPAN_GROUP, SPAN_GROUP
 
 if TYPE_CHECKING:
@@ -292,7 +291,7 @@ def write_chrome_trace(
                             "cat": group,
                             "ph": "i",
                             "s": "t",
-                            "ts": _us(event_time_ns(event) - origin),
+                            "ts": _us(event["time_unix_nano"] - origin),
                             "pid": pid,
                             "tid": tid,
                             "args": dict(event.get("attributes") or {}),

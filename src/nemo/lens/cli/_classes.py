@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
     # modules are stale or broken.
     from nemo.lens.groups import SpanGroup
 
-__all__ = ["BASE_CLASS", "span_group_classes"]
+__all__ = ["BASE_CLASS", "selected_classes", "span_group_classes"]
 
 BASE_CLASS: Final = "base"
 """The name ``--class`` gives the base ``SpanGroup``."""
@@ -40,3 +41,9 @@ def span_group_classes() -> dict[str, type[SpanGroup]]:
             ):
                 classes[module_info.name] = value
     return classes
+
+
+def selected_classes(names: Sequence[str] | None) -> list[type[SpanGroup]]:
+    """The classes ``--class`` named; every shipped one, the base first, if none."""
+    classes = span_group_classes()
+    return [classes[name] for name in names] if names else list(classes.values())

@@ -1,5 +1,4 @@
-"""What every ``nemo-lens`` command shares: exit codes, messages, reading inputs and writing
-outputs."""
+"""What every ``nemo-lens`` command shares: exit codes, messages, the engine, outputs."""
 
 from __future__ import annotations
 
@@ -10,9 +9,11 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from nemo.lens.cli._trace_io import STDIN, Problem, Trace, TraceInputError, read_traces
+from nemo.lens.cli._engine._careful import Problem, TraceInputError
+from nemo.lens.cli._engine._inputs import STDIN
 
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
@@ -23,15 +24,16 @@ __all__ = [
     "EXIT_USAGE",
     "PERFETTO_URL",
     "PROG",
+    "STDIN",
     "NotWritable",
+    "Process",
     "fail",
-    "open_engine",
     "output_file",
     "plural",
     "print_lines",
-    "read",
     "report_problems",
     "same_file",
+    "with_engine",
     "write_atomically",
     "write_output",
 ]
@@ -47,6 +49,27 @@ PROG: Final = "nemo-lens"
 PERFETTO_URL: Final = "https://ui.perfetto.dev"
 
 MAX_PROBLEMS_SHOWN: Final = 5
+
+
+@dataclass(frozen=True)
+class Process:
+    """The process a span came from: one rank of one run of one service."""
+
+    rank: int | None
+    run_id: str
+    service: str
+
+    def sort_key(self) -> tuple[bool, int, str, str]:
+        """Order by rank (unknown last), then run and service."""
+        return (self.rank is None, self.rank or 0, self.run_id, self.service)
+
+    def label(self, *, with_run: bool = False) -> str:
+        """``rank 0`` (``unknown rank`` without ``dl.rank`` or ``nemo.rank``), and its run
+        when asked."""
+        text = "unknown rank" if self.rank is None else f"rank {self.rank}"
+        if with_run and self.run_id:
+            text += f" of run {self.run_id}"
+        return text
 
 
 def print_lines(lines: Sequence[str], stream: TextIO | None = None) -> None:
@@ -66,10 +89,8 @@ def fail(message: str, hint: str = "") -> int:
 
 
 def report_problems(problems: Sequence[Problem], reconstructed: int = 0) -> None:
-    """Say on stderr what was skipped, and how many spans the reader ended for a process
-    that died with them open (*reconstructed*)."""
-    # One line per problem, each naming its file and line, so the warnings can be
-    # grepped; a long list is cut short, as one bad file could have millions.
+    """Say on stderr what was skipped (the first few: one bad file can have millions of
+    lines), and how many spans the reader ended for a process that died with them open."""
     for problem in problems[:MAX_PROBLEMS_SHOWN]:
         print(f"{PROG}: warning: skipped {problem}", file=sys.stderr)
     if len(problems) > MAX_PROBLEMS_SHOWN:
@@ -84,31 +105,29 @@ def report_problems(problems: Sequence[Problem], reconstructed: int = 0) -> None
         )
 
 
-def open_engine(paths: Sequence[str], skip_invalid: bool, **options: Any) -> Engine | int:
-    """Read the inputs into the engine (:func:`nemo.lens.cli._engine.connect`), or report
-    why not and return the exit status: 1 for an input that cannot be used, 2 without
-    DuckDB (the ``[cli]`` extra)."""
+def with_engine(args: argparse.Namespace, work: Callable[[Engine], int], **options: Any) -> int:
+    """Read ``args.traces`` into the engine (:func:`nemo.lens.cli._engine.connect`, with
+    *options*) and run *work* with it: its exit status. An input that cannot be used exits
+    1 with the reader's message; without DuckDB (the ``[cli]`` extra), 2."""
+    from nemo.lens.cli._classes import selected_classes
     from nemo.lens.cli._engine import EngineUnavailable, connect
 
+    classes = getattr(args, "class_name", None)
     try:
-        engine = connect(paths, skip_invalid=skip_invalid, **options)
+        engine = connect(
+            args.traces,
+            skip_invalid=args.skip_invalid,
+            span_group_classes=selected_classes(classes) if classes else None,
+            **options,
+        )
     except EngineUnavailable as error:
         fail(str(error), error.hint)
         return EXIT_USAGE
     except TraceInputError as error:
         return fail(str(error), error.hint)
     report_problems(engine.problems, engine.reconstructed)
-    return engine
-
-
-def read(paths: Sequence[str], skip_invalid: bool) -> Trace | int:
-    """Read the inputs, or report why not and return the exit status."""
-    try:
-        trace = read_traces(paths, skip_invalid=skip_invalid)
-    except TraceInputError as error:
-        return fail(str(error), error.hint)
-    report_problems(trace.problems, trace.reconstructed)
-    return trace
+    with engine:
+        return work(engine)
 
 
 # --- writing outputs ---------------------------------------------------------------------
@@ -152,7 +171,7 @@ class NotWritable(Exception):
 SPECIAL_ROOTS: Final = ("/dev/", "/proc/")
 
 
-def write_output(path: str, write: Callable[[TextIO], None]) -> None:
+def write_output(path: str, write: Callable[[TextIO], object]) -> None:
     """Write the converted trace to what *path* names, never replacing a non-file.
 
     * A regular file, or a path that does not exist yet, gets a new file
@@ -190,7 +209,7 @@ def write_output(path: str, write: Callable[[TextIO], None]) -> None:
 
 
 def write_atomically(
-    path: str, write: Callable[[TextIO], None], existing: os.stat_result | None = None
+    path: str, write: Callable[[TextIO], object], existing: os.stat_result | None = None
 ) -> None:
     """Write through a temporary file beside ``path``, then rename it into place.
 

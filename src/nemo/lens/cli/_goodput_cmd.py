@@ -7,20 +7,20 @@ import json
 import os
 import shlex
 import sys
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from nemo.lens._version import __version__
 from nemo.lens.cli._common import (
     EXIT_OK,
     PROG,
+    STDIN,
     fail,
-    open_engine,
     output_file,
     plural,
     print_lines,
+    with_engine,
     write_output,
 )
-from nemo.lens.cli._trace_io import STDIN
 
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
@@ -59,22 +59,16 @@ def cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     from nemo.lens.cli._goodput import goodput_runs
     from nemo.lens.cli._goodput_format import format_goodput, run_json
 
-    engine = open_engine(
-        args.traces, args.skip_invalid, iteration_attribute=args.iteration_attribute, labels=False
-    )
-    if isinstance(engine, int):
-        return engine
-    with engine:
+    def work(engine: Engine) -> int:
         _goodput_notes(engine, args.iteration_attribute)
         runs = goodput_runs(engine)
-    if args.json:
-        print_lines([json.dumps(run_json(run), allow_nan=False) for run in runs])
-    else:
-        print_lines(format_goodput(runs))
-    return EXIT_OK
+        if args.json:
+            print_lines([json.dumps(run_json(run), allow_nan=False) for run in runs])
+        else:
+            print_lines(format_goodput(runs))
+        return EXIT_OK
 
-
-# --- report ---------------------------------------------------------------------------------
+    return with_engine(args, work, iteration_attribute=args.iteration_attribute, labels=False)
 
 
 def cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -85,7 +79,6 @@ def cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     output = output_file(args, parser, ".html", "name the report file with -o OUT")
     if output == STDIN:
         parser.error("-o -: the report is a file to open in a browser; name a file")
-
     directory = os.path.dirname(output) or "."
     if not os.path.isdir(directory):
         # Said before a long read, not after it.
@@ -93,37 +86,27 @@ def cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             f"{output}: cannot be written: no directory {directory}",
             f"create it (mkdir -p {shlex.quote(directory)}) or name another output with -o",
         )
-    engine = open_engine(
-        args.traces, args.skip_invalid, iteration_attribute=args.iteration_attribute, detail=True
-    )
-    if isinstance(engine, int):
-        return engine
-    with engine:
-        _goodput_notes(engine, args.iteration_attribute)
-        builder = ReportBuilder.from_engine(engine)
     title = args.title or f"nemo.lens report: {os.path.basename(args.traces[0])}" + (
         f" and {plural(len(args.traces) - 1, 'more input')}" if len(args.traces) > 1 else ""
     )
-    data = builder.data(title=title, sources=args.traces, generator=f"{PROG} {__version__}")
-    page = render_report(data)
 
-    def write(stream: TextIO) -> None:
-        stream.write(page)
+    def work(engine: Engine) -> int:
+        _goodput_notes(engine, args.iteration_attribute)
+        builder = ReportBuilder.from_engine(engine)
+        data = builder.data(title=title, sources=args.traces, generator=f"{PROG} {__version__}")
+        page = render_report(data)
+        try:
+            write_output(output, lambda stream: stream.write(page))
+        except OSError as exc:
+            return fail(f"{output}: cannot be written: {exc.strerror or exc}")
+        drawn, spans = data["drawn_count"], data["span_count"]
+        shown = f"{spans} spans" + (f", the {drawn} longest drawn as bars" if drawn < spans else "")
+        several = len(builder.runs) > 1
+        print_lines(
+            [(f"run {run.run_id}: " if several else "") + goodput_line(run) for run in builder.runs]
+            + ([summary] if (summary := builder.stragglers.summary()) else [])
+            + [f"wrote {output}: {shown}; open it in a browser (it needs no network)"]
+        )
+        return EXIT_OK
 
-    try:
-        write_output(output, write)
-    except OSError as exc:
-        return fail(f"{output}: cannot be written: {exc.strerror or exc}")
-    drawn = data["drawn_count"]
-    shown = (
-        f"{data['span_count']} spans"
-        if drawn == data["span_count"]
-        else f"{data['span_count']} spans, the {drawn} longest drawn as bars"
-    )
-    several = len(builder.runs) > 1
-    print_lines(
-        [(f"run {run.run_id}: " if several else "") + goodput_line(run) for run in builder.runs]
-        + ([summary] if (summary := builder.stragglers.summary()) else [])
-        + [f"wrote {output}: {shown}; open it in a browser (it needs no network)"]
-    )
-    return EXIT_OK
+    return with_engine(args, work, iteration_attribute=args.iteration_attribute, detail=True)

@@ -42,9 +42,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from nemo.lens import semconv
+from nemo.lens.cli._common import Process
 from nemo.lens.cli._goodput import RunGoodput
 from nemo.lens.cli._goodput_format import run_json
-from nemo.lens.cli._records import Process
 from nemo.lens.cli._report_steps import StepSeries, fetch_steps
 from nemo.lens.cli._report_stragglers import Stragglers, fetch_stragglers
 

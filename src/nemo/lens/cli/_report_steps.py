@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from nemo.lens.cli._common import Process
 from nemo.lens.cli._engine._dialect import DUCKDB
-from nemo.lens.cli._records import Process
 
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine

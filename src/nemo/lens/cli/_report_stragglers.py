@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from nemo.lens.cli._records import Process
+from nemo.lens.cli._common import Process
 
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
@@ -85,10 +85,8 @@ def fetch_stragglers(engine: Engine, cap: int | None = None) -> Stragglers:
     """Run the packaged straggler query and keep its first *cap* rows that show a lag
     (:data:`STRAGGLER_ROWS` unless given)."""
     from nemo.lens.cli._engine import query
-    from nemo.lens.cli._sql_cmd import register_steps
 
     cap = STRAGGLER_ROWS if cap is None else cap
-    register_steps(engine)
     text = query("stragglers")
     found = Stragglers(cap=cap)
     (found.iterations, found.lagging), *_ = engine.rows(

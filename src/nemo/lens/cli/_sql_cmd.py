@@ -1,15 +1,5 @@
-"""``nemo-lens sql``: ask a trace your own question, in SQL over the engine's views.
-
-As Perfetto's trace processor exposes a trace as tables, the engine
-(:mod:`nemo.lens.cli._engine`) exposes the inputs as views -- ``spans``,
-``steps``, ``span_groups`` and ``span_group_presets`` (docs/sql.md lists their
-columns) -- and this command runs one statement over them and prints the rows
-as a table, CSV or JSON lines.
-
-A statement the engine rejects (a typo, an unknown column or view, a type
-mismatch) is a usage error: the message is the engine's, which names the
-problem, and the command exits 2. An input that cannot be read exits 1.
-"""
+"""``nemo-lens sql``: one SQL statement over the engine's views, printed as a table, CSV or
+JSON lines. A statement the engine rejects is a usage error (exit 2)."""
 
 from __future__ import annotations
 
@@ -18,40 +8,29 @@ import csv
 import json
 import math
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, time
 from decimal import Decimal
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from nemo.lens.cli._common import EXIT_OK, EXIT_USAGE, PROG, fail, print_lines
+from nemo.lens.cli._common import EXIT_OK, EXIT_USAGE, PROG, print_lines, with_engine
 from nemo.lens.cli._table import Align, format_table
-from nemo.lens.cli._trace_io import TraceInputError
 
 if TYPE_CHECKING:
-    from nemo.lens.groups import SpanGroup
+    from nemo.lens.cli._engine import Engine
 
 __all__ = [
     "FORMATS",
-    "VIEWS",
     "Result",
     "add_class_option",
     "add_sql_command",
     "cmd_sql",
-    "opened",
-    "query_text",
-    "register_steps",
     "run_query",
-    "selected_classes",
-    "with_engine",
+    "run_statements",
     "write_result",
 ]
 
 FORMATS: Final = ("table", "csv", "json")
-VIEWS: Final = ("spans", "steps", "span_groups", "span_group_presets")
-"""The views a statement can read (docs/sql.md has their columns)."""
-_QUERIES: Final = Path(__file__).parent / "_engine" / "queries"
 NULL_TEXT: Final = "NULL"
 """How a table shows a missing value (CSV leaves the cell empty, JSON writes null)."""
 
@@ -63,59 +42,7 @@ class QueryError(Exception):
     """The engine rejected a statement: the message names the problem."""
 
 
-def query_text(name: str) -> str:
-    """The packaged query ``name`` (``queries/<name>.sql``) in DuckDB's spelling."""
-    from nemo.lens.cli._engine import query
-
-    return query(name)
-
-
-def selected_classes(names: Sequence[str] | None) -> list[type[SpanGroup]]:
-    """The span-group classes ``--class`` named; every shipped one, the base first, if none."""
-    from nemo.lens.cli._classes import span_group_classes
-
-    classes = span_group_classes()
-    return [classes[name] for name in names] if names else list(classes.values())
-
-
-def register_steps(engine: Any) -> None:
-    """Create the ``steps`` view, unless the engine made it when it opened the inputs."""
-    import duckdb
-
-    try:
-        engine.sql("SELECT 1 FROM steps LIMIT 0")
-    except duckdb.CatalogException:  # no view of that name yet
-        engine.sql(query_text("steps"))
-
-
-@contextmanager
-def opened(
-    traces: Sequence[str],
-    skip_invalid: bool,
-    class_names: Sequence[str] | None,
-    *,
-    detail: bool = False,
-) -> Iterator[Any]:
-    """The engine over ``traces``, ``steps`` included; closed on the way out. With
-    ``detail`` the ``spans`` view carries attributes, events and resource as JSON."""
-    from nemo.lens.cli._common import report_problems
-    from nemo.lens.cli._engine import connect
-
-    engine = connect(
-        list(traces),
-        skip_invalid=skip_invalid,
-        span_group_classes=selected_classes(class_names),
-        detail=detail,
-    )
-    try:
-        report_problems(engine.problems, engine.reconstructed)
-        register_steps(engine)
-        yield engine
-    finally:
-        engine.close()
-
-
-def run_query(engine: Any, text: str) -> Result:
+def run_query(engine: Engine, text: str) -> Result:
     """Run ``text``; its columns and rows (none for a statement that returns nothing)."""
     import duckdb
 
@@ -192,25 +119,19 @@ def write_result(result: Result, how: str, stream: TextIO) -> None:
 # --- the command ----------------------------------------------------------------------------
 
 
-def with_engine(
+def run_statements(
     args: argparse.Namespace,
     parser: argparse.ArgumentParser,
-    work: Callable[[Any], int],
+    work: Callable[[Engine], int],
     *,
     detail: bool = False,
 ) -> int:
-    """Open the engine over ``args.traces`` and run ``work`` with it; the exit status.
-
-    An input that cannot be used exits 1 with the reader's message; a statement the
-    engine rejects is a usage error (exit 2), reported through ``parser``'s name.
-    """
-    from nemo.lens.cli._engine import EngineUnavailable
+    """Run *work* over the engine (:func:`~nemo.lens.cli._common.with_engine`); a statement
+    the engine rejects is a usage error (exit 2), reported through *parser*'s name."""
+    from nemo.lens.cli._engine._connect import VIEWS
 
     try:
-        with opened(args.traces, args.skip_invalid, args.class_name, detail=detail) as engine:
-            return work(engine)
-    except (TraceInputError, EngineUnavailable) as error:
-        return fail(str(error), error.hint)
+        return with_engine(args, work, detail=detail)
     except QueryError as error:
         print(f"{parser.prog}: error: the query failed: {error}", file=sys.stderr)
         print(
@@ -225,11 +146,11 @@ def cmd_sql(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not args.query.strip():
         parser.error("the query is empty: give a statement such as 'SELECT * FROM steps LIMIT 5'")
 
-    def work(engine: Any) -> int:
+    def work(engine: Engine) -> int:
         write_result(run_query(engine, args.query), args.format, sys.stdout)
         return EXIT_OK
 
-    return with_engine(args, parser, work, detail=True)
+    return run_statements(args, parser, work, detail=True)
 
 
 def add_class_option(command: argparse.ArgumentParser, classes: Sequence[str]) -> None:

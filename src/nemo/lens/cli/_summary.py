@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nemo.lens.cli._common import Process
 from nemo.lens.cli._engine import query
-from nemo.lens.cli._records import Process
 from nemo.lens.cli._table import format_duration, format_table
 
 if TYPE_CHECKING:

@@ -1,12 +1,6 @@
-"""Which reader each input needs: DuckDB's over a regular file or a Parquet dataset, or the
-careful line reader over anything else (a pipe, a device), and standard input spooled.
-
-DuckDB reads a file by seeking in it, in parallel: a regular file. Standard input
-is copied to a temporary file first (named ``<stdin>`` in messages); a pipe or a
-device (``/dev/zero``) is read by the careful reader, which reads line by line
-with a limit. A directory is a Parquet dataset (``convert --to parquet``) when it
-holds ``.parquet`` files; otherwise it is the error it always was.
-"""
+"""Which reader each input needs: DuckDB's over a regular file (standard input is copied to
+one first) or a Parquet dataset, or the careful pass over anything else (a pipe, a device, a
+path that cannot be read), which copies what it reads for DuckDB."""
 
 from __future__ import annotations
 
@@ -28,22 +22,25 @@ PARQUET_SUFFIX: Final = ".parquet"
 
 @dataclass
 class Inputs:
-    """The inputs, by reader; :meth:`close` removes the spooled copy of standard input."""
+    """The inputs, by reader; :meth:`close` removes the scratch directory (copies, spills)."""
 
     ordered: list[str] = field(default_factory=list)
-    """Every JSON-lines input, in the order given (standard input as its spooled copy)."""
-    careful: list[str] = field(default_factory=list)
-    """Inputs only the careful line reader reads (pipes, devices, missing files)."""
+    """Every JSON-lines input, in the order given (standard input as its copy)."""
+    streams: list[str] = field(default_factory=list)
+    """Inputs DuckDB cannot read itself (pipes, devices, paths that cannot be read)."""
     parquet: list[str] = field(default_factory=list)
     """Parquet files (a dataset's, found under its directory)."""
     names: dict[str, str] = field(default_factory=dict)
-    """File -> the name messages give it."""
-    scratch: str | None = None
+    """File -> the name messages give it, where it is not its path."""
+    scratch: str = ""
+
+    def name(self, path: str) -> str:
+        return self.names.get(path, path)
 
     def close(self) -> None:
-        if self.scratch is not None:
+        if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
-            self.scratch = None
+            self.scratch = ""
 
 
 def _parquet_files(directory: str) -> list[str]:
@@ -55,12 +52,11 @@ def _parquet_files(directory: str) -> list[str]:
 
 
 def sort_inputs(paths: Sequence[str]) -> Inputs:
-    """Put every input with its reader (see the module docstring)."""
-    inputs = Inputs()
+    """Put every input with its reader (a directory without Parquet files is an error the
+    careful pass names)."""
+    inputs = Inputs(scratch=tempfile.mkdtemp(prefix="nemo-lens-"))
     for path in paths:
         if path == STDIN:
-            if inputs.scratch is None:
-                inputs.scratch = tempfile.mkdtemp(prefix="nemo-lens-")
             spooled = os.path.join(inputs.scratch, f"stdin-{len(inputs.names)}.jsonl")
             with open(spooled, "wb") as copy:
                 shutil.copyfileobj(sys.stdin.buffer, copy, 1 << 20)
@@ -68,22 +64,14 @@ def sort_inputs(paths: Sequence[str]) -> Inputs:
             inputs.ordered.append(spooled)
             continue
         try:
-            found = os.stat(path)
+            mode = os.stat(path).st_mode
         except OSError:
-            inputs.careful.append(path)  # the careful reader says why it cannot be read
-            inputs.ordered.append(path)
+            mode = 0
+        parquet = _parquet_files(path) if stat.S_ISDIR(mode) else []
+        if parquet or (path.endswith(PARQUET_SUFFIX) and stat.S_ISREG(mode)):
+            inputs.parquet += parquet or [path]
             continue
-        if stat.S_ISDIR(found.st_mode):
-            files = _parquet_files(path)
-            if not files:
-                inputs.careful.append(path)  # the careful reader's error: "is a directory"
-                inputs.ordered.append(path)
-                continue
-            inputs.parquet += files
-        elif path.endswith(PARQUET_SUFFIX) and stat.S_ISREG(found.st_mode):
-            inputs.parquet.append(path)
-        else:
-            if not stat.S_ISREG(found.st_mode):
-                inputs.careful.append(path)
-            inputs.ordered.append(path)
+        if not stat.S_ISREG(mode):
+            inputs.streams.append(path)
+        inputs.ordered.append(path)
     return inputs

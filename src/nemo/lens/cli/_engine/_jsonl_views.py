@@ -1,10 +1,8 @@
-"""The views over the staged JSON lines (:mod:`nemo.lens.cli._engine._jsonl`): the
-records of each lifetime related.
+"""The views over the staged JSON lines (:mod:`._jsonl`): the records of each lifetime related.
 
-A span line gets its header's resource (:data:`RESOLVED_VIEW`), and a span recorded
-open whose line never came (its process died) is ended at its lifetime's last
-recorded instant, marked truncated (:func:`dead_sql`, a table made once: only a trace
-with open records is searched for them). :data:`SPANS_VIEW` is both.
+A span line gets its header's resource (:data:`RESOLVED_VIEW`); a span recorded open whose
+line never came (its process died) is ended at its lifetime's last recorded instant, marked
+truncated (:func:`dead_sql`). :data:`SPANS_VIEW` is both.
 """
 
 from __future__ import annotations
@@ -13,9 +11,11 @@ from typing import Final
 
 from nemo.lens import semconv
 from nemo.lens.cli._engine._jsonl import LINES_TABLE, quote
-from nemo.lens.cli._records import NO_GROUP
 
-__all__ = ["RESOLVED_VIEW", "SPANS_VIEW", "dead_sql"]
+__all__ = ["NO_GROUP", "RESOLVED_VIEW", "SPANS_VIEW", "dead_sql"]
+
+NO_GROUP: Final = "(none)"
+"""The group of a span that carries no ``lens.group`` (nor old ``nemo.span_group``)."""
 
 RESOLVED_VIEW: Final = f"""
 CREATE OR REPLACE TEMP VIEW jsonl_resolved AS
@@ -44,8 +44,8 @@ SELECT d.run_id, d.rank, d.service, d.lifetime, d.name,
        greatest(l.last_ns, d.start_ns) AS end_ns,
        greatest(l.last_ns, d.start_ns) - d.start_ns AS duration_ns,
        d.status_code, d.status_description, d.iteration, true AS truncated, d.span_category,
-       json_merge_patch(d.attributes, {quote('{"' + semconv.SPAN_TRUNCATED + '": true}')})
-         AS attributes,
+       CASE WHEN d.attributes IS NOT NULL THEN json_merge_patch(d.attributes,
+         {quote('{"' + semconv.SPAN_TRUNCATED + '": true}')}) END AS attributes,
        CASE WHEN d.events IS NOT NULL THEN CAST(to_json(list_append(
          CAST(d.events AS JSON[]),
          json_object('name', {quote(semconv.SPAN_TRUNCATED_EVENT)},
@@ -53,7 +53,8 @@ SELECT d.run_id, d.rank, d.service, d.lifetime, d.name,
                      'attributes', json_object({quote(semconv.SPAN_TRUNCATED_REASON)},
                                                {quote(semconv.SPAN_TRUNCATED_PROCESS_ENDED)}))))
        AS VARCHAR) END AS events,
-       d.resource_text AS resource, d.source, d.line, true AS reconstructed
+       d.resource_text AS resource, d.source, CAST(NULL AS BIGINT) AS line,
+       true AS reconstructed
 """
 
 
@@ -70,7 +71,7 @@ def dead_sql(any_open: bool) -> str:
 CREATE OR REPLACE TEMP TABLE jsonl_dead AS
 WITH opened AS (
   SELECT * FROM (
-    SELECT *, row_number() OVER (PARTITION BY lifetime, span_id ORDER BY source, line) AS nth
+    SELECT *, row_number() OVER (PARTITION BY lifetime, span_id ORDER BY source, latest_ns) AS nth
     FROM jsonl_resolved WHERE kind = 'open' AND span_id IS NOT NULL
   ) WHERE nth = 1
 ), ended AS (
@@ -93,7 +94,8 @@ CREATE OR REPLACE TEMP VIEW jsonl_spans AS
 SELECT run_id, rank, service, lifetime, name, coalesce(span_group, {quote(NO_GROUP)}) AS span_group,
        trace_id, span_id, parent_span_id, start_ns, end_ns, end_ns - start_ns AS duration_ns,
        status_code, status_description, iteration, truncated, span_category,
-       attributes, events, resource_text AS resource, source, line, false AS reconstructed
+       attributes, events, resource_text AS resource, source, CAST(NULL AS BIGINT) AS line,
+       false AS reconstructed
 FROM jsonl_resolved WHERE kind <> 'open'
 UNION ALL
 SELECT * FROM jsonl_dead
