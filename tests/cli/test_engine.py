@@ -18,8 +18,7 @@ import pytest
 
 from nemo.lens import semconv
 from nemo.lens.cli._engine import connect
-from nemo.lens.cli._goodput import goodput_runs
-from nemo.lens.cli._goodput_format import run_json
+from nemo.lens.cli._goodput import goodput_runs, run_json
 from nemo.lens.cli._summary import summarize
 from nemo.lens.groups import SpanGroup
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from nemo.lens.cli import _report_stragglers
+from nemo.lens.cli import _report
 from nemo.lens.cli._engine import query
 
 from .big_traces import SLOW_STEP_MS, STEP_MS, BigTrace, write_big_trace
@@ -70,7 +70,7 @@ def test_the_table_names_the_straggler_with_the_query_s_lag(run: Run, trace: Big
 def test_the_table_keeps_the_largest_lags_and_says_so(
     run: Run, trace: BigTrace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_report_stragglers, "STRAGGLER_ROWS", 4)
+    monkeypatch.setattr(_report, "STRAGGLER_ROWS", 4)
 
     found, section = table(run, trace)
 

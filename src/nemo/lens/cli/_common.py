@@ -32,9 +32,7 @@ __all__ = [
     "plural",
     "print_lines",
     "report_problems",
-    "same_file",
     "with_engine",
-    "write_atomically",
     "write_output",
 ]
 
@@ -130,30 +128,26 @@ def with_engine(args: argparse.Namespace, work: Callable[[Engine], int], **optio
         return work(engine)
 
 
-# --- writing outputs ---------------------------------------------------------------------
-
-
 def output_file(
     args: argparse.Namespace, parser: argparse.ArgumentParser, suffix: str, unnamed: str
 ) -> str:
-    """Where a command that writes a file writes: ``-o``, else the first input with ``.jsonl``
-    replaced by *suffix*. A usage error when it reads standard input and is not told where
-    (*unnamed* says how), or when the output would overwrite an input."""
+    """Where a command writes: ``-o``, else the first input with ``.jsonl`` replaced by
+    *suffix*. A usage error when it reads standard input and is not told where (*unnamed*
+    says how), or when the output would overwrite an input."""
     output: str | None = args.output
     if output is None:
         first: str = args.traces[0]
         if first == STDIN:
             parser.error(f"reading standard input: {unnamed}")
         output = (first[: -len(".jsonl")] if first.endswith(".jsonl") else first) + suffix
-    if output != STDIN and any(path != STDIN and same_file(path, output) for path in args.traces):
+    if output != STDIN and any(path != STDIN and _same_file(path, output) for path in args.traces):
         parser.error(f"-o {output} would overwrite an input; choose another output file")
     return output
 
 
-def same_file(a: str, b: str) -> bool:
-    """Whether paths *a* and *b* name one file (through symlinks and hard links too)."""
+def _same_file(a: str, b: str) -> bool:
     try:
-        return os.path.samefile(a, b)
+        return os.path.samefile(a, b)  # through symlinks and hard links
     except OSError:  # one does not exist (yet)
         return os.path.realpath(a) == os.path.realpath(b)
 
@@ -166,72 +160,51 @@ class NotWritable(Exception):
         self.hint = hint
 
 
-# Where paths are views of open files and devices (/dev/stdout, /proc/self/fd/1):
-# never renamed onto, always written through.
 SPECIAL_ROOTS: Final = ("/dev/", "/proc/")
+"""Where paths are views of open files and devices: written through, never renamed onto."""
 
 
 def write_output(path: str, write: Callable[[TextIO], object]) -> None:
-    """Write the converted trace to what *path* names, never replacing a non-file.
-
-    * A regular file, or a path that does not exist yet, gets a new file
-      atomically (:func:`write_atomically`), keeping an existing file's
-      permissions; a symlink is followed, so the file it points to is the one
-      replaced and the link stays.
-    * A pipe or a character device (``/dev/stdout``, ``/dev/null``, a
-      terminal), and anything under ``/dev`` or ``/proc``, is written to
-      directly: renaming onto it would replace the device node or the link
-      with a regular file.
-    * A directory, a block device or a socket is refused.
-    """
+    """Write to what *path* names: a new regular file atomically, through a temporary file
+    beside it (keeping an existing file's permissions; a symlink's target is replaced and the
+    link stays), so a failed write never leaves half a file; a pipe, a character device and
+    anything under ``/dev`` or ``/proc`` directly. Raises :class:`NotWritable` for a
+    directory, a block device or a socket."""
     try:
         found = os.stat(path)
     except FileNotFoundError:
         found = None
-    special = os.path.abspath(path).startswith(SPECIAL_ROOTS) or os.path.realpath(path).startswith(
-        SPECIAL_ROOTS
-    )
-    if found is not None and stat.S_ISDIR(found.st_mode):
+    mode = found.st_mode if found is not None else stat.S_IFREG
+    if stat.S_ISDIR(mode):
         raise NotWritable("is a directory", "name a file to write, e.g. -o trace.chrome.json")
-    if found is not None and not (
-        stat.S_ISREG(found.st_mode) or stat.S_ISFIFO(found.st_mode) or stat.S_ISCHR(found.st_mode)
-    ):
-        kind = "a block device" if stat.S_ISBLK(found.st_mode) else "a socket"
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
         raise NotWritable(
-            f"is {kind}, not a file",
+            f"is {'a block device' if stat.S_ISBLK(mode) else 'a socket'}, not a file",
             "write to a regular file, a pipe or a character device such as /dev/stdout",
         )
-    if special or (found is not None and not stat.S_ISREG(found.st_mode)):
+    real = os.path.realpath(path)
+    if (
+        not stat.S_ISREG(mode)
+        or os.path.abspath(path).startswith(SPECIAL_ROOTS)
+        or real.startswith(SPECIAL_ROOTS)
+    ):
         with open(path, "w", encoding="utf-8", newline="\n") as stream:
             write(stream)
         return
-    write_atomically(os.path.realpath(path), write, found)
-
-
-def write_atomically(
-    path: str, write: Callable[[TextIO], object], existing: os.stat_result | None = None
-) -> None:
-    """Write through a temporary file beside ``path``, then rename it into place.
-
-    A failed or interrupted conversion never leaves a half-written trace that a
-    viewer would reject with a confusing parse error. The new file gets the
-    permissions *existing* had, or those a plain ``open()`` would give it.
-    """
-    directory = os.path.dirname(path) or "."
+    if found is None:  # the permissions a plain open() would give it
+        umask = os.umask(0)
+        os.umask(umask)
+        permissions = 0o666 & ~umask
+    else:
+        permissions = stat.S_IMODE(found.st_mode)
     handle, temporary = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+        prefix=f".{os.path.basename(real)}.", suffix=".tmp", dir=os.path.dirname(real) or "."
     )
     try:
-        if existing is not None:
-            mode = stat.S_IMODE(existing.st_mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(temporary, mode)
+        os.chmod(temporary, permissions)
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
             write(stream)
-        os.replace(temporary, path)
+        os.replace(temporary, real)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

@@ -8,7 +8,7 @@ import csv
 import json
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import date, datetime, time
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, TextIO
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMATS",
     "Result",
-    "add_class_option",
-    "add_sql_command",
     "cmd_sql",
     "run_query",
     "run_statements",
@@ -42,12 +40,12 @@ class QueryError(Exception):
     """The engine rejected a statement: the message names the problem."""
 
 
-def run_query(engine: Engine, text: str) -> Result:
+def run_query(engine: Engine, text: str, params: Any = None) -> Result:
     """Run ``text``; its columns and rows (none for a statement that returns nothing)."""
     import duckdb
 
     try:
-        cursor = engine.sql(text)
+        cursor = engine.sql(text, params)
         if not cursor.description:
             return [], []
         return [column[0] for column in cursor.description], cursor.fetchall()
@@ -151,53 +149,3 @@ def cmd_sql(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return EXIT_OK
 
     return run_statements(args, parser, work, detail=True)
-
-
-def add_class_option(command: argparse.ArgumentParser, classes: Sequence[str]) -> None:
-    """``--class``: which span-group classes fill ``span_groups`` (and judge the groups)."""
-    command.add_argument(
-        "--class",
-        dest="class_name",
-        choices=classes,
-        action="append",
-        help="the span-group classes whose groups fill the span_groups and "
-        "span_group_presets views; repeat for a process hosting several consumers "
-        "(default: every shipped class, the base first)",
-    )
-
-
-def add_sql_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    classes: Sequence[str],
-    *,
-    traces_help: str,
-    skip_help: str,
-) -> None:
-    """The ``sql`` sub-command's parser."""
-    command = commands.add_parser(
-        "sql",
-        help="run a SQL query over a trace's spans and steps",
-        description=(
-            "Run one SQL statement (DuckDB's dialect) over views of the traces: spans (one "
-            "row per span), steps (one row per step execution, with its iteration, rank "
-            "and duration), span_groups and span_group_presets (the classes' schema)."
-        ),
-        epilog=(
-            f'Example: {PROG} sql "SELECT rank, count(*) AS steps, median(duration_ns) '
-            'FROM steps GROUP BY rank ORDER BY rank" trace.jsonl. '
-            f'`{PROG} sql "DESCRIBE spans" TRACE` lists a view\'s columns; docs/sql.md '
-            "says what each holds and gives the straggler query. Exit status: 0 success, "
-            "1 an input cannot be used, 2 bad usage or a statement the engine rejects."
-        ),
-    )
-    command.add_argument("query", metavar="QUERY", help="the SQL statement to run")
-    command.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
-    add_class_option(command, classes)
-    command.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="table",
-        help="table (default), csv (a header row, then the rows) or json (one object a line)",
-    )
-    command.add_argument("--skip-invalid", action="store_true", help=skip_help)
-    command.set_defaults(run=cmd_sql, command_parser=command)

@@ -1,30 +1,21 @@
-"""Per-rank, per-group duration statistics of a trace, and the table that shows them.
-
-What ``nemo-lens summarize`` prints and the demo ends with. For every process
-(rank of a run) and every span group: how many spans, their total duration,
-mean, median (p50) and 99th percentile (p99).
-
-The figures are SQL over the engine's ``spans`` view (``queries/summary.sql``).
-Percentiles interpolate linearly between the two nearest ranks (numpy's
-default, so numbers match a notebook's), and ``total`` adds durations up as
-they are: a group whose spans nest inside each other counts the overlap twice.
-"""
+"""``nemo-lens summarize``: per process and span group, the spans' count, total, mean, p50 and
+p99 duration (``queries/summary.sql``; percentiles interpolate linearly, as numpy's do)."""
 
 from __future__ import annotations
 
-import math
+import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nemo.lens.cli._common import Process
+from nemo.lens.cli._common import EXIT_OK, Process, print_lines, with_engine
 from nemo.lens.cli._engine import query
 from nemo.lens.cli._table import format_duration, format_table
 
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
 
-__all__ = ["GroupStats", "ProcessSummary", "format_summary", "percentile", "summarize"]
+__all__ = ["GroupStats", "ProcessSummary", "cmd_summarize", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -46,19 +37,6 @@ class ProcessSummary:
     process: Process
     span_count: int
     groups: tuple[GroupStats, ...]
-
-
-def percentile(ordered: Sequence[int], fraction: float) -> float:
-    """Return the ``fraction`` quantile (0..1) of ascending ``ordered``, interpolated linearly."""
-    if not ordered:
-        raise ValueError("percentile of no values")
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"fraction must be between 0 and 1, got {fraction}")
-    position = (len(ordered) - 1) * fraction
-    below = math.floor(position)
-    above = min(below + 1, len(ordered) - 1)
-    weight = position - below
-    return ordered[below] + (ordered[above] - ordered[below]) * weight
 
 
 def summarize(engine: Engine) -> list[ProcessSummary]:
@@ -131,3 +109,11 @@ def format_summary(summaries: Sequence[ProcessSummary]) -> list[str]:
         ]
         lines.extend(format_table(_HEADERS, rows, ("<", ">", ">", ">", ">", ">"), indent="  "))
     return lines
+
+
+def cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    def work(engine: Engine) -> int:
+        print_lines(format_summary(summarize(engine)))
+        return EXIT_OK
+
+    return with_engine(args, work, labels=False)

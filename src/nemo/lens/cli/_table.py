@@ -1,15 +1,11 @@
-"""Plain-text tables and durations for the command line's output.
-
-Plain text rather than a rich renderer: the output is the same on a terminal,
-in a log file and in a test, and a reader can ``grep`` and ``awk`` it.
-"""
+"""Plain-text tables and durations: the same on a terminal, in a log and in a test."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Final, Literal
 
-__all__ = ["format_duration", "format_table"]
+__all__ = ["format_duration", "format_table", "seconds", "share"]
 
 Align = Literal["<", ">"]
 
@@ -58,3 +54,12 @@ def format_table(
         ]
         lines.append((indent + "  ".join(cells)).rstrip())
     return lines
+
+
+def seconds(value: float) -> str:
+    return f"{value:.3f} s"
+
+
+def share(part: float, whole: float) -> str:
+    """*part* as a percentage of *whole* (``-`` of nothing)."""
+    return f"{100 * part / whole:.1f}%" if whole > 0 else "-"

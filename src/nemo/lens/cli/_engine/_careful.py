@@ -1,9 +1,6 @@
 """The careful pass: after DuckDB refuses the JSON lines, name the first bad record (file, line,
 why), or with ``skip_invalid`` list every one and copy its input without them for DuckDB.
-
-It checks each record as the staging SQL (:mod:`._jsonl`) checks it, and relates nothing:
-what the records mean is the SQL's alone.
-"""
+It checks each record as the staging SQL (:mod:`._jsonl`) does, and relates nothing."""
 
 from __future__ import annotations
 
@@ -11,20 +8,15 @@ import datetime
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
-__all__ = [
-    "MAX_DEPTH",
-    "MAX_LINE_BYTES",
-    "TRACE_FORMAT",
-    "Location",
-    "Problem",
-    "TraceInputError",
-    "careful_pass",
-]
+if TYPE_CHECKING:
+    from nemo.lens.cli._engine._inputs import Inputs
+
+__all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "Location", "Problem", "TraceInputError", "careful_pass"]
 
 MAX_LINE_BYTES: Final = 64 << 20
 """The longest line read (a span the exporters write is a few KB; ``/dev/zero`` has no end)."""
@@ -35,6 +27,7 @@ TRACE_FORMAT: Final = 2
 
 _MAX_NS: Final = 2**64
 _ENGINE_NS: Final = 2**63
+_NS: Final = "an integer (nanoseconds since the epoch)"
 _SNIPPET_CHARS: Final = 60
 _SKIP_HINT: Final = (
     "to skip lines that are not spans (a program's own output captured with the console "
@@ -43,6 +36,17 @@ _SKIP_HINT: Final = (
 _ISO: Final = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?(Z|[+-]\d\d:\d\d)?")
 _HEX_ID: Final = re.compile(r"0x[0-9a-fA-F]+")
 _EPOCH: Final = datetime.datetime(1970, 1, 1)
+_KINDS: Final = (
+    ("trace_format", "header"),
+    ("open_at_unix_nano", "open"),
+    ("alive_at_unix_nano", "alive"),
+    ("start_time_unix_nano", "span"),
+    ("resource_metrics", "other"),
+    ("severity_number", "other"),
+    ("observed_timestamp", "other"),
+)
+"""A record's kind by the first of these keys it holds (not null), after the SDK layout's."""
+_JSON_TYPES: Final = {list: "array", str: "string", type(None): "null", bool: "boolean"}
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ class Problem:
 
 
 class _Bad(Exception):
-    """What is wrong with one record (its line is added by the caller)."""
+    """What is wrong with one record (its caller knows the line)."""
 
     def __init__(self, message: str, hint: str = "") -> None:
         super().__init__(message)
@@ -90,18 +94,17 @@ def _snippet(text: str) -> str:
     return text if len(text) <= _SNIPPET_CHARS else text[: _SNIPPET_CHARS - 3] + "..."
 
 
-def _want(record: str, key: str, expected: str, value: object, shown: str | None = None) -> _Bad:
-    got = _snippet(json.dumps(value)) if shown is None else shown
-    return _Bad(f"{record} field {key!r} must be {expected}, got {got}")
+def _want(record: str, key: str, expected: str, value: object, shown: str = "") -> _Bad:
+    return _Bad(
+        f"{record} field {key!r} must be {expected}, got {shown or _snippet(json.dumps(value))}"
+    )
 
 
 def _ns(value: object, key: str, record: str = "span") -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _want(record, key, "an integer (nanoseconds since the epoch)", value)
+        raise _want(record, key, _NS, value)
     if not 0 <= value < _MAX_NS:
-        raise _want(
-            record, key, "an integer (nanoseconds since the epoch) from 0 to 2**64 - 1", value
-        )
+        raise _want(record, key, f"{_NS} from 0 to 2**64 - 1", value)
     if value >= _ENGINE_NS:
         raise _Bad(
             f"{record} field {key!r} holds a time past the year 2262 (2**63 ns since the "
@@ -110,14 +113,13 @@ def _ns(value: object, key: str, record: str = "span") -> int:
     return value
 
 
-def _object(value: object, key: str, record: str = "span") -> None:
+def _object(value: object, key: str, record: str = "span", shown: str = "") -> None:
     if value is not None and not isinstance(value, dict):
-        raise _want(record, key, "a JSON object", value)
+        raise _want(record, key, "a JSON object", value, shown)
 
 
-def _lifetime(value: object, record: str = "") -> None:
+def _lifetime(value: object, prefix: str = "") -> None:
     if not (isinstance(value, str) and value):
-        prefix = f"{record} field " if record else ""
         raise _Bad(f"{prefix}'lifetime' must be a non-empty string, got {json.dumps(value)}")
 
 
@@ -136,8 +138,8 @@ def _iso_ns(value: object, key: str) -> int:
             f"'2025-01-01T12:00:00.123456Z', got {value!r}"
         ) from None
     zone = found[3]
-    offset = 0 if zone == "Z" else int(zone[0] + "1") * (int(zone[1:3]) * 60 + int(zone[4:]))
-    micros = (moment - _EPOCH) // datetime.timedelta(microseconds=1) - offset * 60_000_000
+    minutes = 0 if zone == "Z" else int(zone[0] + "1") * (int(zone[1:3]) * 60 + int(zone[4:]))
+    micros = (moment - _EPOCH) // datetime.timedelta(microseconds=1) - minutes * 60_000_000
     nanoseconds = (micros + int((found[2] or "0").ljust(6, "0"))) * 1000
     if not 0 <= nanoseconds < _ENGINE_NS:
         raise _Bad(
@@ -147,9 +149,17 @@ def _iso_ns(value: object, key: str) -> int:
     return nanoseconds
 
 
-def _hex_id(value: object, key: str) -> None:
-    if value is not None and not (isinstance(value, str) and _HEX_ID.fullmatch(value)):
-        raise _Bad(f"span field {key!r} must be a 0x-prefixed hex id, got {value!r}")
+def _events(
+    events: object, time_key: str, read_time: Callable[[object, str], int], label: str
+) -> None:
+    """*events*: absent, or an array of objects, each with its time and maybe attributes."""
+    if events is not None and not isinstance(events, list):
+        raise _want("span", "events", "a JSON array", events)
+    for event in events or ():
+        if not isinstance(event, dict):
+            raise _want("span", "events", "an array of objects", event)
+        read_time(event.get(time_key), label + time_key)
+        _object(event.get("attributes"), label + "attributes")
 
 
 def _check_span(value: Mapping[str, Any], kind: str) -> None:
@@ -160,24 +170,16 @@ def _check_span(value: Mapping[str, Any], kind: str) -> None:
     if not isinstance(name, str):
         raise _want("span", "name", "a string", name)
     start = _ns(value.get("start_time_unix_nano"), "start_time_unix_nano")
-    events = value.get("events")
     if kind == "open":
         _ns(value.get("open_at_unix_nano"), "open_at_unix_nano")
-        if events not in (None, []):
-            raise _want("span", "events", "empty in an open-span record", events)
+        if value.get("events") not in (None, []):
+            raise _want("span", "events", "empty in an open-span record", value["events"])
+    elif _ns(value.get("end_time_unix_nano"), "end_time_unix_nano") < start:
+        raise _Bad(
+            f"span {name!r} ends before it starts (end_time_unix_nano < start_time_unix_nano)"
+        )
     else:
-        end = _ns(value.get("end_time_unix_nano"), "end_time_unix_nano")
-        if end < start:
-            raise _Bad(
-                f"span {name!r} ends before it starts (end_time_unix_nano < start_time_unix_nano)"
-            )
-        if events is not None and not isinstance(events, list):
-            raise _want("span", "events", "a JSON array", events)
-        for event in events or ():
-            if not isinstance(event, dict):
-                raise _want("span", "events", "an array of objects", event)
-            _ns(event.get("time_unix_nano"), "time_unix_nano")
-            _object(event.get("attributes"), "attributes")
+        _events(value.get("events"), "time_unix_nano", _ns, "")
     _object(value.get("attributes"), "attributes")
     _object(value.get("resource"), "resource")
     for key in ("trace_id", "span_id", "parent_span_id"):
@@ -190,28 +192,18 @@ def _check_sdk(value: Mapping[str, Any]) -> None:
     if not isinstance(value.get("name"), str):
         raise _want("span", "name", "a string", value.get("name"))
     context = value["context"]
-    if not isinstance(context, dict):
-        raise _want("span", "context", "a JSON object", context, repr(context))
-    _hex_id(context.get("trace_id"), "context.trace_id")
-    _hex_id(context.get("span_id"), "context.span_id")
-    _hex_id(value.get("parent_id"), "parent_id")
+    _object(context, "context", shown=repr(context))
+    ids = {"context.trace_id": context.get("trace_id"), "context.span_id": context.get("span_id")}
+    for key, found in {**ids, "parent_id": value.get("parent_id")}.items():
+        if found is not None and not (isinstance(found, str) and _HEX_ID.fullmatch(found)):
+            raise _Bad(f"span field {key!r} must be a 0x-prefixed hex id, got {found!r}")
     start = _iso_ns(value["start_time"], "start_time")
     if _iso_ns(value.get("end_time"), "end_time") < start:
         raise _Bad(f"span {value['name']!r} ends before it starts (end_time < start_time)")
     for key in ("attributes", "resource"):
-        if not isinstance(value.get(key), (dict, type(None))):
-            raise _want("span", key, "a JSON object", value[key], repr(value[key]))
-    resource = value.get("resource") or {}
-    if not isinstance(resource.get("attributes"), (dict, type(None))):
-        raise _want("span", "resource.attributes", "a JSON object", resource["attributes"])
-    events = value.get("events")
-    if events is not None and not isinstance(events, list):
-        raise _want("span", "events", "a JSON array", events)
-    for event in events or ():
-        if not isinstance(event, dict):
-            raise _want("span", "events", "an array of objects", event)
-        _iso_ns(event.get("timestamp"), "events.timestamp")
-        _object(event.get("attributes"), "events.attributes")
+        _object(value.get(key), key, shown=repr(value.get(key)))
+    _object((value.get("resource") or {}).get("attributes"), "resource.attributes")
+    _events(value.get("events"), "timestamp", _iso_ns, "events.")
     if not isinstance(value.get("links"), (list, type(None))):
         raise _want("span", "links", "a JSON array", value["links"])
 
@@ -225,27 +217,9 @@ def _check_header(value: Mapping[str, Any]) -> None:
             f"written in trace format {version}; this nemo-lens reads formats up to {TRACE_FORMAT}",
             "upgrade nemo-lens (pip install -U nemo-lens) to read this trace",
         )
-    _lifetime(value.get("lifetime"), "header")
+    _lifetime(value.get("lifetime"), "header field ")
     _object(value.get("resource"), "resource", "header")
     _object(value.get("attributes"), "attributes", "header")
-
-
-def _kind(value: Mapping[str, Any]) -> str:
-    """What a record is, by the keys it holds (a key holding null is absent), as the SQL says."""
-    if value.get("context") is not None and value.get("start_time") is not None:
-        return "sdk"
-    for key, kind in (
-        ("trace_format", "header"),
-        ("open_at_unix_nano", "open"),
-        ("alive_at_unix_nano", "alive"),
-        ("start_time_unix_nano", "span"),
-        ("resource_metrics", "other"),
-        ("severity_number", "other"),
-        ("observed_timestamp", "other"),
-    ):
-        if value.get(key) is not None:
-            return kind
-    raise _Bad("not a span record: a JSON object without 'start_time_unix_nano'")
 
 
 def _check(raw: bytes) -> str:
@@ -258,11 +232,15 @@ def _check(raw: bytes) -> str:
         return "blank"
     value = _decode(text)
     if not isinstance(value, dict):
-        raise _Bad(f"not a span record: a JSON {_json_type(value)}, not an object")
-    kind = _kind(value)
-    status = value.get("status")
-    record = "header" if kind == "header" else "span"
-    _object(status, "status", record)
+        kind = _JSON_TYPES.get(type(value), "number")
+        raise _Bad(f"not a span record: a JSON {kind}, not an object")
+    if value.get("context") is not None and value.get("start_time") is not None:
+        kind = "sdk"
+    else:
+        kind = next((kind for key, kind in _KINDS if value.get(key) is not None), "")
+    if not kind:
+        raise _Bad("not a span record: a JSON object without 'start_time_unix_nano'")
+    _object(value.get("status"), "status", "header" if kind == "header" else "span")
     if kind in ("span", "open"):
         _check_span(value, kind)
     elif kind == "sdk":
@@ -321,27 +299,13 @@ def _deeper_than(value: object, limit: int) -> bool:
     return False
 
 
-def _json_type(value: object) -> str:
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, str):
-        return "string"
-    if value is None:
-        return "null"
-    return "boolean" if isinstance(value, bool) else "number"
-
-
-@contextmanager
-def _open(path: str) -> Iterator[IO[bytes]]:
+def _open(path: str) -> IO[bytes]:
     location = Location(path)
     if os.path.isdir(path):
-        raise TraceInputError(
-            location,
-            "is a directory",
-            f"pass the trace files in it, e.g. {os.path.join(path, '*.jsonl')}",
-        )
+        hint = f"pass the trace files in it, e.g. {os.path.join(path, '*.jsonl')}"
+        raise TraceInputError(location, "is a directory", hint)
     try:
-        stream = open(path, "rb")  # noqa: SIM115 - closed below
+        return open(path, "rb")
     except FileNotFoundError:
         raise TraceInputError(
             location,
@@ -351,23 +315,13 @@ def _open(path: str) -> Iterator[IO[bytes]]:
         ) from None
     except OSError as exc:
         raise TraceInputError(location, f"cannot be read: {exc.strerror or exc}") from None
-    with stream:
-        yield stream
-
-
-@dataclass
-class _Counts:
-    spans: int = 0
-    other: int = 0
-    lines: int = 0  # not blank
-    skipped: int = 0
 
 
 def _pass_one(
-    path: str, name: str, copy: IO[bytes] | None, problems: list[Problem], skip: bool, bar: Any
-) -> _Counts:
-    """Check one input's lines; write the good ones to *copy* (a bad one as a blank line)."""
-    counts = _Counts()
+    path: str, name: str, copy: IO[bytes], problems: list[Problem], skip: bool, bar: Any
+) -> Counter[str]:
+    """Check one input's lines, counting them by kind; write each to *copy*, a bad one blank."""
+    counts: Counter[str] = Counter()
     with _open(path) as stream:
         # Read as bytes with a limit: text that is not UTF-8 is reported at its line, and
         # one endless line cannot take all the memory.
@@ -386,69 +340,56 @@ def _pass_one(
                 if not skip:
                     raise error from None
                 problems.append(Problem(error.location, error.message))
-                counts.lines += 1
-                counts.skipped += 1
-                if endless:
-                    break
-                raw, kind = b"\n", "blank"
-            if copy is not None:
-                copy.write(raw)
-            if kind != "blank":
-                counts.lines += 1
-                counts.spans += kind in ("span", "open", "sdk")
-                counts.other += kind == "other"
+                raw, kind = b"\n", "skipped"
+            copy.write(raw)
+            counts[kind] += 1
+            if endless:
+                break
     return counts
 
 
 def careful_pass(
-    paths: Sequence[str],
-    names: Mapping[str, str],
-    streams: Sequence[str],
-    scratch: str,
-    skip_invalid: bool,
-    show_progress: bool | None,
+    paths: Sequence[str], inputs: Inputs, skip_invalid: bool, show_progress: bool | None
 ) -> tuple[dict[str, str], list[Problem], int]:
-    """Check every record of *paths*, in order, as the SQL checks it.
+    """Check every record of *paths* (of *inputs*), in order, as the SQL checks it.
 
-    Raises :class:`TraceInputError` for the first bad record or input; with
-    *skip_invalid*, lists them instead. Returns the copies DuckDB reads in place of an
-    input (path -> its copy, bad lines blank: every one of *streams*, which can be read only
-    once, and each input with a bad line), the problems, and how many span records were read.
+    Raises :class:`TraceInputError` for the first bad record or input; with *skip_invalid*,
+    lists them instead. Returns the copies DuckDB reads in place of an input (path -> its
+    copy, bad lines blank: every stream, which can be read only once, and every input with
+    a bad line), the problems, and how many span records were read.
     """
     from nemo.lens.cli._progress import progress
 
     copies: dict[str, str] = {}
     problems: list[Problem] = []
     spans = 0
-    total = sum(os.path.getsize(p) for p in paths if p not in streams and os.path.isfile(p))
+    total = sum(os.path.getsize(p) for p in paths if p not in inputs.streams)
     with progress("checking", total=total, unit="B", unit_scale=True, enabled=show_progress) as bar:
         for index, path in enumerate(paths):
-            name = names.get(path, path)
-            keep = path in streams or skip_invalid
-            copy = os.path.join(scratch, f"careful-{index}.jsonl")
-            with open(copy, "wb") if keep else open(os.devnull, "wb") as out:
-                counts = _pass_one(path, name, out if keep else None, problems, skip_invalid, bar)
-            if keep and (path in streams or counts.skipped):
+            name = inputs.name(path)
+            copy = os.path.join(inputs.scratch, f"careful-{index}.jsonl")
+            keep = path in inputs.streams or skip_invalid
+            with open(copy if keep else os.devnull, "wb") as out:
+                counts = _pass_one(path, name, out, problems, skip_invalid, bar)
+            if path in inputs.streams or counts["skipped"]:
                 copies[path] = copy
-            elif keep:
-                os.unlink(copy)
-            spans += counts.spans
-            if counts.spans:
-                continue
-            if counts.other and counts.lines == counts.other:
+            spans += counts["span"] + counts["open"] + counts["sdk"]
+            if counts["span"] + counts["open"] + counts["sdk"]:
+                continue  # an input with spans
+            lines = sum(counts.values()) - counts["blank"]
+            if counts["other"]:
                 message = (
-                    f"no span records, only {counts.other} metrics or log record(s); pass "
+                    f"no span records, only {counts['other']} metrics or log record(s); pass "
                     "the span file (the one without .metrics or .logs in its name)"
                 )
-            elif counts.lines:
-                message = f"no span records among its {counts.lines} line(s)"
             else:
-                message = "is empty: no span records"
-            if not skip_invalid:
-                raise TraceInputError(
-                    Location(name),
-                    message,
-                    "is the job still running, or did this rank export nothing?",
+                message = (
+                    f"no span records among its {lines} line(s)"
+                    if lines
+                    else "is empty: no span records"
                 )
+            if not skip_invalid:
+                hint = "is the job still running, or did this rank export nothing?"
+                raise TraceInputError(Location(name), message, hint)
             problems.append(Problem(Location(name), message))
     return copies, problems, spans

@@ -68,11 +68,11 @@ class Engine:
         self.reconstructed = 0
         """Spans that never ended, their process dead, ended by the reader."""
 
-    def sql(self, text: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
-        """Run *text*; the cursor with its result (``fetchall``, ``fetchmany``)."""
+    def sql(self, text: str, params: Any = None) -> duckdb.DuckDBPyConnection:
+        """Run *text* (with *params*, a sequence or a dict); the cursor with its result."""
         return self.connection.execute(text, params)
 
-    def rows(self, text: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+    def rows(self, text: str, params: Any = None) -> list[tuple[Any, ...]]:
         return self.sql(text, params).fetchall()
 
     def close(self) -> None:
@@ -191,9 +191,7 @@ def _read_lines(
         if not checked or inputs.name(path) in refused or inputs.name(path) not in with_spans
     ]
     if flagged:
-        copies, engine.problems, spans = careful_pass(
-            flagged, inputs.names, inputs.streams, inputs.scratch, skip_invalid, show_progress
-        )
+        copies, engine.problems, spans = careful_pass(flagged, inputs, skip_invalid, show_progress)
         if not spans and len(flagged) == len(inputs.ordered):
             raise TraceInputError(everything, "no span records in any input")
         if copies or not checked:

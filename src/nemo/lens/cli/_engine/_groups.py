@@ -1,10 +1,5 @@
-"""The ``span_groups`` and ``span_group_presets`` tables: what the span-group classes say.
-
-One row per group any of the selected classes knows (the first class to name a
-group decides its category and bucket, as ``nemo-lens goodput`` reads them):
-its category, the goodput bucket its schema entry names ('' for none) and how
-often it fires; and one row per (group, preset) that holds it.
-"""
+"""The rows of ``span_groups`` (each group the classes know: its category, goodput bucket and
+tier; the first class to name a group decides) and ``span_group_presets``."""
 
 from __future__ import annotations
 

@@ -20,29 +20,13 @@ OBJECT_BYTES: Final = 16 << 20
 still read whole), and 64 MiB made reading 10**6 spans 0.09 s slower of 0.47 s."""
 
 _FIELDS: Final = (
-    "name",
-    "trace_id",
-    "span_id",
-    "parent_span_id",
-    "start_time_unix_nano",
-    "end_time_unix_nano",
-    "status",
-    "attributes",
-    "events",
-    "links",
-    "resource",
-    "lifetime",
-    "trace_format",
-    "open_at_unix_nano",
-    "alive_at_unix_nano",
-    "resource_metrics",
-    "severity_number",
-    "observed_timestamp",
-    "context",
-    "start_time",
-    "end_time",
-    "parent_id",
+    *("name", "trace_id", "span_id", "parent_span_id", "status", "attributes", "events"),
+    *("start_time_unix_nano", "end_time_unix_nano", "open_at_unix_nano", "alive_at_unix_nano"),
+    *("resource", "lifetime", "trace_format"),  # format 2's header names a lifetime
+    *("resource_metrics", "severity_number", "observed_timestamp"),  # metrics and logs
+    *("context", "start_time", "end_time", "parent_id", "links"),  # the SDK's to_json
 )
+"""The top-level fields read (each as JSON, but ``status``)."""
 _ATTRIBUTE_KEYS: Final = (
     semconv.SPAN_GROUP,
     semconv.LEGACY_SPAN_GROUP,

@@ -1,13 +1,6 @@
-"""The columnar trace: a Hive-partitioned Parquet dataset of the ``spans`` view, and its reader.
-
-``nemo-lens convert --to parquet TRACE... -o DIR`` writes
-``DIR/run_id=<run>/rank=<rank>/part-N.parquet``: one row per span with the columns
-of the ``spans`` view (``docs/trace-tables.md``), partition columns kept in the
-files too (so a rank that is NULL or a run id that is empty reads back as it
-was, not as the text of a directory name), and the dataset's schema version in
-each file's key-value metadata (``nemo.lens.trace_tables``). Every command reads
-such a directory as a TRACE.
-"""
+"""The trace tables' Parquet dataset (``convert --to parquet``: ``DIR/run_id=R/rank=N/``, the
+``spans`` columns, the schema version in each file's metadata; docs/trace-tables.md), and the
+view every command reads it through."""
 
 from __future__ import annotations
 
@@ -79,15 +72,6 @@ def copy_sql(directory: str, rows: int) -> str:
         "PARTITION_BY (run_id, rank), WRITE_PARTITION_COLUMNS true, OVERWRITE_OR_IGNORE true, "
         f"COMPRESSION zstd, ROW_GROUP_SIZE {rows}, FILENAME_PATTERN 'part-{{i}}', "
         f"KV_METADATA {{{quote(SCHEMA_KEY)}: {quote(str(SCHEMA_VERSION))}}})"
-    )
-
-
-def versions_sql(files: Sequence[str]) -> str:
-    """The schema versions the *files* declare (decoded text, one row per file)."""
-    listing = "[" + ", ".join(quote(f) for f in files) + "]"
-    return (
-        "SELECT file_name, decode(value) FROM parquet_kv_metadata("
-        f"{listing}) WHERE decode(key) = {quote(SCHEMA_KEY)}"
     )
 
 

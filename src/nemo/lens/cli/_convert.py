@@ -1,5 +1,5 @@
-"""``nemo-lens summarize``, ``convert`` and ``emit-spans``: what a trace holds, in another
-form, and spans written after the fact."""
+"""``nemo-lens convert``: a trace as Chrome trace-event JSON (:mod:`._chrome`) or as the
+Parquet dataset of the trace tables (:mod:`._engine._parquet`)."""
 
 from __future__ import annotations
 
@@ -24,17 +24,7 @@ from nemo.lens.cli._common import (
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
 
-__all__ = ["cmd_convert", "cmd_emit_spans", "cmd_summarize"]
-
-
-def cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from nemo.lens.cli._summary import format_summary, summarize
-
-    def work(engine: Engine) -> int:
-        print_lines(format_summary(summarize(engine)))
-        return EXIT_OK
-
-    return with_engine(args, work, labels=False)
+__all__ = ["cmd_convert"]
 
 
 def cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -121,9 +111,3 @@ def _convert_to_parquet(args: argparse.Namespace, parser: argparse.ArgumentParse
         return EXIT_OK
 
     return with_engine(args, work, detail=True)
-
-
-def cmd_emit_spans(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from nemo.lens.cli._emit_spans import emit_spans
-
-    return emit_spans(args.service, args.spans or [])
