@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from nemo.lens.cli._engine._careful import Problem, TraceInputError
-from nemo.lens.cli._engine._inputs import STDIN
+from nemo.lens.cli._engine._careful import TraceInputError
+from nemo.lens.cli._engine._connect import STDIN
 
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
@@ -31,7 +31,6 @@ __all__ = [
     "output_file",
     "plural",
     "print_lines",
-    "report_problems",
     "with_engine",
     "write_output",
 ]
@@ -86,27 +85,11 @@ def fail(message: str, hint: str = "") -> int:
     return EXIT_BAD_INPUT
 
 
-def report_problems(problems: Sequence[Problem], reconstructed: int = 0) -> None:
-    """Say on stderr what was skipped (the first few: one bad file can have millions of
-    lines), and how many spans the reader ended for a process that died with them open."""
-    for problem in problems[:MAX_PROBLEMS_SHOWN]:
-        print(f"{PROG}: warning: skipped {problem}", file=sys.stderr)
-    if len(problems) > MAX_PROBLEMS_SHOWN:
-        more = len(problems) - MAX_PROBLEMS_SHOWN
-        print(f"{PROG}: warning: skipped {more} more", file=sys.stderr)
-    if reconstructed:
-        print(
-            f"{PROG}: note: {plural(reconstructed, 'span')} never ended: the process died "
-            "with them open (SIGKILL, a crash); read as ending at their process lifetime's "
-            "last record, marked nemo.span.truncated",
-            file=sys.stderr,
-        )
-
-
 def with_engine(args: argparse.Namespace, work: Callable[[Engine], int], **options: Any) -> int:
     """Read ``args.traces`` into the engine (:func:`nemo.lens.cli._engine.connect`, with
-    *options*) and run *work* with it: its exit status. An input that cannot be used exits
-    1 with the reader's message; without DuckDB (the ``[cli]`` extra), 2."""
+    *options*), say on stderr what was skipped (the first few: a bad file can have millions)
+    and how many spans a dead process left open, and run *work*: its exit status. An input
+    that cannot be used exits 1 with the reader's message; without DuckDB (``[cli]``), 2."""
     from nemo.lens.cli._classes import selected_classes
     from nemo.lens.cli._engine import EngineUnavailable, connect
 
@@ -123,7 +106,20 @@ def with_engine(args: argparse.Namespace, work: Callable[[Engine], int], **optio
         return EXIT_USAGE
     except TraceInputError as error:
         return fail(str(error), error.hint)
-    report_problems(engine.problems, engine.reconstructed)
+    for problem in engine.problems[:MAX_PROBLEMS_SHOWN]:
+        print(f"{PROG}: warning: skipped {problem}", file=sys.stderr)
+    if len(engine.problems) > MAX_PROBLEMS_SHOWN:
+        print(
+            f"{PROG}: warning: skipped {len(engine.problems) - MAX_PROBLEMS_SHOWN} more",
+            file=sys.stderr,
+        )
+    if engine.reconstructed:
+        print(
+            f"{PROG}: note: {plural(engine.reconstructed, 'span')} never ended: the process "
+            "died with them open (SIGKILL, a crash); read as ending at their process "
+            "lifetime's last record, marked nemo.span.truncated",
+            file=sys.stderr,
+        )
     with engine:
         return work(engine)
 

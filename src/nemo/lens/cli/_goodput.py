@@ -28,8 +28,7 @@ SCHEMA_BADPUT: Final = ("initialization", "checkpoint_save", "evaluation")
 BADPUT_BUCKETS: Final[tuple[str, ...]] = (*SCHEMA_BADPUT, WASTED, RESTART, UNACCOUNTED)
 """The badput buckets, in the order reports show them."""
 BUCKETS: Final[tuple[str, ...]] = (PRODUCTIVE, *BADPUT_BUCKETS)
-_COLUMNS: Final = (PRODUCTIVE, *SCHEMA_BADPUT, WASTED, RESTART, UNACCOUNTED)
-"""The order of the bucket columns in ``queries/goodput.sql``."""
+"""Every bucket, in the order reports show them and ``queries/goodput.sql`` gives them."""
 
 
 @dataclass
@@ -77,8 +76,8 @@ def goodput_runs(engine: Engine) -> list[RunGoodput]:
         run_id, rank, lifetimes, start, end = row[:5]
         counts = [int(value) for value in row[5:12]]
         run_start, run_end, bounding = row[12:]
-        breakdown = Breakdown(int(start), int(end), dict(zip(_COLUMNS, counts, strict=True)))
-        breakdown.lifetimes = int(lifetimes)
+        buckets = dict(zip(BUCKETS, counts, strict=True))
+        breakdown = Breakdown(int(start), int(end), buckets, int(lifetimes))
         found = runs.get(run_id)
         if found is None:
             found = runs[run_id] = RunGoodput(run_id, Breakdown(run_start, run_end), None, {})

@@ -6,14 +6,13 @@ import argparse
 from collections.abc import Callable, Sequence
 
 from nemo.lens._version import __version__
-from nemo.lens.cli._check_cmd import cmd_check
 from nemo.lens.cli._common import PERFETTO_URL, PROG
 from nemo.lens.cli._convert import cmd_convert
 from nemo.lens.cli._emit_spans import cmd_emit_spans
 from nemo.lens.cli._goodput import cmd_goodput
 from nemo.lens.cli._groups_cmd import cmd_groups
 from nemo.lens.cli._report import cmd_report
-from nemo.lens.cli._sql_cmd import FORMATS, cmd_sql
+from nemo.lens.cli._sql_cmd import FORMATS, cmd_check, cmd_sql
 from nemo.lens.cli._summary import cmd_summarize
 
 __all__ = ["build_parser"]

@@ -87,7 +87,6 @@ class ReportBuilder:
         end: int,
     ) -> None:
         self.runs = runs
-        """Every run's goodput (from the engine)."""
         self.buckets = buckets
         """Group -> the bucket its row shows (goodput groups that name one)."""
         self.rows = rows
@@ -146,12 +145,9 @@ class ReportBuilder:
         needed = [row for row in order[:MAX_ROWS] if self.rows[row].spans > drawn_in[row]]
         if not needed:
             return
-        engine.sql(
-            "CREATE OR REPLACE TEMP TABLE report_covered "
-            "(run_id VARCHAR, rank BIGINT, service VARCHAR, span_group VARCHAR)"
-        )
-        engine.connection.executemany(
-            "INSERT INTO report_covered VALUES (?, ?, ?, ?)",
+        engine.table(
+            "report_covered",
+            "run_id VARCHAR, rank BIGINT, service VARCHAR, span_group VARCHAR",
             [(p.run_id, p.rank, p.service, group) for p, group in needed],
         )
         width = max(1, self.end - self.origin) / COVERAGE_BINS
@@ -242,8 +238,7 @@ class ReportBuilder:
 
 
 def _attributes(status: str, description: str | None, encoded: str | None) -> str:
-    """A span's attributes (*encoded*, JSON) and status for the hover, as compact JSON, long
-    values cut short."""
+    """A span's attributes and status for the hover, as compact JSON, long values cut."""
     shown: dict[str, Any] = {}
     attributes: dict[str, Any] = json.loads(encoded) if encoded else {}
     for key, value in attributes.items():
@@ -337,24 +332,11 @@ STRAGGLER_ROWS: Final = 20
 """Iterations the table shows at most: those with the largest lag."""
 
 
-@dataclass(frozen=True)
-class Straggler:
-    """One row of the straggler query."""
-
-    run_id: str
-    iteration: int
-    rank: int | None
-    slowest_ns: int
-    median_ns: int
-    lag_ns: int
-    ranks: int
-
-
 @dataclass
 class Stragglers:
-    """The rows the page shows and the counts it states."""
+    """The straggler query's first rows with a lag (the worst first), and the counts."""
 
-    rows: list[Straggler] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
     iterations: int = 0
     """Iterations at least two ranks executed (the query's rows)."""
     lagging: int = 0
@@ -363,22 +345,16 @@ class Stragglers:
 
     def page(self, *, with_run: bool) -> dict[str, Any]:
         """The page's ``stragglers``: rows labelled as the other sections label ranks."""
+        rows = [
+            {"process": Process(row["rank"], row["run_id"], "").label(with_run=with_run)}
+            | {key: value for key, value in row.items() if key != "run_id"}
+            for row in self.rows
+        ]
         return {
             "iterations": self.iterations,
             "lagging": self.lagging,
             "cap": self.cap,
-            "rows": [
-                {
-                    "process": Process(row.rank, row.run_id, "").label(with_run=with_run),
-                    "rank": row.rank,
-                    "iteration": row.iteration,
-                    "slowest_ns": row.slowest_ns,
-                    "median_ns": row.median_ns,
-                    "lag_ns": row.lag_ns,
-                    "ranks": row.ranks,
-                }
-                for row in self.rows
-            ],
+            "rows": rows,
         }
 
     def summary(self) -> str | None:
@@ -388,37 +364,24 @@ class Stragglers:
         worst = self.rows[0]
         return (
             f"stragglers: {self.lagging} of {self.iterations} iterations had a rank slower "
-            f"than the median; the worst, {Process(worst.rank, worst.run_id, '').label()} at "
-            f"iteration {worst.iteration}, {worst.lag_ns / 1e6:.3f} ms over the median rank"
+            f"than the median; the worst, {Process(worst['rank'], worst['run_id'], '').label()} "
+            f"at iteration {worst['iteration']}, {worst['lag_ns'] / 1e6:.3f} ms over the median "
+            "rank"
         )
 
 
 def fetch_stragglers(engine: Engine, cap: int | None = None) -> Stragglers:
     """Run the packaged straggler query and keep its first *cap* rows that show a lag
-    (:data:`STRAGGLER_ROWS` unless given)."""
-    cap = STRAGGLER_ROWS if cap is None else cap
+    (:data:`STRAGGLER_ROWS` unless given): those rows come first, the worst lag first."""
     text = query("stragglers")
-    found = Stragglers(cap=cap)
+    found = Stragglers(cap=STRAGGLER_ROWS if cap is None else cap)
     (found.iterations, found.lagging), *_ = engine.rows(
         f"SELECT count(*), count(CASE WHEN lag_ns > 0 THEN 1 END) FROM ({text}) AS stragglers"
     )
-    if not found.lagging:
-        return found
-    # The worst lag first: the rows with a lag come before every row without one.
-    for run_id, iteration, rank, slowest, median, lag, ranks in engine.sql(text).fetchmany(
-        min(cap, found.lagging)
-    ):
-        found.rows.append(
-            Straggler(
-                "" if run_id is None else str(run_id),
-                int(iteration),
-                rank,
-                slowest,
-                median,
-                lag,
-                int(ranks),
-            )
-        )
+    keys = ("run_id", "iteration", "rank", "slowest_ns", "median_ns", "lag_ns", "ranks")
+    if found.lagging:
+        rows = engine.sql(text).fetchmany(min(found.cap, found.lagging))
+        found.rows = [dict(zip(keys, row, strict=True)) for row in rows]
     return found
 
 

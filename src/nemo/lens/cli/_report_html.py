@@ -36,8 +36,7 @@ _MAX_MARKS: Final = 400
 
 @functools.cache
 def _asset(name: str) -> str:
-    """The page's stylesheet or script, shipped beside this module (``cli/assets``) and
-    inlined into every report, so the page needs no network."""
+    """The page's stylesheet or script (``cli/assets``), inlined: the page needs no network."""
     return (resources.files("nemo.lens.cli") / "assets" / name).read_text(encoding="utf-8")
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from nemo.lens.cli._common import EXIT_OK, Process, print_lines, with_engine
+from nemo.lens.cli._common import EXIT_OK, Process, plural, print_lines, with_engine
 from nemo.lens.cli._engine import query
 from nemo.lens.cli._table import format_duration, format_table
 
@@ -40,12 +40,8 @@ class ProcessSummary:
 
 
 def summarize(engine: Engine) -> list[ProcessSummary]:
-    """The statistics of every process and span group (``queries/summary.sql``).
-
-    Processes come in rank order (unknown ranks last); within one, groups come
-    by total duration, largest first (ties by name), so the table reads from
-    the job down to its smallest parts.
-    """
+    """Every process's figures (``queries/summary.sql``), in rank order (unknown last); its
+    groups by total duration, largest first (ties by name): from the job down."""
     by_process: dict[Process, list[GroupStats]] = {}
     for run_id, rank, service, group, count, total, p50, p99 in engine.rows(query("summary")):
         process = Process(rank=rank, run_id=run_id, service=service)
@@ -77,12 +73,8 @@ _HEADERS = ("group", "spans", "total", "mean", "p50", "p99")
 
 
 def format_summary(summaries: Sequence[ProcessSummary]) -> list[str]:
-    """Return the lines of the summary: per process a heading, then its table.
-
-    The run id is part of each heading only when the inputs hold more than one
-    run (a trace file that several runs appended to, say); otherwise ranks are
-    told apart by their number alone.
-    """
+    """Per process a heading, then its table; the heading names the run only when the
+    inputs hold several (a file that several runs appended to)."""
     several_runs = len({summary.process.run_id for summary in summaries}) > 1
     lines: list[str] = []
     for summary in summaries:
@@ -92,7 +84,7 @@ def format_summary(summaries: Sequence[ProcessSummary]) -> list[str]:
             details.append(f"service {process.service}")
         if process.run_id and not several_runs:
             details.append(f"run {process.run_id}")
-        details.append(f"{summary.span_count} span{'' if summary.span_count == 1 else 's'}")
+        details.append(plural(summary.span_count, "span"))
         if lines:
             lines.append("")
         lines.append(f"{process.label(with_run=several_runs)} ({', '.join(details)})")

@@ -9,12 +9,11 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import IO, Any, Final
 
-if TYPE_CHECKING:
-    from nemo.lens.cli._engine._inputs import Inputs
+from nemo.lens.cli._engine._jsonl import KINDS
 
 __all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "Location", "Problem", "TraceInputError", "careful_pass"]
 
@@ -36,16 +35,6 @@ _SKIP_HINT: Final = (
 _ISO: Final = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?(Z|[+-]\d\d:\d\d)?")
 _HEX_ID: Final = re.compile(r"0x[0-9a-fA-F]+")
 _EPOCH: Final = datetime.datetime(1970, 1, 1)
-_KINDS: Final = (
-    ("trace_format", "header"),
-    ("open_at_unix_nano", "open"),
-    ("alive_at_unix_nano", "alive"),
-    ("start_time_unix_nano", "span"),
-    ("resource_metrics", "other"),
-    ("severity_number", "other"),
-    ("observed_timestamp", "other"),
-)
-"""A record's kind by the first of these keys it holds (not null), after the SDK layout's."""
 _JSON_TYPES: Final = {list: "array", str: "string", type(None): "null", bool: "boolean"}
 
 
@@ -237,7 +226,7 @@ def _check(raw: bytes) -> str:
     if value.get("context") is not None and value.get("start_time") is not None:
         kind = "sdk"
     else:
-        kind = next((kind for key, kind in _KINDS if value.get(key) is not None), "")
+        kind = next((kind for key, kind in KINDS if value.get(key) is not None), "")
     if not kind:
         raise _Bad("not a span record: a JSON object without 'start_time_unix_nano'")
     _object(value.get("status"), "status", "header" if kind == "header" else "span")
@@ -349,33 +338,40 @@ def _pass_one(
 
 
 def careful_pass(
-    paths: Sequence[str], inputs: Inputs, skip_invalid: bool, show_progress: bool | None
+    paths: Sequence[str],
+    names: Mapping[str, str],
+    streams: Collection[str],
+    scratch: str,
+    skip_invalid: bool,
+    show_progress: bool | None,
 ) -> tuple[dict[str, str], list[Problem], int]:
-    """Check every record of *paths* (of *inputs*), in order, as the SQL checks it.
+    """Check every record of *paths*, in order, as the SQL checks it.
 
     Raises :class:`TraceInputError` for the first bad record or input; with *skip_invalid*,
-    lists them instead. Returns the copies DuckDB reads in place of an input (path -> its
-    copy, bad lines blank: every stream, which can be read only once, and every input with
-    a bad line), the problems, and how many span records were read.
+    lists them instead. Returns the copies (in *scratch*) DuckDB reads in place of an input:
+    path -> its copy, bad lines blank (every one of *streams*, which can be read only once,
+    and every input with a bad line); the problems; and how many span records were read.
+    *names* maps a path to the name messages give it.
     """
     from nemo.lens.cli._progress import progress
 
     copies: dict[str, str] = {}
     problems: list[Problem] = []
     spans = 0
-    total = sum(os.path.getsize(p) for p in paths if p not in inputs.streams)
+    total = sum(os.path.getsize(p) for p in paths if p not in streams)
     with progress("checking", total=total, unit="B", unit_scale=True, enabled=show_progress) as bar:
         for index, path in enumerate(paths):
-            name = inputs.name(path)
-            copy = os.path.join(inputs.scratch, f"careful-{index}.jsonl")
-            keep = path in inputs.streams or skip_invalid
+            name = names.get(path, path)
+            copy = os.path.join(scratch, f"careful-{index}.jsonl")
+            keep = path in streams or skip_invalid
             with open(copy if keep else os.devnull, "wb") as out:
                 counts = _pass_one(path, name, out, problems, skip_invalid, bar)
-            if path in inputs.streams or counts["skipped"]:
+            if path in streams or counts["skipped"]:
                 copies[path] = copy
-            spans += counts["span"] + counts["open"] + counts["sdk"]
-            if counts["span"] + counts["open"] + counts["sdk"]:
-                continue  # an input with spans
+            found = counts["span"] + counts["open"] + counts["sdk"]
+            spans += found
+            if found:
+                continue
             lines = sum(counts.values()) - counts["blank"]
             if counts["other"]:
                 message = (

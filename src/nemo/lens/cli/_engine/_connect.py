@@ -1,28 +1,37 @@
-"""Open the engine: one in-memory DuckDB connection with the inputs read into its views."""
+"""Open the engine: one in-memory DuckDB connection with the inputs read into its views, each
+by its reader (DuckDB's over a regular file, a copy of standard input or a Parquet dataset; the
+careful pass over anything else, which copies what it reads for DuckDB)."""
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
+import shutil
+import stat
+import sys
+import tempfile
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 from nemo.lens.cli._engine._careful import Location, Problem, TraceInputError, careful_pass
 from nemo.lens.cli._engine._dialect import query
-from nemo.lens.cli._engine._inputs import Inputs, sort_inputs
-from nemo.lens.cli._engine._jsonl import CHECK_SQL, stage_sql
-from nemo.lens.cli._engine._jsonl_views import RESOLVED_VIEW, SPANS_VIEW, dead_sql
-from nemo.lens.cli._engine._parquet import parquet_view
+from nemo.lens.cli._engine._jsonl import CHECK_SQL, RESOLVED_VIEW, SPANS_VIEW, dead_sql, stage_sql
+from nemo.lens.cli._engine._parquet import STORED, parquet_view
 
 if TYPE_CHECKING:
     import duckdb
 
     from nemo.lens.groups import SpanGroup
 
-__all__ = ["MEMORY_LIMIT", "VIEWS", "Engine", "EngineUnavailable", "connect", "duckdb_module"]
+__all__ = ["STDIN", "VIEWS", "Engine", "EngineUnavailable", "Inputs", "connect", "duckdb_module"]
 
+STDIN: Final = "-"
+STDIN_NAME: Final = "<stdin>"
+PARQUET_SUFFIX: Final = ".parquet"
 MEMORY_LIMIT: Final = "512MB"
 """DuckDB's own memory: beyond it, it spills to a temporary directory (the command stays
 well under 1 GB whatever the trace's size)."""
@@ -32,12 +41,57 @@ DEFAULT_ITERATION: Final = "iteration"
 
 VIEWS: Final = ("spans", "steps", "span_groups", "span_group_presets")
 """The views a statement can read (docs/sql.md has their columns)."""
-SPAN_COLUMNS: Final = (
-    "run_id, rank, service, lifetime, name, span_group, trace_id, span_id, parent_span_id, "
-    "start_ns, end_ns, duration_ns, status_code, status_description, iteration, truncated, "
-    "span_category, attributes, events, resource, source, line, reconstructed"
-)
+SPAN_COLUMNS: Final = f"{STORED}, reconstructed"
 """The columns of the ``spans`` view, in order (``docs/trace-tables.md``)."""
+
+
+@dataclass
+class Inputs:
+    """The inputs, by reader; :meth:`close` removes the scratch directory (copies, spills)."""
+
+    ordered: list[str] = field(default_factory=list)
+    """Every JSON-lines input, in the order given (standard input as its copy)."""
+    streams: list[str] = field(default_factory=list)
+    """Inputs DuckDB cannot read itself (pipes, devices, paths that cannot be read)."""
+    parquet: list[str] = field(default_factory=list)
+    """Parquet files (a dataset's, found under its directory)."""
+    names: dict[str, str] = field(default_factory=dict)
+    """File -> the name messages give it, where it is not its path."""
+    scratch: str = ""
+
+    def name(self, path: str) -> str:
+        return self.names.get(path, path)
+
+    def close(self) -> None:
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = ""
+
+
+def _sort_inputs(paths: Sequence[str]) -> Inputs:
+    """Every input with its reader (a directory without Parquet is the careful pass's error)."""
+    inputs = Inputs(scratch=tempfile.mkdtemp(prefix="nemo-lens-"))
+    for path in paths:
+        if path == STDIN:
+            spooled = os.path.join(inputs.scratch, f"stdin-{len(inputs.names)}.jsonl")
+            with open(spooled, "wb") as copy:
+                shutil.copyfileobj(sys.stdin.buffer, copy, 1 << 20)
+            inputs.names[spooled] = STDIN_NAME
+            inputs.ordered.append(spooled)
+            continue
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = 0
+        pattern = os.path.join(glob.escape(path), "**", "*" + PARQUET_SUFFIX)
+        parquet = sorted(glob.glob(pattern, recursive=True)) if stat.S_ISDIR(mode) else []
+        if parquet or (path.endswith(PARQUET_SUFFIX) and stat.S_ISREG(mode)):
+            inputs.parquet += parquet or [path]
+            continue
+        if not stat.S_ISREG(mode):
+            inputs.streams.append(path)
+        inputs.ordered.append(path)
+    return inputs
 
 
 class EngineUnavailable(Exception):
@@ -75,6 +129,14 @@ class Engine:
     def rows(self, text: str, params: Any = None) -> list[tuple[Any, ...]]:
         return self.sql(text, params).fetchall()
 
+    def table(self, name: str, columns: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Create the temporary table *name* (*columns* in SQL) holding *rows*, inserted in
+        one statement (``executemany`` runs one a row: 25 ms for 150 rows, against 5 ms)."""
+        self.sql(f"CREATE OR REPLACE TEMP TABLE {name} ({columns})")
+        if rows:
+            values = ", ".join(["(" + ", ".join("?" * len(rows[0])) + ")"] * len(rows))
+            self.sql(f"INSERT INTO {name} VALUES {values}", [v for row in rows for v in row])
+
     def close(self) -> None:
         self.connection.close()
         self._inputs.close()
@@ -106,7 +168,7 @@ def connect(
     do not read them); *span_group_classes* default to every class nemo.lens ships.
     """
     duckdb = duckdb_module()
-    inputs = sort_inputs(paths)
+    inputs = _sort_inputs(paths)
     connection = duckdb.connect(
         config={
             "threads": max(1, min(MAX_THREADS, os.cpu_count() or 1)),
@@ -137,27 +199,15 @@ def connect(
 
 
 def _define_groups(engine: Engine, classes: Sequence[type[SpanGroup]] | None) -> None:
-    from nemo.lens.cli._engine._groups import group_rows, preset_rows
+    from nemo.lens.cli._classes import group_rows, preset_rows, selected_classes
 
-    if classes is None:
-        from nemo.lens.cli._classes import span_group_classes
-
-        classes = list(span_group_classes().values())
-    engine.sql(
-        "CREATE TEMP TABLE span_groups (span_group VARCHAR, category VARCHAR, "
-        "bucket VARCHAR, fires VARCHAR)"
+    classes = selected_classes(None) if classes is None else classes
+    engine.table(
+        "span_groups",
+        "span_group VARCHAR, category VARCHAR, bucket VARCHAR, fires VARCHAR",
+        group_rows(classes),
     )
-    engine.sql("CREATE TEMP TABLE span_group_presets (span_group VARCHAR, preset VARCHAR)")
-    _insert(engine, "span_groups", group_rows(classes))
-    _insert(engine, "span_group_presets", preset_rows(classes))
-
-
-def _insert(engine: Engine, table: str, rows: Sequence[tuple[str, ...]]) -> None:
-    """*rows* into *table* in one statement (``executemany`` runs one per row: 25 ms for
-    the 150 rows of the classes nemo.lens ships, against 5 ms)."""
-    if rows:
-        values = ", ".join(["(" + ", ".join("?" * len(rows[0])) + ")"] * len(rows))
-        engine.sql(f"INSERT INTO {table} VALUES {values}", [v for row in rows for v in row])
+    engine.table("span_group_presets", "span_group VARCHAR, preset VARCHAR", preset_rows(classes))
 
 
 def _read_lines(
@@ -191,7 +241,9 @@ def _read_lines(
         if not checked or inputs.name(path) in refused or inputs.name(path) not in with_spans
     ]
     if flagged:
-        copies, engine.problems, spans = careful_pass(flagged, inputs, skip_invalid, show_progress)
+        copies, engine.problems, spans = careful_pass(
+            flagged, inputs.names, inputs.streams, inputs.scratch, skip_invalid, show_progress
+        )
         if not spans and len(flagged) == len(inputs.ordered):
             raise TraceInputError(everything, "no span records in any input")
         if copies or not checked:
@@ -216,8 +268,7 @@ def _relate(engine: Engine, any_open: bool) -> int:
 
 
 def _staged(engine: Engine, text: str, files: list[str], show_progress: bool | None) -> None:
-    """Run the staging statement; on a terminal, with a bar of DuckDB's progress through
-    the input bytes (polled while the statement runs on a worker thread)."""
+    """Run the staging statement; on a terminal, with a bar of DuckDB's progress polled."""
     from nemo.lens.cli._progress import progress
 
     total = sum(os.path.getsize(path) for path in files)

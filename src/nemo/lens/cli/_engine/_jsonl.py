@@ -1,9 +1,7 @@
-"""The statement that reads a trace's JSON lines into the table ``lines``: one row per record,
-classified, checked (``ok``), and what every command needs already taken out of its JSON.
-
-Trace formats 1 and 2 of the ``file`` exporter and the SDK's ``to_json`` layout the console
-prints; :mod:`._jsonl_views` relates the records of each lifetime.
-"""
+"""The JSON-lines reader: the statement that stages every record (trace formats 1 and 2 of the
+``file`` exporter, the SDK's ``to_json`` the console prints) into the table ``lines``, checked,
+with what the views need taken out of its JSON; and the views that relate each lifetime's
+records into the spans (a dead process's open spans ended)."""
 
 from __future__ import annotations
 
@@ -12,7 +10,15 @@ from typing import Final
 
 from nemo.lens import semconv
 
-__all__ = ["CHECK_SQL", "LINES_TABLE", "OBJECT_BYTES", "quote", "stage_sql", "whole_number"]
+__all__ = [
+    "CHECK_SQL",
+    "KINDS",
+    "LINES_TABLE",
+    "OBJECT_BYTES",
+    "quote",
+    "stage_sql",
+    "whole_number",
+]
 
 LINES_TABLE: Final = "lines"
 OBJECT_BYTES: Final = 16 << 20
@@ -74,8 +80,7 @@ def _starts(column: str, character: str) -> str:
 
 
 def _string(column: str) -> str:
-    """The JSON string's value (else NULL): the text between its quotes, parsed only when
-    it holds an escape."""
+    """The JSON string's value (else NULL), parsed only when its text holds an escape."""
     text = _text_of(column)
     return (
         f"CASE WHEN {_starts(column, _STR)} THEN CASE WHEN strpos({text}, '\\') = 0 "
@@ -88,8 +93,7 @@ def _integral(text: str) -> str:
 
 
 def _whole(column: str) -> str:
-    """The JSON integer as a BIGINT (else NULL: the cast refuses quotes, booleans, objects,
-    arrays and numbers too large; DuckDB writes a float with a point or an exponent)."""
+    """The JSON integer as a BIGINT, else NULL (a float has a point or an exponent)."""
     text = _text_of(column)
     return f"CASE WHEN {_integral(text)} THEN TRY_CAST({text} AS BIGINT) END"
 
@@ -135,8 +139,7 @@ def _empty_list(column: str) -> str:
 
 
 def _each(column: str, check: str) -> str:
-    """Whether the JSON *column* is absent or an array whose every element passes the
-    lambda *check*; only a non-empty array is taken apart."""
+    """Whether the JSON array *column* is absent or every element passes the lambda *check*."""
     return (
         f"(CASE WHEN {_empty_list(column)} THEN true WHEN {_starts(column, '[')} "
         f"THEN list_bool_and(list_transform(json_extract({column}, '$[*]'), {check})) "
@@ -145,8 +148,7 @@ def _each(column: str, check: str) -> str:
 
 
 def _iso_ns(text: str) -> str:
-    """The ISO-8601 time *text* (the SDK's, to the microsecond) in epoch ns; NULL when it is
-    not one, or is before 1970 or past 2262."""
+    """The ISO-8601 time *text* in epoch ns; NULL when not one, before 1970 or past 2262."""
     micros = f"epoch_us(TRY_CAST({text} AS TIMESTAMPTZ))"
     iso = f"regexp_matches({text}, {_ISO})"
     return f"CASE WHEN {iso} AND {micros} BETWEEN 0 AND {_MAX_US} THEN {micros} * 1000 END"
@@ -183,18 +185,22 @@ _EVENTS: Final = (
     f"CASE WHEN kind = 'sdk' THEN {_SDK_EVENTS} ELSE CAST(coalesce(events, '[]') AS VARCHAR) END"
 )
 """A span's events as JSON text, an SDK span's in the ``file`` layout's fields."""
+KINDS: Final = (
+    ("trace_format", "header"),
+    ("open_at_unix_nano", "open"),
+    ("alive_at_unix_nano", "alive"),
+    ("start_time_unix_nano", "span"),
+    ("resource_metrics", "other"),  # metrics and logs: the console prints them too
+    ("severity_number", "other"),
+    ("observed_timestamp", "other"),
+)
+"""A record's kind: by the first of these keys it holds (one holding null is absent), after
+the SDK's ``to_json`` layout (``context`` and ``start_time``); else it is no record."""
 _KIND: Final = (
     "CASE WHEN context IS NOT NULL AND start_time IS NOT NULL THEN 'sdk' "
-    "WHEN trace_format IS NOT NULL THEN 'header' "
-    "WHEN open_at_unix_nano IS NOT NULL THEN 'open' "
-    "WHEN alive_at_unix_nano IS NOT NULL THEN 'alive' "
-    "WHEN start_time_unix_nano IS NOT NULL THEN 'span' "
-    "WHEN coalesce(resource_metrics, severity_number, observed_timestamp) IS NOT NULL "
-    "THEN 'other' "
-    "ELSE 'bad' END"
+    + " ".join(f"WHEN {key} IS NOT NULL THEN '{kind}'" for key, kind in KINDS)
+    + " ELSE 'bad' END"
 )
-"""A record's kind, by the keys it holds (one that holds null is absent); metrics and log
-records, which the console prints on the same stream, are ``other``."""
 _STRINGS: Final = {
     "name": "name",
     "trace_id": "trace",
@@ -381,3 +387,95 @@ FROM {LINES_TABLE}
 """
 """The inputs holding a record that fails a check, the inputs holding spans, and how many
 spans were recorded open (only then can a process have died with spans unended)."""
+
+
+# --- the records of each lifetime, related --------------------------------------------------
+
+NO_GROUP: Final = "(none)"
+"""The group of a span that carries no ``lens.group`` (nor old ``nemo.span_group``)."""
+
+RESOLVED_VIEW: Final = f"""
+CREATE OR REPLACE TEMP VIEW jsonl_resolved AS
+WITH heads AS (
+  SELECT named AS lifetime, any_value(res_rank) AS rank, any_value(res_run) AS run_id,
+         any_value(res_service) AS service, any_value(resource) AS resource
+  FROM {LINES_TABLE} WHERE kind = 'header' GROUP BY named
+)
+SELECT l.*,
+       CASE WHEN l.uses_header THEN h.rank ELSE l.res_rank END AS rank,
+       CASE WHEN l.uses_header THEN coalesce(h.run_id, '') ELSE l.res_run END AS run_id,
+       CASE WHEN l.uses_header THEN coalesce(h.service, '') ELSE l.res_service END AS service,
+       CASE WHEN l.uses_header THEN coalesce(h.resource, l.resource) ELSE l.resource END
+         AS resource_text,
+       coalesce(l.named, l.res_lifetime) AS lifetime
+FROM {LINES_TABLE} l LEFT JOIN heads h ON l.uses_header AND h.lifetime = l.named
+WHERE l.kind IN ('span', 'sdk', 'open')
+"""
+"""Every span and open-span record with its lifetime's resource (a format-2 line's from
+its header)."""
+
+_DEAD_COLUMNS: Final = f"""
+SELECT d.run_id, d.rank, d.service, d.lifetime, d.name,
+       coalesce(d.span_group, {quote(NO_GROUP)}) AS span_group,
+       d.trace_id, d.span_id, d.parent_span_id, d.start_ns,
+       greatest(l.last_ns, d.start_ns) AS end_ns,
+       greatest(l.last_ns, d.start_ns) - d.start_ns AS duration_ns,
+       d.status_code, d.status_description, d.iteration, true AS truncated, d.span_category,
+       CASE WHEN d.attributes IS NOT NULL THEN json_merge_patch(d.attributes,
+         {quote('{"' + semconv.SPAN_TRUNCATED + '": true}')}) END AS attributes,
+       CASE WHEN d.events IS NOT NULL THEN CAST(to_json(list_append(
+         CAST(d.events AS JSON[]),
+         json_object('name', {quote(semconv.SPAN_TRUNCATED_EVENT)},
+                     'time_unix_nano', greatest(l.last_ns, d.start_ns),
+                     'attributes', json_object({quote(semconv.SPAN_TRUNCATED_REASON)},
+                                               {quote(semconv.SPAN_TRUNCATED_PROCESS_ENDED)}))))
+       AS VARCHAR) END AS events,
+       d.resource_text AS resource, d.source, CAST(NULL AS BIGINT) AS line,
+       true AS reconstructed
+"""
+
+
+def dead_sql(any_open: bool) -> str:
+    """The statement that creates the table ``jsonl_dead``: each span recorded open whose
+    line never came (its process died), ended at its lifetime's last recorded instant.
+    Without open records (*any_open* false) it is empty and nothing else is read."""
+    if not any_open:
+        return (
+            f"CREATE OR REPLACE TEMP TABLE jsonl_dead AS {_DEAD_COLUMNS}"
+            "FROM jsonl_resolved d, (SELECT NULL::BIGINT AS last_ns) l WHERE false"
+        )
+    return f"""
+CREATE OR REPLACE TEMP TABLE jsonl_dead AS
+WITH opened AS (
+  SELECT * FROM (
+    SELECT *, row_number() OVER (PARTITION BY lifetime, span_id ORDER BY source, latest_ns) AS nth
+    FROM jsonl_resolved WHERE kind = 'open' AND span_id IS NOT NULL
+  ) WHERE nth = 1
+), ended AS (
+  SELECT DISTINCT r.lifetime, r.span_id FROM jsonl_resolved r
+  SEMI JOIN opened o ON o.lifetime = r.lifetime AND o.span_id = r.span_id
+  WHERE r.kind <> 'open'
+), last AS (
+  SELECT coalesce(named, res_lifetime) AS lifetime, max(latest_ns) AS last_ns
+  FROM {LINES_TABLE} WHERE kind IN ('span', 'open', 'alive') GROUP BY 1
+), dead AS (
+  SELECT o.* FROM opened o ANTI JOIN ended e ON e.lifetime = o.lifetime AND e.span_id = o.span_id
+)
+{_DEAD_COLUMNS}
+FROM dead d JOIN last l ON l.lifetime = d.lifetime
+"""
+
+
+SPANS_VIEW: Final = f"""
+CREATE OR REPLACE TEMP VIEW jsonl_spans AS
+SELECT run_id, rank, service, lifetime, name, coalesce(span_group, {quote(NO_GROUP)}) AS span_group,
+       trace_id, span_id, parent_span_id, start_ns, end_ns, end_ns - start_ns AS duration_ns,
+       status_code, status_description, iteration, truncated, span_category,
+       attributes, events, resource_text AS resource, source, CAST(NULL AS BIGINT) AS line,
+       false AS reconstructed
+FROM jsonl_resolved WHERE kind <> 'open'
+UNION ALL
+SELECT * FROM jsonl_dead
+"""
+"""The spans of the JSON lines: every finished span, and the dead process's (see
+:func:`dead_sql`; :data:`RESOLVED_VIEW` and that table first)."""

@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION: Final = 1
-"""The version of the dataset's schema; a reader refuses a newer one."""
+"""The version of the dataset's schema (a reader meeting a newer one should stop)."""
 SCHEMA_KEY: Final = "nemo.lens.trace_tables"
 
 STORED: Final = (
@@ -46,10 +46,8 @@ file, so no more than this many partitions hold rows at once."""
 
 
 def rows_per_group(partitions: int, row_bytes: float) -> int:
-    """How many rows each partition buffers before it writes a row group, so that the
-    buffers of the partitions open at once (*partitions*, at most :data:`OPEN_FILES`), of
-    rows of about *row_bytes*, stay within :data:`WRITE_BUFFER_BYTES` (a thousand ranks
-    write smaller row groups than one)."""
+    """The rows each partition buffers before it writes a row group: the buffers of the
+    partitions open at once, of rows of about *row_bytes*, stay within the write buffer."""
     fewest, most = _ROW_GROUP_ROWS
     rows = int(WRITE_BUFFER_BYTES / min(max(1, partitions), OPEN_FILES) / max(1.0, row_bytes))
     return max(fewest, min(most, rows))

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from nemo.lens.cli._classes import group_rows, preset_rows
 from nemo.lens.cli._engine._connect import VIEWS
 from nemo.lens.cli._engine._dialect import SPARK, query
-from nemo.lens.cli._engine._groups import group_rows, preset_rows
 from nemo.lens.cli._engine._parquet import STORED
 
 if TYPE_CHECKING:
