@@ -275,3 +275,20 @@ def test_a_pipe_is_read_once_and_its_bad_lines_are_named(run: Run, tmp_path: Pat
     assert skipped.status == 0, skipped.err
     assert skipped.err_lines[0].startswith(f"nemo-lens: warning: skipped {tmp_path}/trace-True")
     assert "rank 0 (service svc, run run1, 3 spans)" in skipped.out
+
+
+def test_a_record_holding_a_key_twice_is_named_and_skipped(run: Run, tmp_path: Path) -> None:
+    good = line(span_dict("ok", group="job", start_ms=0, end_ms=1))
+    twice = good.replace('{"name":"ok",', '{"name":"a","name":"b",', 1)
+    nested = good.replace('"attributes":{', '"attributes":{"x":1,"x":2,', 1)  # DuckDB reads it
+    trace = write_lines(tmp_path / "t.jsonl", [good, twice, nested])
+
+    failed = run("summarize", str(trace))
+    skipped = run("summarize", "--skip-invalid", str(trace))
+
+    assert failed.err_lines[0].startswith(
+        f"nemo-lens: error: {trace}:2: not a JSON span record (the key 'name' appears twice)"
+    )
+    assert skipped.status == 0
+    assert skipped.err_lines[0].startswith(f"nemo-lens: warning: skipped {trace}:2: ")
+    assert "2 spans" in skipped.out

@@ -246,11 +246,24 @@ class _NonStandardConstant(ValueError):
     """``NaN`` or ``Infinity``: Python's json reads them, strict JSON does not."""
 
 
+class _Duplicate(ValueError):
+    """A record holds this key twice."""
+
+
 def _reject_constant(name: str) -> object:
     raise _NonStandardConstant(name)
 
 
-_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+_LAST_PAIRS: list[list[tuple[str, Any]]] = [[]]
+"""The pairs of the object decoded last: a line's own, when it is an object."""
+
+
+def _object_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    _LAST_PAIRS[0] = pairs
+    return dict(pairs)
+
+
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_object_pairs)
 
 
 def _decode(text: str) -> Any:
@@ -259,8 +272,14 @@ def _decode(text: str) -> Any:
         # Counting brackets is cheap; walking the value only when there are many.
         if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(value, MAX_DEPTH):
             raise RecursionError
+        if isinstance(value, dict) and len(value) < len(_LAST_PAIRS[0]):
+            # DuckDB refuses a record holding a key twice (inside its fields it takes one).
+            keys = [key for key, _ in _LAST_PAIRS[0]]
+            raise _Duplicate(next(key for key in keys if keys.count(key) > 1))
     except (json.JSONDecodeError, RecursionError, ValueError) as exc:
-        if isinstance(exc, json.JSONDecodeError):
+        if isinstance(exc, _Duplicate):
+            reason = f"the key {str(exc)!r} appears twice"
+        elif isinstance(exc, json.JSONDecodeError):
             # Some messages end in " at", made to precede ": line 1 column 5".
             reason = f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
         elif isinstance(exc, _NonStandardConstant):
