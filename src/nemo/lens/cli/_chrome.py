@@ -213,11 +213,8 @@ def write_chrome_trace(
     show_progress: bool | None = None,
 ) -> ChromeTrace:
     """Write *engine*'s spans to *stream* as one Chrome trace JSON object, an event a line
-    (readable with ``grep``), batch by batch (see the module docstring).
-
-    ``sources`` (the input names) is recorded in ``otherData``; ``show_progress`` is as
-    for :func:`nemo.lens.cli._progress.progress`. Raises :class:`ValueError` without spans.
-    """
+    (for ``grep``), *sources* (the input names) in ``otherData``; :class:`ValueError`
+    without spans. *show_progress* is as for :func:`nemo.lens.cli._progress.progress`."""
     from nemo.lens._version import __version__
 
     engine.sql(_COPY)

@@ -24,8 +24,6 @@ def _tqdm_class() -> Any | None:
 class Progress:
     """One bar, a no-op when off; a context manager, so the bar is cleared even on failure."""
 
-    __slots__ = ("_bar",)
-
     def __init__(self, bar: Any | None) -> None:
         self._bar = bar
 

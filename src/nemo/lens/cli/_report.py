@@ -67,8 +67,6 @@ class _RowFacts:
 
 @dataclass(frozen=True)
 class _Drawn:
-    """A span drawn as a bar."""
-
     row: _Row
     start: int
     end: int

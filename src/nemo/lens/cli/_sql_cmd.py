@@ -54,12 +54,8 @@ def run_query(engine: Engine, text: str, params: Any = None) -> Result:
             return [], []
         return [column[0] for column in cursor.description], cursor.fetchall()
     except duckdb.Error as error:
-        raise QueryError(_first_line(error)) from error
-
-
-def _first_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[0] if lines else type(error).__name__
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        raise QueryError(lines[0] if lines else type(error).__name__) from error
 
 
 # --- output ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ the queries (``queries/*.sql``) are written once, in SQL that Apache Spark also 
 from __future__ import annotations
 
 from nemo.lens.cli._engine._careful import Location, Problem, TraceInputError
-from nemo.lens.cli._engine._connect import Engine, EngineUnavailable, connect, duckdb_module
+from nemo.lens.cli._engine._connect import Engine, EngineUnavailable, connect
 from nemo.lens.cli._engine._dialect import DUCKDB, SPARK, Dialect, query
 
 __all__ = [
@@ -20,6 +20,5 @@ __all__ = [
     "Problem",
     "TraceInputError",
     "connect",
-    "duckdb_module",
     "query",
 ]

@@ -309,11 +309,11 @@ def _deeper_than(value: object, limit: int) -> bool:
 
 def _open(path: str) -> IO[bytes]:
     location = Location(path)
-    if os.path.isdir(path):
-        hint = f"pass the trace files in it, e.g. {os.path.join(path, '*.jsonl')}"
-        raise TraceInputError(location, "is a directory", hint)
     try:
         return open(path, "rb")
+    except IsADirectoryError:
+        hint = f"pass the trace files in it, e.g. {os.path.join(path, '*.jsonl')}"
+        raise TraceInputError(location, "is a directory", hint) from None
     except FileNotFoundError:
         raise TraceInputError(
             location,

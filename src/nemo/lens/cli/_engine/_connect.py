@@ -33,11 +33,9 @@ STDIN: Final = "-"
 STDIN_NAME: Final = "<stdin>"
 PARQUET_SUFFIX: Final = ".parquet"
 MEMORY_LIMIT: Final = "512MB"
-"""DuckDB's own memory: beyond it, it spills to a temporary directory (the command stays
-well under 1 GB whatever the trace's size)."""
+"""DuckDB's own memory: past it, it spills to disk (the command stays under 1 GB)."""
 MAX_THREADS: Final = 4
 INSTALL_HINT: Final = "install it with: pip install 'nemo-lens[cli]'"
-DEFAULT_ITERATION: Final = "iteration"
 
 VIEWS: Final = ("spans", "steps", "span_groups", "span_group_presets")
 """The views a statement can read (docs/sql.md has their columns)."""
@@ -153,7 +151,7 @@ def connect(
     *,
     skip_invalid: bool = False,
     span_group_classes: Sequence[type[SpanGroup]] | None = None,
-    iteration_attribute: str = DEFAULT_ITERATION,
+    iteration_attribute: str = "iteration",
     detail: bool = False,
     show_progress: bool | None = None,
     labels: bool = True,
@@ -251,20 +249,15 @@ def _read_lines(
             try:
                 checked = stage([copies.get(p, p) for p in inputs.ordered], names, False)
             except duckdb.Error as error:
-                raise TraceInputError(everything, f"cannot be read: {error}") from None
+                reason = str(error).splitlines()[0]
+                raise TraceInputError(everything, f"cannot be read: {reason}") from None
         if checked[0]:
             # The careful pass passed what the SQL refuses: a case the two disagree on.
             raise TraceInputError(Location(checked[0][0]), "holds a record the engine cannot read")
-    return _relate(engine, checked[2] > 0)
-
-
-def _relate(engine: Engine, any_open: bool) -> int:
-    """Define the views over the staged lines; how many spans a dead process left open."""
     engine.sql(RESOLVED_VIEW)
-    engine.sql(dead_sql(any_open))
+    engine.sql(dead_sql(checked[2] > 0))
     engine.sql(SPANS_VIEW)
-    (count,) = engine.rows("SELECT count(*) FROM jsonl_dead")[0]
-    return int(count)
+    return int(engine.rows("SELECT count(*) FROM jsonl_dead")[0][0])
 
 
 def _staged(engine: Engine, text: str, files: list[str], show_progress: bool | None) -> None:
