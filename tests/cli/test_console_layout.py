@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.sdk._logs import LoggerProvider
@@ -15,8 +16,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from nemo.lens import NemoLensConfig, semconv, setup_telemetry
-from nemo.lens.cli._lifetimes import TraceBook
-from nemo.lens.cli._records import Location, SpanRecord, TraceInputError
+from nemo.lens.cli._engine import connect
 from tests.cli.conftest import EPOCH, MS, Result, line, record_training, span_dict, write_lines
 
 Run = Callable[..., Result]
@@ -58,14 +58,19 @@ def _sdk_line(
     return text
 
 
-def _parse(text: str) -> SpanRecord:
-    _, (record,) = TraceBook().read(text.encode(), Location("t.jsonl", 1))
-    return record
+def _read(tmp_path: Path, text: str) -> dict[str, Any]:
+    """The one span of a trace of one line, as the engine reads it (every column)."""
+    trace = write_lines(tmp_path / "t.jsonl", [text])
+    with connect([str(trace)], detail=True) as engine:
+        columns = [row[0] for row in engine.rows("DESCRIBE spans")]
+        (row,) = engine.rows("SELECT * FROM spans")
+    return dict(zip(columns, row, strict=True))
 
 
-def test_a_to_json_line_reads_as_the_span_it_describes() -> None:
+def test_a_to_json_line_reads_as_the_span_it_describes(tmp_path: Path) -> None:
     start = EPOCH + 123_456_000  # whole microseconds: what the SDK's times hold
-    record = _parse(
+    span = _read(
+        tmp_path,
         _sdk_line(
             "train.step",
             span_id=CHILD,
@@ -75,35 +80,28 @@ def test_a_to_json_line_reads_as_the_span_it_describes() -> None:
             status=Status(StatusCode.ERROR, "boom"),
             events=(Event("retry", {"attempt": 2}, timestamp=start + MS),),
             kind=SpanKind.CLIENT,
-        )
+        ),
     )
-    assert record.name == "train.step"
-    assert (record.trace_id, record.span_id, record.parent_span_id) == (
+    assert span["name"] == "train.step"
+    assert (span["trace_id"], span["span_id"], span["parent_span_id"]) == (
         f"{TRACE:032x}",
         f"{CHILD:016x}",
         f"{PARENT:016x}",
     )
-    assert (record.start_ns, record.end_ns) == (start, start + 25 * MS)
-    assert (record.status, record.status_description) == ("ERROR", "boom")
-    assert record.group == "step"
-    assert (record.process.rank, record.process.run_id, record.process.service) == (
-        3,
-        "run1",
-        "svc",
-    )
-    (event,) = record.events
-    assert (event.name, event.time_ns, dict(event.attributes)) == (
-        "retry",
-        start + MS,
-        {"attempt": 2},
-    )
+    assert (span["start_ns"], span["end_ns"]) == (start, start + 25 * MS)
+    assert (span["status_code"], span["status_description"]) == ("ERROR", "boom")
+    assert span["span_group"] == "step"
+    assert (span["rank"], span["run_id"], span["service"]) == (3, "run1", "svc")
+    assert json.loads(span["events"]) == [
+        {"name": "retry", "time_unix_nano": start + MS, "attributes": {"attempt": 2}}
+    ]
 
 
-def test_times_are_read_to_the_microsecond_the_sdk_writes() -> None:
+def test_times_are_read_to_the_microsecond_the_sdk_writes(tmp_path: Path) -> None:
     # The SDK's to_json keeps microseconds (rounded): the nanoseconds are not in the line.
     start, end = EPOCH + 1_000_200, EPOCH + 5_000_000
-    record = _parse(_sdk_line("s", span_id=CHILD, start_ns=start, end_ns=end))
-    assert (record.start_ns - EPOCH, record.end_ns - EPOCH) == (1_000_000, 5_000_000)
+    span = _read(tmp_path, _sdk_line("s", span_id=CHILD, start_ns=start, end_ns=end))
+    assert (span["start_ns"] - EPOCH, span["end_ns"] - EPOCH) == (1_000_000, 5_000_000)
 
 
 @pytest.mark.parametrize(
@@ -125,12 +123,18 @@ def test_times_are_read_to_the_microsecond_the_sdk_writes() -> None:
     ],
     ids=["not-a-time", "no-offset", "not-0x", "resource-not-object"],
 )
-def test_a_bad_field_of_a_to_json_line_is_named(field: str, value: object, message: str) -> None:
-    record = json.loads(_sdk_line("s", span_id=CHILD, start_ns=EPOCH, end_ns=EPOCH + MS))
+def test_a_bad_field_of_a_to_json_line_is_named(
+    run: Run, tmp_path: Path, field: str, value: object, message: str
+) -> None:
+    good = _sdk_line("s", span_id=CHILD, start_ns=EPOCH, end_ns=EPOCH + MS)
+    record = json.loads(good)
     record[field] = value
-    with pytest.raises(TraceInputError) as info:
-        TraceBook().read(json.dumps(record).encode(), Location("t.jsonl", 7))
-    assert str(info.value) == f"t.jsonl:7: {message}"
+    trace = write_lines(tmp_path / "t.jsonl", [good] * 6 + [json.dumps(record)])
+
+    result = run("summarize", str(trace))
+
+    assert result.status == 1
+    assert result.err_lines[0] == f"nemo-lens: error: {trace}:7: {message}"
 
 
 def _log_line() -> str:

@@ -1,5 +1,5 @@
-"""The engine's figures equal the reference implementation's (tests/cli/reference), the
-Python computation the commands ran before DuckDB, on generated traces of every shape a
+"""The engine's figures equal the reference implementation's (tests/cli/reference), a
+plain Python computation of them, on generated traces of every shape a
 run leaves: crashed and resumed lifetimes, spans a killed process left open, truncated
 steps, several ranks, old resource keys, spans without a group or of an unknown one. And
 the same again read back from the Parquet dataset ``convert --to parquet`` writes."""
@@ -18,15 +18,14 @@ import pytest
 
 from nemo.lens import semconv
 from nemo.lens.cli._engine import connect
-from nemo.lens.cli._goodput import goodput_runs
-from nemo.lens.cli._goodput_format import run_json
+from nemo.lens.cli._goodput import goodput_runs, run_json
 from nemo.lens.cli._summary import summarize
-from nemo.lens.cli._trace_io import TraceStream
 from nemo.lens.groups import SpanGroup
 
 from .conftest import EPOCH, MS, Result, line, span_dict, write_lines
 from .reference.classify import Classifier
 from .reference.goodput import Accountant
+from .reference.read import read_spans
 from .reference.summary import summarize as reference_summarize
 
 Run = Callable[..., Result]
@@ -122,7 +121,7 @@ def generated_trace(directory: Path, seed: int) -> list[Path]:
 
 
 def reference(paths: list[Path]) -> tuple[list[Any], list[dict[str, Any]]]:
-    spans = list(TraceStream([str(p) for p in paths]))
+    spans = read_spans(paths)
     classifier = Classifier.shipped()
     runs = Accountant().add_all(classifier.classify(s) for s in spans).runs()
     return reference_summarize(spans), [run_json(run) for run in runs]  # type: ignore[arg-type]
@@ -138,7 +137,7 @@ def _plain(summaries: list[Any]) -> list[Any]:
     # floating-point operations (the last bit or two differ; printed figures never do).
     return [
         (
-            s.process,
+            (s.process.rank, s.process.run_id, s.process.service),
             s.span_count,
             [
                 (g.group, g.count, g.total_ns, f"{g.p50_ns:.12g}", f"{g.p99_ns:.12g}")

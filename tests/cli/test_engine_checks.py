@@ -225,3 +225,70 @@ def test_without_labels_only_name_and_the_trace_and_parent_ids_are_left_out(
             assert {k: v for k, v in full.items() if k not in labels} == {
                 k: v for k, v in bare.items() if k not in labels
             }, source
+
+
+@pytest.mark.parametrize("detail", [False, True])
+def test_a_key_holding_null_reads_as_absent_with_and_without_detail(
+    tmp_path: Path, detail: bool
+) -> None:
+    record = span_dict("s", group="job", start_ms=0, end_ms=1)
+    record["attributes"][semconv.SPAN_GROUP] = None
+    record["attributes"][semconv.LEGACY_SPAN_GROUP] = "legacy"
+    record["resource"]["service.name"] = None
+    trace = write_lines(tmp_path / "t.jsonl", [line(record)])
+
+    with connect([str(trace)], detail=detail) as engine:
+        assert engine.rows("SELECT span_group, service FROM spans") == [("legacy", "")]
+
+
+def test_a_time_past_2262_is_named_at_its_line(run: Run, tmp_path: Path) -> None:
+    record = span_dict("s", group="job", start_ms=0, end_ms=1)
+    record["end_time_unix_nano"] = 2**63
+    trace = write_lines(tmp_path / "t.jsonl", [line(record)])
+
+    result = run("summarize", str(trace))
+
+    assert result.err_lines == [
+        f"nemo-lens: error: {trace}:1: span field 'end_time_unix_nano' holds a time past the "
+        "year 2262 (2**63 ns since the epoch), which the engine cannot hold"
+    ]
+
+
+def test_a_pipe_is_read_once_and_its_bad_lines_are_named(run: Run, tmp_path: Path) -> None:
+    import os
+    import threading
+
+    good = [line(span_dict(f"s{n}", group="job", start_ms=n, end_ms=n + 1)) for n in range(3)]
+    results = []
+    for skip in (False, True):
+        pipe = tmp_path / f"trace-{skip}.pipe"
+        os.mkfifo(pipe)
+        text = "".join(f"{text}\n" for text in [good[0], "noise", *good[1:]])
+        writer = threading.Thread(target=pipe.write_text, args=(text,), daemon=True)
+        writer.start()
+        results.append(run("summarize", *(["--skip-invalid"] * skip), str(pipe)))
+        writer.join(10)
+    failed, skipped = results
+
+    assert failed.status == 1
+    assert failed.err_lines[0].startswith(f"nemo-lens: error: {tmp_path}/trace-False.pipe:2: ")
+    assert skipped.status == 0, skipped.err
+    assert skipped.err_lines[0].startswith(f"nemo-lens: warning: skipped {tmp_path}/trace-True")
+    assert "rank 0 (service svc, run run1, 3 spans)" in skipped.out
+
+
+def test_a_record_holding_a_key_twice_is_named_and_skipped(run: Run, tmp_path: Path) -> None:
+    good = line(span_dict("ok", group="job", start_ms=0, end_ms=1))
+    twice = good.replace('{"name":"ok",', '{"name":"a","name":"b",', 1)
+    nested = good.replace('"attributes":{', '"attributes":{"x":1,"x":2,', 1)  # DuckDB reads it
+    trace = write_lines(tmp_path / "t.jsonl", [good, twice, nested])
+
+    failed = run("summarize", str(trace))
+    skipped = run("summarize", "--skip-invalid", str(trace))
+
+    assert failed.err_lines[0].startswith(
+        f"nemo-lens: error: {trace}:2: not a JSON span record (the key 'name' appears twice)"
+    )
+    assert skipped.status == 0
+    assert skipped.err_lines[0].startswith(f"nemo-lens: warning: skipped {trace}:2: ")
+    assert "2 spans" in skipped.out

@@ -12,11 +12,9 @@ from typing import Any
 import pytest
 
 from nemo.lens import semconv
-from nemo.lens.cli._classes import span_group_classes
+from nemo.lens.cli._classes import group_rows, span_group_classes
 from nemo.lens.cli._engine import connect
-from nemo.lens.cli._engine._groups import group_rows
-from nemo.lens.cli._goodput import goodput_runs
-from nemo.lens.cli._goodput_format import run_json
+from nemo.lens.cli._goodput import goodput_runs, run_json
 
 from .conftest import line, span_dict, write_lines
 from .test_engine import reference

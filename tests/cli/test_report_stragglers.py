@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from nemo.lens.cli import _report_stragglers
-from nemo.lens.cli._sql_cmd import query_text
+from nemo.lens.cli import _report
+from nemo.lens.cli._engine import query
 
 from .big_traces import SLOW_STEP_MS, STEP_MS, BigTrace, write_big_trace
 from .conftest import MS, Result
@@ -44,7 +44,7 @@ def table(run: Run, trace: BigTrace) -> tuple[list[tuple[int, str, int]], str]:
 
 
 def query_rows(run: Run, trace: BigTrace) -> list[dict[str, str]]:
-    result = run("sql", query_text("stragglers"), str(trace.path), "--format", "csv")
+    result = run("sql", query("stragglers"), str(trace.path), "--format", "csv")
     assert result.status == 0, result.err
     return list(csv.DictReader(io.StringIO(result.out)))
 
@@ -70,7 +70,7 @@ def test_the_table_names_the_straggler_with_the_query_s_lag(run: Run, trace: Big
 def test_the_table_keeps_the_largest_lags_and_says_so(
     run: Run, trace: BigTrace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_report_stragglers, "STRAGGLER_ROWS", 4)
+    monkeypatch.setattr(_report, "STRAGGLER_ROWS", 4)
 
     found, section = table(run, trace)
 

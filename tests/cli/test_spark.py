@@ -81,10 +81,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _duckdb(dataset: Path) -> dict[str, list[tuple[Any, ...]]]:
-    from nemo.lens.cli._sql_cmd import register_steps
-
     with connect([str(dataset)]) as engine:
-        register_steps(engine)
         return {name: engine.rows(query(name)) for name in QUERIES}
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from nemo.lens.cli._classes import span_group_classes
-from nemo.lens.cli._sql_cmd import query_text
+from nemo.lens.cli._engine import query
 from nemo.lens.groups import SpanGroup
 
 from .big_traces import SLOW_STEP_MS, STEP_MS, BigTrace, write_big_trace
@@ -43,7 +43,7 @@ def rows(result: Result) -> list[dict[str, str]]:
 def test_the_straggler_query_finds_the_slow_rank_and_its_lag(
     run: Run, stragglers: BigTrace
 ) -> None:
-    found = rows(run("sql", query_text("stragglers"), str(stragglers.path), "--format", "csv"))
+    found = rows(run("sql", query("stragglers"), str(stragglers.path), "--format", "csv"))
 
     assert len(found) == stragglers.iterations  # every iteration, each once
     slow = [row for row in found if int(row["iteration"]) >= stragglers.slow_from]
@@ -63,7 +63,7 @@ def test_the_docs_straggler_query_gives_what_report_shows(run: Run, stragglers: 
     assert documented is not None, "docs/sql.md: the straggler query's sql block"
     trace = str(stragglers.path)
     ours = run("sql", documented.group(1), trace, "--format", "csv")
-    packaged = run("sql", query_text("stragglers"), trace, "--format", "csv")
+    packaged = run("sql", query("stragglers"), trace, "--format", "csv")
     assert rows(ours) == rows(packaged)
 
 

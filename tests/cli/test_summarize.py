@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from nemo.lens import NemoLensConfig, semconv, setup_telemetry
-from nemo.lens.cli._summary import percentile
 from nemo.lens.cli._table import format_duration
 from nemo.lens.groups import SpanGroup
 from tests.trace_file import spans_in
@@ -372,15 +371,16 @@ def test_no_trace_argument_is_a_usage_error(run: Run) -> None:
 # --- the numbers ----------------------------------------------------------------------------
 
 
-def test_percentiles_interpolate_between_ranks() -> None:
-    values = [10, 20, 30, 40]
-    assert percentile(values, 0.0) == 10
-    assert percentile(values, 0.5) == 25
-    assert percentile(values, 0.99) == pytest.approx(39.7)
-    assert percentile(values, 1.0) == 40
-    assert percentile([7], 0.99) == 7
-    with pytest.raises(ValueError, match="between 0 and 1"):
-        percentile(values, 1.5)
+def test_percentiles_interpolate_between_ranks(run: Run, tmp_path: Path) -> None:
+    spans = [line(span_dict("a", group="job", start_ms=0, end_ms=ms)) for ms in (10, 20, 30, 40)]
+    spans.append(line(span_dict("b", group="step", start_ms=0, end_ms=7)))
+    trace = write_lines(tmp_path / "t.jsonl", spans)
+
+    result = run("summarize", str(trace))
+
+    rows = {row.split()[0]: row.split()[1:] for row in result.out_lines[2:]}
+    assert rows["job"] == ["4", "100.00", "ms", "25.00", "ms", "25.00", "ms", "39.70", "ms"]
+    assert rows["step"] == ["1"] + ["7.00", "ms"] * 4
 
 
 @pytest.mark.parametrize(
@@ -470,12 +470,12 @@ def test_an_endless_line_is_read_only_so_far(run: Run, tmp_path: Path) -> None:
 
 
 def test_an_endless_line_is_skipped_with_skip_invalid(tmp_path: Path, run: Run) -> None:
-    from nemo.lens.cli import _trace_io
+    from nemo.lens.cli._engine._careful import MAX_LINE_BYTES
 
     good = tmp_path / "good.jsonl"
     good.write_text(json.dumps(span_dict("a", start_ms=0, end_ms=1, group="g")) + "\n", "utf-8")
     endless = tmp_path / "endless.jsonl"
-    endless.write_bytes(b"x" * (_trace_io.MAX_LINE_BYTES + 10))
+    endless.write_bytes(b"x" * (MAX_LINE_BYTES + 10))
 
     result = run("summarize", "--skip-invalid", str(good), str(endless))
 

@@ -37,7 +37,7 @@ from typing import IO
 import pytest
 
 from nemo.lens import semconv
-from nemo.lens.cli._trace_io import TraceStream
+from nemo.lens.cli._engine import connect
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import setup_telemetry
 from tests.reliability.conftest import job_env
@@ -332,11 +332,9 @@ def test_sigkill_at_any_moment_keeps_what_ended_100_ms_before(
         # (A kill in the instant after set-up may come before the job span started.)
         job_started = next((at for kind, _, at in job.truth_lines() if kind == "S"), died_ns)
         if job_started < died_ns - BOUND_NS:
-            names = {
-                span.name: span.events[-1].attributes
-                for span in TraceStream([str(job.trace)], skip_invalid=True)
-                if span.attributes.get(semconv.SPAN_TRUNCATED) is True
-            }
+            with connect([str(job.trace)], skip_invalid=True, detail=True) as engine:
+                truncated = engine.rows("SELECT name, events FROM spans WHERE truncated")
+            names = {name: json.loads(events)[-1]["attributes"] for name, events in truncated}
             assert names["train.job"] == {
                 semconv.SPAN_TRUNCATED_REASON: semconv.SPAN_TRUNCATED_PROCESS_ENDED
             }

@@ -232,16 +232,50 @@ def test_an_otlp_exporter_receives_the_same_spans_on_both_paths(
     assert any(r["events"] for r in received[True]) and any(r["links"] for r in received[True])
 
 
+def _file_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """A span of the SDK's to_json layout in the file line's fields; times stay ISO text,
+    whose order is their order (all _normalise keeps of them)."""
+
+    def hex_id(value: str | None) -> str | None:
+        return None if value is None else value.removeprefix("0x")
+
+    return {
+        "name": record["name"],
+        "trace_id": hex_id(record["context"]["trace_id"]),
+        "span_id": hex_id(record["context"]["span_id"]),
+        "parent_span_id": hex_id(record["parent_id"]),
+        "kind": record["kind"].removeprefix("SpanKind."),
+        "start_time_unix_nano": record["start_time"],
+        "end_time_unix_nano": record["end_time"],
+        "status": {
+            "code": record["status"]["status_code"],
+            "description": record["status"].get("description"),
+        },
+        "attributes": record["attributes"],
+        "events": [
+            {"name": e["name"], "time_unix_nano": e["timestamp"], "attributes": e["attributes"]}
+            for e in record["events"]
+        ],
+        "links": [
+            {
+                "trace_id": hex_id(link["context"]["trace_id"]),
+                "span_id": hex_id(link["context"]["span_id"]),
+                "attributes": link["attributes"],
+            }
+            for link in record["links"]
+        ],
+        "resource": record["resource"]["attributes"],
+    }
+
+
 @pytest.mark.parametrize("console_format", ["otel", "lens"])
 def test_the_console_exporter_prints_the_same_lines_on_both_paths(
     capsys: pytest.CaptureFixture[str], console_format: str
 ) -> None:
-    from nemo.lens.cli._sdk_json import file_fields
-
     def read() -> list[dict[str, Any]]:
         lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
         # The SDK's to_json layout, in the file line's fields (what _normalise reads).
-        return [file_fields(line) for line in lines] if console_format == "otel" else lines
+        return [_file_fields(line) for line in lines] if console_format == "otel" else lines
 
     printed: dict[bool, list[dict[str, Any]]] = {}
     for recording in (True, False):

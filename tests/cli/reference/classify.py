@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from nemo.lens import semconv
-from nemo.lens.cli._trace_io import SpanRecord
 from tests.cli.reference.goodput import PRODUCTIVE, GoodputSpan
+from tests.cli.reference.read import Span
 
 if TYPE_CHECKING:
     from nemo.lens.groups import SpanGroup
@@ -36,7 +36,7 @@ _GOODPUT: Final = "goodput"
 
 @dataclass
 class Classifier:
-    """Turns :class:`SpanRecord` s into :class:`GoodputSpan` s; counts what it could not tell."""
+    """Turns :class:`Span` s into :class:`GoodputSpan` s; counts what it could not tell."""
 
     buckets: Mapping[str, str]
     """Group -> the bucket its schema entry names (only groups that name one)."""
@@ -70,7 +70,7 @@ class Classifier:
 
         return cls.from_classes(list(span_group_classes().values()), iteration_attribute)
 
-    def bucket(self, span: SpanRecord) -> str:
+    def bucket(self, span: Span) -> str:
         """The bucket ``span``'s time feeds, or ``""``."""
         bucket = self.buckets.get(span.group)
         if bucket is None:
@@ -80,11 +80,11 @@ class Classifier:
             category = self.categories.get(span.group, "")
         return bucket if category == _GOODPUT else ""
 
-    def iteration(self, span: SpanRecord) -> int | None:
+    def iteration(self, span: Span) -> int | None:
         """The iteration ``span`` executed, when its attribute holds a whole number."""
         return _whole_number(span.attributes.get(self.iteration_attribute))
 
-    def classify(self, span: SpanRecord) -> GoodputSpan:
+    def classify(self, span: Span) -> GoodputSpan:
         """What the accounting needs of ``span``."""
         bucket = self.bucket(span)
         iteration = None

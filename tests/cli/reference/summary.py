@@ -17,10 +17,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from nemo.lens.cli._table import format_duration, format_table
-from nemo.lens.cli._trace_io import Process, SpanRecord
+from tests.cli.reference.read import Process, Span
 
-__all__ = ["GroupStats", "ProcessSummary", "format_summary", "percentile", "summarize"]
+__all__ = ["GroupStats", "ProcessSummary", "percentile", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,7 @@ def percentile(ordered: Sequence[int], fraction: float) -> float:
     return ordered[below] + (ordered[above] - ordered[below]) * weight
 
 
-def summarize(spans: Iterable[SpanRecord]) -> list[ProcessSummary]:
+def summarize(spans: Iterable[Span]) -> list[ProcessSummary]:
     """Group ``spans`` by process and span group and compute their statistics.
 
     Processes come in rank order (unknown ranks last); within one, groups come
@@ -96,41 +95,3 @@ def summarize(spans: Iterable[SpanRecord]) -> list[ProcessSummary]:
             )
         )
     return summaries
-
-
-_HEADERS = ("group", "spans", "total", "mean", "p50", "p99")
-
-
-def format_summary(summaries: Sequence[ProcessSummary]) -> list[str]:
-    """Return the lines of the summary: per process a heading, then its table.
-
-    The run id is part of each heading only when the inputs hold more than one
-    run (a trace file that several runs appended to, say); otherwise ranks are
-    told apart by their number alone.
-    """
-    several_runs = len({summary.process.run_id for summary in summaries}) > 1
-    lines: list[str] = []
-    for summary in summaries:
-        process = summary.process
-        details = []
-        if process.service:
-            details.append(f"service {process.service}")
-        if process.run_id and not several_runs:
-            details.append(f"run {process.run_id}")
-        details.append(f"{summary.span_count} span{'' if summary.span_count == 1 else 's'}")
-        if lines:
-            lines.append("")
-        lines.append(f"{process.label(with_run=several_runs)} ({', '.join(details)})")
-        rows = [
-            (
-                item.group,
-                str(item.count),
-                format_duration(item.total_ns),
-                format_duration(item.mean_ns),
-                format_duration(item.p50_ns),
-                format_duration(item.p99_ns),
-            )
-            for item in summary.groups
-        ]
-        lines.extend(format_table(_HEADERS, rows, ("<", ">", ">", ">", ">", ">"), indent="  "))
-    return lines

@@ -1,28 +1,7 @@
-"""The ``nemo-lens`` command line: list span groups, summarize, convert and emit traces.
+"""The ``nemo-lens`` command line (docs/cli.md): span groups, and the traces the exporters write.
 
-::
-
-    nemo-lens groups [--class megatron|rl|gym] [--spec "per_step,-optimizer"]
-    nemo-lens summarize TRACE... [--skip-invalid]
-    nemo-lens goodput TRACE... [--json] [--iteration-attribute NAME] [--skip-invalid]
-    nemo-lens report TRACE... [-o OUT] [--iteration-attribute NAME] [--skip-invalid]
-    nemo-lens convert TRACE... [--to chrome] [-o OUT] [--skip-invalid]
-    nemo-lens emit-spans --service NAME --span NAME,START,END[,PARENT] ...
-    nemo-lens generate [--schema PATH --out-root DIR] [--docs PATH] [--check] [--baseline OLD]
-    nemo-lens diff-schema OLD NEW [--format text|json|github]
-
-``TRACE`` is what the ``file`` exporter writes (one JSON span per line), or
-standard output captured from the ``console`` exporter; ``-`` reads standard
-input. Several inputs (one per rank, say) are read as one trace.
-
-Exit status: 0 on success, 1 when an input cannot be used (missing, empty, a
-garbled line: the message names the file and the line) or the output cannot
-be written, 2 on bad usage (an unknown option, class or span group).
-``emit-spans`` exits 1 on invalid spans (nothing is emitted) and 2 when set-up
-or the export fails (see :mod:`nemo.lens.cli._emit_spans`); ``diff-schema`` exits 1
-when NEW breaks users of OLD and 2 when either is not a valid schema (see
-:mod:`nemo.lens.codegen.command`). Also runnable as
-``python -m nemo.lens.cli``.
+``main`` runs one command and returns its exit status: 0 success, 1 an input cannot be used
+or the output cannot be written, 2 bad usage. Also runnable as ``python -m nemo.lens.cli``.
 """
 
 from __future__ import annotations

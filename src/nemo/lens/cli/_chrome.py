@@ -1,38 +1,6 @@
-"""Convert spans to Chrome trace-event JSON, which Perfetto UI and chrome://tracing open.
-
-The layout
-    * One **process** per rank (``pid`` 1, 2, ... in rank order), named
-      ``rank N`` (``rank N of run R`` when the inputs hold several runs).
-    * One **row** (a ``tid``) per span group, named for the group and ordered by
-      when the group first fired, so the job's row is on top and the rows read
-      like the call tree. Spans without a group go to a row named ``(none)``.
-    * Each span is one complete event (``"ph": "X"``) with ``ts`` and ``dur`` in
-      microseconds, its group as ``cat``, and its attributes, ids and status in
-      ``args``; each span event (an ``exception``, say) is an instant event
-      (``"ph": "i"``) on its span's row.
-
-Nesting
-    The viewers stack the complete events of one row by time containment and
-    require them to nest: two spans of one row may not overlap partially. Spans
-    of one group that do overlap without nesting (concurrent work on two
-    threads) are therefore spread over extra rows, ``step (2)`` and so on; every
-    row is properly nested and each span stays within its parent in time.
-
-Streaming
-    The spans are copied once into a temporary table and ordered by a plain sort
-    in the engine, which spills to disk: process (rank order), start, the longer
-    first, the parent first on a tie of both (a depth computed only for the spans
-    that tie). They are read twice in that order, in batches: narrow to lay the
-    rows out (only each row's open ends are kept), then wide to write each event,
-    so memory stays flat whatever the trace's size.
-
-Timestamps
-    Times are relative to the earliest span start of the inputs (kept in
-    ``otherData.origin_unix_nano``): epoch nanoseconds as microseconds would
-    need 19 significant digits, more than the double a viewer reads a number
-    into. Converting an integer nanosecond count to microseconds preserves
-    order, so a child never appears to start before its parent or end after it.
-"""
+"""A trace as Chrome trace-event JSON, which Perfetto UI and chrome://tracing open: one process
+per rank, one row per span group (extra rows where a group's spans overlap without nesting),
+written from the engine in batches (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -42,9 +10,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from nemo.lens.cli._common import Process
 from nemo.lens.cli._progress import progress
-from nemo.lens.cli._records import Process
-from nemo.lens.cli._sdk_json import event_time_ns
 from nemo.lens.semconv import LEGACY_SPAN_GROUP, SPAN_GROUP
 
 if TYPE_CHECKING:
@@ -246,11 +213,8 @@ def write_chrome_trace(
     show_progress: bool | None = None,
 ) -> ChromeTrace:
     """Write *engine*'s spans to *stream* as one Chrome trace JSON object, an event a line
-    (readable with ``grep``), batch by batch (see the module docstring).
-
-    ``sources`` (the input names) is recorded in ``otherData``; ``show_progress`` is as
-    for :func:`nemo.lens.cli._progress.progress`. Raises :class:`ValueError` without spans.
-    """
+    (for ``grep``), *sources* (the input names) in ``otherData``; :class:`ValueError`
+    without spans. *show_progress* is as for :func:`nemo.lens.cli._progress.progress`."""
     from nemo.lens._version import __version__
 
     engine.sql(_COPY)
@@ -292,7 +256,7 @@ def write_chrome_trace(
                             "cat": group,
                             "ph": "i",
                             "s": "t",
-                            "ts": _us(event_time_ns(event) - origin),
+                            "ts": _us(event["time_unix_nano"] - origin),
                             "pid": pid,
                             "tid": tid,
                             "args": dict(event.get("attributes") or {}),

@@ -1,29 +1,27 @@
-"""The span-group classes the commands know, by the name ``--class`` takes."""
+"""The span-group classes the commands know, by the name ``--class`` takes, and what they say
+as the rows of the ``span_groups`` and ``span_group_presets`` views."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import TYPE_CHECKING, Final
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     # Imported when used: `nemo-lens generate` must run even while the generated
     # modules are stale or broken.
     from nemo.lens.groups import SpanGroup
 
-__all__ = ["BASE_CLASS", "span_group_classes"]
+__all__ = ["BASE_CLASS", "group_rows", "preset_rows", "selected_classes", "span_group_classes"]
 
 BASE_CLASS: Final = "base"
 """The name ``--class`` gives the base ``SpanGroup``."""
 
 
 def span_group_classes() -> dict[str, type[SpanGroup]]:
-    """Return ``{"base": SpanGroup, "megatron": MegatronSpanGroup, ...}``.
-
-    Consumers are found by scanning :mod:`nemo.lens.consumers`, so a consumer
-    added to the schema shows up in ``--class`` after ``make generate`` with no
-    edit here.
-    """
+    """``{"base": SpanGroup, "megatron": MegatronSpanGroup, ...}``: the consumers found in
+    :mod:`nemo.lens.consumers`, so a consumer added to the schema needs no edit here."""
     import nemo.lens.consumers as consumers
     from nemo.lens.groups import SpanGroup
 
@@ -40,3 +38,36 @@ def span_group_classes() -> dict[str, type[SpanGroup]]:
             ):
                 classes[module_info.name] = value
     return classes
+
+
+def selected_classes(names: Sequence[str] | None) -> list[type[SpanGroup]]:
+    """The classes ``--class`` named; every shipped one, the base first, if none."""
+    classes = span_group_classes()
+    return [classes[name] for name in names] if names else list(classes.values())
+
+
+def group_rows(classes: Sequence[type[SpanGroup]]) -> list[tuple[str, str, str, str]]:
+    """(span_group, category, bucket, fires) of every group of *classes*."""
+    from nemo.lens.spec import categories_for
+
+    categories = categories_for(classes)
+    rows: dict[str, tuple[str, str, str, str]] = {}
+    buckets: dict[str, str] = {}
+    for span_group in classes:
+        info_of: dict[str, Any] = getattr(span_group, "GROUP_INFO", {})
+        for group, info in info_of.items():
+            if info.bucket:
+                buckets.setdefault(group, info.bucket)
+            if group not in rows:
+                rows[group] = (group, categories.get(group, ""), "", str(info.fires))
+    return [(g, c, buckets.get(g, ""), f) for g, c, _, f in rows.values()]
+
+
+def preset_rows(classes: Sequence[type[SpanGroup]]) -> list[tuple[str, str]]:
+    """(span_group, preset) for every preset of *classes* and group it holds."""
+    rows: set[tuple[str, str]] = set()
+    for span_group in classes:
+        presets: dict[str, Any] = getattr(span_group, "PRESETS", {}) or {}
+        for preset, groups in presets.items():
+            rows.update((str(group), str(preset)) for group in groups)
+    return sorted(rows)

@@ -1,5 +1,4 @@
-"""What every ``nemo-lens`` command shares: exit codes, messages, reading inputs and writing
-outputs."""
+"""What every ``nemo-lens`` command shares: exit codes, messages, the engine, outputs."""
 
 from __future__ import annotations
 
@@ -10,9 +9,11 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from nemo.lens.cli._trace_io import STDIN, Problem, Trace, TraceInputError, read_traces
+from nemo.lens.cli._engine._careful import TraceInputError
+from nemo.lens.cli._engine._connect import STDIN
 
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
@@ -23,16 +24,14 @@ __all__ = [
     "EXIT_USAGE",
     "PERFETTO_URL",
     "PROG",
+    "STDIN",
     "NotWritable",
+    "Process",
     "fail",
-    "open_engine",
     "output_file",
     "plural",
     "print_lines",
-    "read",
-    "report_problems",
-    "same_file",
-    "write_atomically",
+    "with_engine",
     "write_output",
 ]
 
@@ -47,6 +46,27 @@ PROG: Final = "nemo-lens"
 PERFETTO_URL: Final = "https://ui.perfetto.dev"
 
 MAX_PROBLEMS_SHOWN: Final = 5
+
+
+@dataclass(frozen=True)
+class Process:
+    """The process a span came from: one rank of one run of one service."""
+
+    rank: int | None
+    run_id: str
+    service: str
+
+    def sort_key(self) -> tuple[bool, int, str, str]:
+        """Order by rank (unknown last), then run and service."""
+        return (self.rank is None, self.rank or 0, self.run_id, self.service)
+
+    def label(self, *, with_run: bool = False) -> str:
+        """``rank 0`` (``unknown rank`` without ``dl.rank`` or ``nemo.rank``), and its run
+        when asked."""
+        text = "unknown rank" if self.rank is None else f"rank {self.rank}"
+        if with_run and self.run_id:
+            text += f" of run {self.run_id}"
+        return text
 
 
 def print_lines(lines: Sequence[str], stream: TextIO | None = None) -> None:
@@ -65,76 +85,65 @@ def fail(message: str, hint: str = "") -> int:
     return EXIT_BAD_INPUT
 
 
-def report_problems(problems: Sequence[Problem], reconstructed: int = 0) -> None:
-    """Say on stderr what was skipped, and how many spans the reader ended for a process
-    that died with them open (*reconstructed*)."""
-    # One line per problem, each naming its file and line, so the warnings can be
-    # grepped; a long list is cut short, as one bad file could have millions.
-    for problem in problems[:MAX_PROBLEMS_SHOWN]:
-        print(f"{PROG}: warning: skipped {problem}", file=sys.stderr)
-    if len(problems) > MAX_PROBLEMS_SHOWN:
-        more = len(problems) - MAX_PROBLEMS_SHOWN
-        print(f"{PROG}: warning: skipped {more} more", file=sys.stderr)
-    if reconstructed:
-        print(
-            f"{PROG}: note: {plural(reconstructed, 'span')} never ended: the process died "
-            "with them open (SIGKILL, a crash); read as ending at their process lifetime's "
-            "last record, marked nemo.span.truncated",
-            file=sys.stderr,
-        )
-
-
-def open_engine(paths: Sequence[str], skip_invalid: bool, **options: Any) -> Engine | int:
-    """Read the inputs into the engine (:func:`nemo.lens.cli._engine.connect`), or report
-    why not and return the exit status: 1 for an input that cannot be used, 2 without
-    DuckDB (the ``[cli]`` extra)."""
+def with_engine(args: argparse.Namespace, work: Callable[[Engine], int], **options: Any) -> int:
+    """Read ``args.traces`` into the engine (:func:`nemo.lens.cli._engine.connect`, with
+    *options*), say on stderr what was skipped (the first few: a bad file can have millions)
+    and how many spans a dead process left open, and run *work*: its exit status. An input
+    that cannot be used exits 1 with the reader's message; without DuckDB (``[cli]``), 2."""
+    from nemo.lens.cli._classes import selected_classes
     from nemo.lens.cli._engine import EngineUnavailable, connect
 
+    classes = getattr(args, "class_name", None)
     try:
-        engine = connect(paths, skip_invalid=skip_invalid, **options)
+        engine = connect(
+            args.traces,
+            skip_invalid=args.skip_invalid,
+            span_group_classes=selected_classes(classes) if classes else None,
+            **options,
+        )
     except EngineUnavailable as error:
         fail(str(error), error.hint)
         return EXIT_USAGE
     except TraceInputError as error:
         return fail(str(error), error.hint)
-    report_problems(engine.problems, engine.reconstructed)
-    return engine
-
-
-def read(paths: Sequence[str], skip_invalid: bool) -> Trace | int:
-    """Read the inputs, or report why not and return the exit status."""
-    try:
-        trace = read_traces(paths, skip_invalid=skip_invalid)
-    except TraceInputError as error:
-        return fail(str(error), error.hint)
-    report_problems(trace.problems, trace.reconstructed)
-    return trace
-
-
-# --- writing outputs ---------------------------------------------------------------------
+    for problem in engine.problems[:MAX_PROBLEMS_SHOWN]:
+        print(f"{PROG}: warning: skipped {problem}", file=sys.stderr)
+    if len(engine.problems) > MAX_PROBLEMS_SHOWN:
+        print(
+            f"{PROG}: warning: skipped {len(engine.problems) - MAX_PROBLEMS_SHOWN} more",
+            file=sys.stderr,
+        )
+    if engine.reconstructed:
+        print(
+            f"{PROG}: note: {plural(engine.reconstructed, 'span')} never ended: the process "
+            "died with them open (SIGKILL, a crash); read as ending at their process "
+            "lifetime's last record, marked nemo.span.truncated",
+            file=sys.stderr,
+        )
+    with engine:
+        return work(engine)
 
 
 def output_file(
     args: argparse.Namespace, parser: argparse.ArgumentParser, suffix: str, unnamed: str
 ) -> str:
-    """Where a command that writes a file writes: ``-o``, else the first input with ``.jsonl``
-    replaced by *suffix*. A usage error when it reads standard input and is not told where
-    (*unnamed* says how), or when the output would overwrite an input."""
+    """Where a command writes: ``-o``, else the first input with ``.jsonl`` replaced by
+    *suffix*. A usage error when it reads standard input and is not told where (*unnamed*
+    says how), or when the output would overwrite an input."""
     output: str | None = args.output
     if output is None:
         first: str = args.traces[0]
         if first == STDIN:
             parser.error(f"reading standard input: {unnamed}")
         output = (first[: -len(".jsonl")] if first.endswith(".jsonl") else first) + suffix
-    if output != STDIN and any(path != STDIN and same_file(path, output) for path in args.traces):
+    if output != STDIN and any(path != STDIN and _same_file(path, output) for path in args.traces):
         parser.error(f"-o {output} would overwrite an input; choose another output file")
     return output
 
 
-def same_file(a: str, b: str) -> bool:
-    """Whether paths *a* and *b* name one file (through symlinks and hard links too)."""
+def _same_file(a: str, b: str) -> bool:
     try:
-        return os.path.samefile(a, b)
+        return os.path.samefile(a, b)  # through symlinks and hard links
     except OSError:  # one does not exist (yet)
         return os.path.realpath(a) == os.path.realpath(b)
 
@@ -147,72 +156,51 @@ class NotWritable(Exception):
         self.hint = hint
 
 
-# Where paths are views of open files and devices (/dev/stdout, /proc/self/fd/1):
-# never renamed onto, always written through.
 SPECIAL_ROOTS: Final = ("/dev/", "/proc/")
+"""Where paths are views of open files and devices: written through, never renamed onto."""
 
 
-def write_output(path: str, write: Callable[[TextIO], None]) -> None:
-    """Write the converted trace to what *path* names, never replacing a non-file.
-
-    * A regular file, or a path that does not exist yet, gets a new file
-      atomically (:func:`write_atomically`), keeping an existing file's
-      permissions; a symlink is followed, so the file it points to is the one
-      replaced and the link stays.
-    * A pipe or a character device (``/dev/stdout``, ``/dev/null``, a
-      terminal), and anything under ``/dev`` or ``/proc``, is written to
-      directly: renaming onto it would replace the device node or the link
-      with a regular file.
-    * A directory, a block device or a socket is refused.
-    """
+def write_output(path: str, write: Callable[[TextIO], object]) -> None:
+    """Write to what *path* names: a new regular file atomically, through a temporary file
+    beside it (keeping an existing file's permissions; a symlink's target is replaced and the
+    link stays), so a failed write never leaves half a file; a pipe, a character device and
+    anything under ``/dev`` or ``/proc`` directly. Raises :class:`NotWritable` for a
+    directory, a block device or a socket."""
     try:
         found = os.stat(path)
     except FileNotFoundError:
         found = None
-    special = os.path.abspath(path).startswith(SPECIAL_ROOTS) or os.path.realpath(path).startswith(
-        SPECIAL_ROOTS
-    )
-    if found is not None and stat.S_ISDIR(found.st_mode):
+    mode = found.st_mode if found is not None else stat.S_IFREG
+    if stat.S_ISDIR(mode):
         raise NotWritable("is a directory", "name a file to write, e.g. -o trace.chrome.json")
-    if found is not None and not (
-        stat.S_ISREG(found.st_mode) or stat.S_ISFIFO(found.st_mode) or stat.S_ISCHR(found.st_mode)
-    ):
-        kind = "a block device" if stat.S_ISBLK(found.st_mode) else "a socket"
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
         raise NotWritable(
-            f"is {kind}, not a file",
+            f"is {'a block device' if stat.S_ISBLK(mode) else 'a socket'}, not a file",
             "write to a regular file, a pipe or a character device such as /dev/stdout",
         )
-    if special or (found is not None and not stat.S_ISREG(found.st_mode)):
+    real = os.path.realpath(path)
+    if (
+        not stat.S_ISREG(mode)
+        or os.path.abspath(path).startswith(SPECIAL_ROOTS)
+        or real.startswith(SPECIAL_ROOTS)
+    ):
         with open(path, "w", encoding="utf-8", newline="\n") as stream:
             write(stream)
         return
-    write_atomically(os.path.realpath(path), write, found)
-
-
-def write_atomically(
-    path: str, write: Callable[[TextIO], None], existing: os.stat_result | None = None
-) -> None:
-    """Write through a temporary file beside ``path``, then rename it into place.
-
-    A failed or interrupted conversion never leaves a half-written trace that a
-    viewer would reject with a confusing parse error. The new file gets the
-    permissions *existing* had, or those a plain ``open()`` would give it.
-    """
-    directory = os.path.dirname(path) or "."
+    if found is None:  # the permissions a plain open() would give it
+        umask = os.umask(0)
+        os.umask(umask)
+        permissions = 0o666 & ~umask
+    else:
+        permissions = stat.S_IMODE(found.st_mode)
     handle, temporary = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+        prefix=f".{os.path.basename(real)}.", suffix=".tmp", dir=os.path.dirname(real) or "."
     )
     try:
-        if existing is not None:
-            mode = stat.S_IMODE(existing.st_mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(temporary, mode)
+        os.chmod(temporary, permissions)
         with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
             write(stream)
-        os.replace(temporary, path)
+        os.replace(temporary, real)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

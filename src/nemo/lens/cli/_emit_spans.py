@@ -1,37 +1,19 @@
-"""``nemo-lens emit-spans``: emit a tree of finished spans from the command line.
-
-Used after a job has ended, from records that know when things happened (a
-scheduler's accounting, a launcher's log)::
-
-    nemo-lens emit-spans --service slurm-reckoner \\
-        --span job,1767225600,1767232800 \\
-        --span queue,1767225600,1767225900,job \\
-        --span run,1767225900,1767232800,job
-
-Each ``--span`` is ``NAME,START,END[,PARENT]``: times in Unix-epoch seconds
-(decimal text, kept to the nanosecond), ``PARENT`` the name of another
-``--span`` (listed before or after it). Spans without a parent are roots. They
-go through the exporter the usual configuration names (``NEMO_LENS_EXPORTER``,
-``NEMO_LENS_TRACE_FILE``, ``OTEL_EXPORTER_OTLP_*``...); telemetry is enabled for
-the command whatever ``NEMO_LENS_ENABLED`` says, and only traces are set up.
-
-Everything is checked before anything is emitted: a malformed field, a
-duplicate name, a missing parent, a cycle or a time that is not finite emits
-nothing and exits 1, naming each problem. Exit 2 when set-up fails (a bad
-``NEMO_LENS_*`` value, an exporter that cannot start) or the export does not
-complete.
-"""
+"""``nemo-lens emit-spans``: a tree of finished spans over known intervals (a scheduler's
+records, after a job), through the configured exporter (docs/cli.md). Everything is checked
+first: invalid spans emit nothing and exit 1; a failed set-up or export exits 2."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Final
 
-__all__ = ["EXIT_EXPORT_FAILED", "SpanLine", "emit_spans", "parse_spans"]
+from nemo.lens.cli._common import EXIT_BAD_INPUT, EXIT_OK, plural
+
+__all__ = ["cmd_emit_spans", "emit_spans"]
 
 EXIT_EXPORT_FAILED: Final = 2
 """Set-up failed, or the spans could not be exported."""
@@ -43,14 +25,12 @@ _SHUTDOWN_TIMEOUT_MS: Final = 10_000
 
 @dataclass(frozen=True)
 class SpanLine:
-    """One ``--span`` argument, checked."""
+    """One ``--span`` argument, checked: its times as given (decimal text)."""
 
     name: str
     start: str
     end: str
     parent: str | None
-    start_seconds: Decimal
-    end_seconds: Decimal
 
 
 def _parse_one(text: str) -> SpanLine | list[str]:
@@ -60,49 +40,28 @@ def _parse_one(text: str) -> SpanLine | list[str]:
     if len(fields) not in (3, 4):
         return [
             f"--span {text!r}: expected {_FORM} (3 or 4 comma-separated fields), "
-            f"got {len(fields)} field{'' if len(fields) == 1 else 's'}"
+            f"got {plural(len(fields), 'field')}"
         ]
-    problems: list[str] = []
-    name, start, end = fields[:3]
-    parent = fields[3] if len(fields) == 4 else None
-    if not name:
-        problems.append(f"--span {text!r}: NAME is empty")
-    if parent is not None and not parent:
+    line = SpanLine(fields[0], fields[1], fields[2], fields[3] if len(fields) == 4 else None)
+    problems = [f"--span {text!r}: NAME is empty"] if not line.name else []
+    if line.parent == "":
         problems.append(
             f"--span {text!r}: PARENT is empty; leave the field out (NAME,START,END) for a root"
         )
-    seconds: dict[str, Decimal] = {}
-    for label, value in (("START", start), ("END", end)):
+    for label, value in (("START", line.start), ("END", line.end)):
         try:
-            seconds[label], _ = epoch_nanoseconds(value)
+            epoch_nanoseconds(value)
         except ValueError as exc:
             problems.append(f"--span {text!r}: {label} {exc}")
-    if problems:
-        return problems
-    return SpanLine(name, start, end, parent, seconds["START"], seconds["END"])
-
-
-def _cycle_through(start: str, parents: dict[str, str | None]) -> list[str]:
-    """The cycle reached by following parents from *start*, as names (first repeated)."""
-    seen: list[str] = []
-    name: str | None = start
-    while name is not None and name not in seen:
-        seen.append(name)
-        name = parents.get(name)
-    assert name is not None
-    cycle = seen[seen.index(name) :]
-    return [*cycle, name]
+    return problems or line
 
 
 def parse_spans(texts: Sequence[str]) -> tuple[list[SpanLine], list[str]]:
-    """Check every ``--span``; return them parents first, or the problems found.
-
-    Returns ``(spans, [])`` when everything is valid, else ``([], problems)``.
-    """
+    """Check every ``--span``: ``(spans, [])``, parents before children, when all are valid,
+    else ``([], problems)``."""
     problems: list[str] = []
     lines: list[SpanLine] = []
-    for text in texts:
-        parsed = _parse_one(text)
+    for parsed in map(_parse_one, texts):
         if isinstance(parsed, list):
             problems += parsed
         else:
@@ -111,51 +70,41 @@ def parse_spans(texts: Sequence[str]) -> tuple[list[SpanLine], list[str]]:
         return [], problems
     if not lines:
         return [], [f"name at least one span with --span {_FORM}"]
-
-    by_name: dict[str, SpanLine] = {}
+    parents: dict[str, str | None] = {}
     for line in lines:
-        if line.name in by_name:
+        if line.name in parents:
             problems.append(
                 f"span name {line.name!r} is given more than once; names identify parents, "
                 "so each --span needs its own"
             )
-        by_name.setdefault(line.name, line)
-    for line in lines:
-        if line.parent is not None and line.parent not in by_name:
-            problems.append(
-                f"span {line.name!r} names parent {line.parent!r}, which no --span defines"
-            )
+        parents.setdefault(line.name, line.parent)
+    problems += [
+        f"span {line.name!r} names parent {line.parent!r}, which no --span defines"
+        for line in lines
+        if line.parent is not None and line.parent not in parents
+    ]
     if problems:
         return [], problems
-
-    # Parents before children, whatever order they were given in.
-    children: dict[str | None, list[SpanLine]] = {}
+    ordered = [line for line in lines if line.parent is None]
+    for line in ordered:  # grows as it goes: each span's children after it
+        ordered += [child for child in lines if child.parent == line.name]
+    placed = {line.name for line in ordered}
+    reported: set[str] = set()
     for line in lines:
-        children.setdefault(line.parent, []).append(line)
-    ordered: list[SpanLine] = []
-    pending = list(children.get(None, []))
-    while pending:
-        line = pending.pop(0)
-        ordered.append(line)
-        pending += children.get(line.name, [])
-    if len(ordered) < len(lines):
-        placed = {line.name for line in ordered}
-        parents = {line.name: line.parent for line in lines}
-        reported: set[str] = set()
-        for line in lines:
-            if line.name in placed or line.name in reported:
-                continue
-            cycle = _cycle_through(line.name, parents)
-            if cycle[0] in reported:
-                continue
+        if line.name in placed:
+            continue
+        chain = [line.name]  # every parent exists and none leads to a root: a cycle
+        while (parent := parents[chain[-1]]) not in chain:
+            chain.append(str(parent))
+        cycle = [*chain[chain.index(str(parent)) :], str(parent)]
+        if reported.isdisjoint(cycle):
             reported.update(cycle)
             problems.append(
                 "the parents form a cycle: "
                 + " -> ".join(repr(name) for name in cycle)
                 + " (each span names the next as its parent); a tree needs a root"
             )
-        return [], problems
-    return ordered, []
+    return ([], problems) if problems else (ordered, [])
 
 
 def _error(message: str) -> None:
@@ -164,8 +113,6 @@ def _error(message: str) -> None:
 
 def emit_spans(service: str | None, texts: Sequence[str]) -> int:
     """Run the command: check, set up, emit, shut down; return the exit status."""
-    from nemo.lens.cli._common import EXIT_BAD_INPUT, EXIT_OK
-
     problems: list[str] = []
     if service is None or not service.strip():
         problems.append("name the service with --service NAME (its service.name)")
@@ -227,8 +174,11 @@ def emit_spans(service: str | None, texts: Sequence[str]) -> int:
     if "file" in names:
         where += f" ({handle.config.format_trace_file(0)})"
     print(
-        f"emitted {len(lines)} span{'' if len(lines) == 1 else 's'} "
-        f"({roots} root{'' if roots == 1 else 's'}) for service {service.strip()!r} "
-        f"through {where}"
+        f"emitted {plural(len(lines), 'span')} ({plural(roots, 'root')}) for service "
+        f"{service.strip()!r} through {where}"
     )
     return EXIT_OK
+
+
+def cmd_emit_spans(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    return emit_spans(args.service, args.spans or [])

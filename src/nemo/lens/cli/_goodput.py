@@ -1,58 +1,24 @@
-"""Goodput from traces: how much of a run trained the model, and where the rest went.
-
-Each rank's spans are accounted over the run's wall time, from the first span's
-start to the last span's end. Every instant goes to exactly one bucket:
-
-``productive``
-    inside a ``step`` span (a group whose schema bucket is ``productive``) that
-    finished and whose iteration was not executed again later: the last
-    execution of an iteration is the one that counts;
-``wasted_progress``
-    inside a step span whose iteration was executed again later (a crash lost
-    it), or that never finished: truncated (``nemo.span.truncated``), by a
-    shutdown or by the reader for a process that died in it;
-``initialization``, ``checkpoint_save``, ``evaluation``
-    inside a span of a goodput group feeding that bucket (``model_init``,
-    ``load_checkpoint``, ``checkpoint``, ``evaluate``, consumers' set-up groups);
-``restart``
-    between the end of one process lifetime and the start of the next;
-``unaccounted``
-    everything else (a lifetime's time outside every bucketed span).
-
-Where bucketed spans overlap, the most specific wins: the innermost one, i.e. the
-covering span that started last (a checkpoint inside a step is checkpoint time).
-Spans of groups that feed no bucket (profiling detail, ``job``) are transparent.
-All arithmetic is in integer nanoseconds, so the buckets add up to the wall time
-exactly. For the run as a whole, the slowest rank (the least productive time)
-bounds it: the run's figures are that rank's, over the run's wall time. Only
-ranks that executed a step are candidates: a process of the run that trains
-nothing (a launcher, a scheduler's spans emitted afterwards) widens the run's
-wall time but would otherwise bound every run at zero.
-
-The accounting is SQL over the engine's ``spans`` and ``span_groups`` views
-(``queries/goodput.sql``: boundary points per rank, the pieces between them, the
-covering span that started last, sums per bucket); this module turns its rows
-into :class:`RunGoodput` s.
-"""
+"""``nemo-lens goodput``: where a run's time went (docs/goodput.md), from ``queries/goodput.sql``,
+as a table per run or one JSON object per run."""
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from nemo.lens.cli._common import EXIT_OK, PROG, Process, print_lines, with_engine
 from nemo.lens.cli._engine import query
+from nemo.lens.cli._table import format_table, seconds, share
 
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
 
-__all__ = [
-    "BADPUT_BUCKETS",
-    "BUCKETS",
-    "Breakdown",
-    "RunGoodput",
-    "goodput_notes",
-    "goodput_runs",
-]
+__all__ = ["BADPUT_BUCKETS", "BUCKETS", "Breakdown", "RunGoodput", "cmd_goodput", "goodput_line"]
+__all__ += ["goodput_runs", "note_goodput_gaps", "rank_label", "run_json", "run_name"]
 
 PRODUCTIVE: Final = "productive"
 WASTED: Final = "wasted_progress"
@@ -62,6 +28,7 @@ SCHEMA_BADPUT: Final = ("initialization", "checkpoint_save", "evaluation")
 BADPUT_BUCKETS: Final[tuple[str, ...]] = (*SCHEMA_BADPUT, WASTED, RESTART, UNACCOUNTED)
 """The badput buckets, in the order reports show them."""
 BUCKETS: Final[tuple[str, ...]] = (PRODUCTIVE, *BADPUT_BUCKETS)
+"""Every bucket, in the order reports show them and ``queries/goodput.sql`` gives them."""
 
 
 @dataclass
@@ -109,8 +76,8 @@ def goodput_runs(engine: Engine) -> list[RunGoodput]:
         run_id, rank, lifetimes, start, end = row[:5]
         counts = [int(value) for value in row[5:12]]
         run_start, run_end, bounding = row[12:]
-        breakdown = Breakdown(int(start), int(end), dict(zip(_COLUMNS, counts, strict=True)))
-        breakdown.lifetimes = int(lifetimes)
+        buckets = dict(zip(BUCKETS, counts, strict=True))
+        breakdown = Breakdown(int(start), int(end), buckets, int(lifetimes))
         found = runs.get(run_id)
         if found is None:
             found = runs[run_id] = RunGoodput(run_id, Breakdown(run_start, run_end), None, {})
@@ -120,18 +87,118 @@ def goodput_runs(engine: Engine) -> list[RunGoodput]:
             run = found.run
             run.buckets = dict(breakdown.buckets)
             run.lifetimes = breakdown.lifetimes
-            # The run is longer than the bounding rank's own span of time where other
-            # ranks started earlier or ended later: nothing of the bounding rank's ran
-            # then, so that time is unaccounted for the run.
+            # Where other ranks started earlier or ended later than the bounding rank,
+            # nothing of the bounding rank's ran: that time is unaccounted for the run.
             run.buckets[UNACCOUNTED] += run.wall_ns - breakdown.wall_ns
     return [runs[run_id] for run_id in sorted(runs)]
 
 
-def goodput_notes(engine: Engine) -> tuple[int, int]:
-    """How many step spans the trace holds, and how many of them carry no iteration."""
-    steps, without = engine.rows(query("goodput_notes"))[0]
-    return int(steps or 0), int(without or 0)
+def run_json(run: RunGoodput) -> dict[str, Any]:
+    """The run's figures, then every rank's: ``wall_s``, ``productive_s``, ``goodput``,
+    ``badput`` (seconds by bucket), ``lifetimes``; ``run_id``, ``bounding_rank``, ``ranks``."""
+
+    def figures(breakdown: Breakdown) -> dict[str, Any]:
+        return {**breakdown.as_dict(), "lifetimes": breakdown.lifetimes}
+
+    return {
+        "run_id": run.run_id,
+        **figures(run.run),
+        "bounding_rank": run.bounding_rank,
+        "ranks": [{"rank": rank, **figures(b)} for rank, b in run.ranks.items()],
+    }
 
 
-# The order of the bucket columns in queries/goodput.sql.
-_COLUMNS: Final = (PRODUCTIVE, *SCHEMA_BADPUT, WASTED, RESTART, UNACCOUNTED)
+def _seconds(nanoseconds: int) -> str:
+    return seconds(nanoseconds / 1e9)
+
+
+def rank_label(rank: int | None) -> str:
+    return Process(rank, "", "").label()
+
+
+def run_name(run_id: str) -> str:
+    return f"run {run_id}" if run_id else "run (no nemo.run.id)"
+
+
+def goodput_line(run: RunGoodput, detail: str | None = None) -> str:
+    """The goodput and what it is of; then the badput that is not zero, or, given *detail*,
+    that in parentheses instead (the table's heading)."""
+    figures = run.run
+    productive = figures.buckets[PRODUCTIVE]
+    figure = f"goodput {share(productive, figures.wall_ns)}"
+    of = f"{_seconds(productive)} productive of {_seconds(figures.wall_ns)} wall"
+    if detail is not None:
+        return f"{figure} ({of}{detail})"
+    badput = [f"{b} {_seconds(figures.buckets[b])}" for b in BADPUT_BUCKETS if figures.buckets[b]]
+    return f"{figure}: {of}" + (f"; badput: {', '.join(badput)}" if badput else "")
+
+
+def format_goodput(runs: Sequence[RunGoodput]) -> list[str]:
+    """Per run: a heading with the goodput, the run's buckets, and a row per rank."""
+    lines: list[str] = []
+    for run in runs:
+        figures = run.run
+        if lines:
+            lines.append("")
+        ranks = len(run.ranks)
+        bound = (
+            f"; {rank_label(run.bounding_rank)}, the slowest of {ranks}, bounds it"
+            if ranks > 1
+            else ""
+        )
+        lifetimes = f"; {figures.lifetimes} lifetimes" if figures.lifetimes > 1 else ""
+        lines.append(f"{run_name(run.run_id)}: {goodput_line(run, bound + lifetimes)}")
+        rows = [
+            (name, _seconds(figures.buckets[name]), share(figures.buckets[name], figures.wall_ns))
+            for name in BUCKETS
+        ]
+        rows.append(("wall", _seconds(figures.wall_ns), share(figures.wall_ns, figures.wall_ns)))
+        lines += format_table(("bucket", "time", "share"), rows, ("<", ">", ">"), indent="  ")
+        if ranks > 1 or figures.lifetimes > 1:
+            lines.append("")
+            headers = ("rank", "lifetimes", "wall", "goodput", *BUCKETS)
+            rank_rows = [
+                (
+                    rank_label(rank),
+                    str(b.lifetimes),
+                    _seconds(b.wall_ns),
+                    share(b.buckets[PRODUCTIVE], b.wall_ns),
+                    *(_seconds(b.buckets[name]) for name in BUCKETS),
+                )
+                for rank, b in run.ranks.items()
+            ]
+            align = ("<", *(">",) * (len(headers) - 1))
+            lines += format_table(headers, rank_rows, align, indent="  ")  # type: ignore[arg-type]
+    return lines
+
+
+def note_goodput_gaps(engine: Engine, iteration_attribute: str) -> None:
+    """Say on stderr what makes the figures less than they could be, and the fix."""
+    steps, without_iteration = (int(n or 0) for n in engine.rows(query("goodput_notes"))[0])
+    if not steps:
+        print(
+            f"{PROG}: note: no step span in the trace, so nothing counts as productive; "
+            "record the step group (NEMO_LENS_SPAN_GROUPS=per_step)",
+            file=sys.stderr,
+        )
+    elif without_iteration:
+        print(
+            f"{PROG}: note: {without_iteration} of {steps} step spans carry no whole-number "
+            f"{iteration_attribute!r} attribute; their time counts as productive, since a "
+            "re-executed iteration cannot be told (name the attribute with "
+            "--iteration-attribute)",
+            file=sys.stderr,
+        )
+
+
+def cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    def work(engine: Engine) -> int:
+        note_goodput_gaps(engine, args.iteration_attribute)
+        runs = goodput_runs(engine)
+        if args.json:
+            print_lines([json.dumps(run_json(run), allow_nan=False) for run in runs])
+        else:
+            print_lines(format_goodput(runs))
+        return EXIT_OK
+
+    return with_engine(args, work, iteration_attribute=args.iteration_attribute, labels=False)

@@ -1,4 +1,4 @@
-"""The ``nemo-lens`` argument parser: one sub-command per command module."""
+"""The ``nemo-lens`` argument parser: every command's arguments, and the function that runs it."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ import argparse
 from collections.abc import Callable, Sequence
 
 from nemo.lens._version import __version__
-from nemo.lens.cli._check_cmd import add_check_command
 from nemo.lens.cli._common import PERFETTO_URL, PROG
-from nemo.lens.cli._goodput_cmd import cmd_goodput, cmd_report, iteration_attribute
+from nemo.lens.cli._convert import cmd_convert
+from nemo.lens.cli._emit_spans import cmd_emit_spans
+from nemo.lens.cli._goodput import cmd_goodput
 from nemo.lens.cli._groups_cmd import cmd_groups
-from nemo.lens.cli._sql_cmd import add_sql_command
-from nemo.lens.cli._traces_cmd import cmd_convert, cmd_emit_spans, cmd_summarize
+from nemo.lens.cli._report import cmd_report
+from nemo.lens.cli._sql_cmd import FORMATS, cmd_check, cmd_sql
+from nemo.lens.cli._summary import cmd_summarize
 
 __all__ = ["build_parser"]
 
@@ -31,34 +33,66 @@ ITERATION_HELP = (
     "an iteration executed again after a restart makes its earlier execution wasted "
     "progress"
 )
+CLASS_HELP = (
+    "the span-group classes whose groups fill the span_groups and span_group_presets "
+    "views; repeat for a process hosting several consumers (default: every shipped class, "
+    "the base first)"
+)
+
+
+def _iteration_attribute(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the attribute name is empty; the default is 'iteration'")
+    return text.strip()
 
 
 def _reading_traces(
     commands: argparse._SubParsersAction[argparse.ArgumentParser],
     name: str,
+    *,
     help: str,
     description: str,
+    epilog: str | None = None,
+    first: Sequence[str] = (),
 ) -> argparse.ArgumentParser:
-    """A command that reads traces: its parser, with the inputs as its first argument."""
-    command = commands.add_parser(name, help=help, description=description)
+    """A command that reads traces: its parser, the *first* positionals, then the inputs."""
+    command = commands.add_parser(name, help=help, description=description, epilog=epilog)
+    for argument, help in zip(first[::2], first[1::2], strict=True):
+        command.add_argument(argument.lower(), metavar=argument, help=help)
     command.add_argument("traces", nargs="+", metavar="TRACE", help=TRACES_HELP)
     return command
 
 
 def _last_options(
-    command: argparse.ArgumentParser, run: Runner, *, iterations: bool = False
+    command: argparse.ArgumentParser,
+    run: Runner,
+    *,
+    iterations: bool = False,
+    formats: str = "",
 ) -> None:
     """The options a trace-reading command ends with, and what runs it."""
+    if formats:
+        command.add_argument("--format", choices=FORMATS, default="table", help=formats)
     if iterations:
         command.add_argument(
             "--iteration-attribute",
             metavar="NAME",
-            type=iteration_attribute,
+            type=_iteration_attribute,
             default="iteration",
             help=ITERATION_HELP,
         )
     command.add_argument("--skip-invalid", action="store_true", help=SKIP_HELP)
     command.set_defaults(run=run, command_parser=command)
+
+
+def _class_option(command: argparse.ArgumentParser, classes: Sequence[str]) -> None:
+    command.add_argument(
+        "--class", dest="class_name", choices=classes, action="append", help=CLASS_HELP
+    )
+
+
+def _output(command: argparse.ArgumentParser, help: str) -> None:
+    command.add_argument("-o", "--output", metavar="OUT", help=help)
 
 
 def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
@@ -141,11 +175,8 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
             "iterations per rank, so a slow-down or a straggler stands out."
         ),
     )
-    report.add_argument(
-        "-o",
-        "--output",
-        metavar="OUT",
-        help="the HTML file to write (default: the first input with .jsonl replaced by .html)",
+    _output(
+        report, "the HTML file to write (default: the first input with .jsonl replaced by .html)"
     )
     report.add_argument("--title", help="the page's title (default: from the input's name)")
     _last_options(report, cmd_report, iterations=True)
@@ -167,17 +198,65 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         "Hive-partitioned Parquet dataset (a directory: run_id=.../rank=.../*.parquet) that "
         "every command, DuckDB and Spark read (docs/trace-tables.md)",
     )
-    convert.add_argument(
-        "-o",
-        "--output",
-        metavar="OUT",
-        help="where to write ('-' for standard output; default: the first input with "
-        ".jsonl replaced by .chrome.json)",
+    _output(
+        convert,
+        "where to write ('-' for standard output; default: the first input with .jsonl "
+        "replaced by .chrome.json)",
     )
     _last_options(convert, cmd_convert)
 
-    add_sql_command(commands, classes, traces_help=TRACES_HELP, skip_help=SKIP_HELP)
-    add_check_command(commands, classes, traces_help=TRACES_HELP, skip_help=SKIP_HELP)
+    sql = _reading_traces(
+        commands,
+        "sql",
+        first=("QUERY", "the SQL statement to run"),
+        help="run a SQL query over a trace's spans and steps",
+        description=(
+            "Run one SQL statement (DuckDB's dialect) over views of the traces: spans (one "
+            "row per span), steps (one row per step execution, with its iteration, rank "
+            "and duration), span_groups and span_group_presets (the classes' schema)."
+        ),
+        epilog=(
+            f'Example: {PROG} sql "SELECT rank, count(*) AS steps, median(duration_ns) '
+            'FROM steps GROUP BY rank ORDER BY rank" trace.jsonl. '
+            f'`{PROG} sql "DESCRIBE spans" TRACE` lists a view\'s columns; docs/sql.md '
+            "says what each holds and gives the straggler query. Exit status: 0 success, "
+            "1 an input cannot be used, 2 bad usage or a statement the engine rejects."
+        ),
+    )
+    _class_option(sql, classes)
+    _last_options(
+        sql,
+        cmd_sql,
+        formats="table (default), csv (a header row, then the rows) or json (one object a line)",
+    )
+
+    check = _reading_traces(
+        commands,
+        "check",
+        help="measure each span group's rate against the tier its schema declares",
+        description=(
+            "Measure, per span group, how often it fired (spans per iteration, the worst "
+            "rank's; spans per process lifetime) and flag a group that fires more often "
+            "than its schema's tier allows, a group of the default preset that fires every "
+            "iteration, and (with --spec) an enabled group the trace never holds."
+        ),
+        epilog=(
+            "Exit status: 0 clean, 1 something flagged or an input cannot be used, 2 bad "
+            "usage. The trace does not record which groups were enabled: give the job's "
+            "NEMO_LENS_SPAN_GROUPS as --spec."
+        ),
+    )
+    _class_option(check, classes)
+    check.add_argument(
+        "--spec",
+        help="the span-group spec the job ran with (its NEMO_LENS_SPAN_GROUPS, e.g. "
+        "'per_step'): groups it enables that fire every iteration must appear",
+    )
+    _last_options(
+        check,
+        cmd_check,
+        formats="table (default), csv or json (one object a line), as `sql` prints",
+    )
 
     emit = commands.add_parser(
         "emit-spans",
@@ -207,7 +286,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
     )
     emit.set_defaults(run=cmd_emit_spans, command_parser=emit)
 
-    # Listed for --help only: main() hands `generate` to the generator's own parser.
+    # Listed for --help only: main() hands these to their own parsers.
     commands.add_parser(
         "generate",
         help="render a span-group schema into classes and docs, or --check them "

@@ -1,59 +1,46 @@
-"""What ``nemo-lens report`` shows, computed in the engine: only the page's data reaches Python.
-
-Three views, each a few queries over the engine's ``spans`` view (``queries/report_*.sql``):
-
-Timeline
-    One row per rank and span group (ranks in order, a rank's groups in the
-    order they first fired). The :data:`DRAWN_SPANS` longest spans (on a tie of
-    durations the earlier start, then the longer-running, then the name) are
-    drawn as bars that show name, duration and attributes on hover. What is not
-    drawn as a bar still counts: each row with spans left undrawn carries a
-    coverage strip of :data:`COVERAGE_BINS` bins, the share of each bin its
-    spans cover, drawn behind the bars. The page says how many spans were drawn
-    of how many. Restarts (the gaps between one process lifetime and the next)
-    are marked.
-Step durations
-    Every step span (a group feeding the ``productive`` bucket) with its
-    iteration and duration, per rank; an execution whose iteration ran again
-    later, or that never finished (truncated), is marked as wasted. Past
-    :data:`STEP_POINTS` steps a rank's series is reduced to that many bins of
-    consecutive iterations (mean and maximum each). A table per rank gives the
-    median, 90th percentile and maximum, and how often the rank was the slowest
-    at an iteration: the straggler (:mod:`nemo.lens.cli._report_steps`).
-Stragglers
-    The iterations with the largest lag of the slowest rank over the median
-    rank, as the packaged straggler query gives them
-    (:mod:`nemo.lens.cli._report_stragglers`).
-Goodput
-    The figures of :mod:`nemo.lens.cli._goodput` (the engine's) for every run and rank.
-
-:meth:`ReportBuilder.from_engine` runs the queries and keeps their results (a few
-thousand rows whatever the trace's size); :meth:`ReportBuilder.data` returns the
-page's data, a JSON-ready dict that :mod:`nemo.lens.cli._report_html` renders.
-"""
+"""``nemo-lens report``: one HTML page of a trace's goodput, timeline, step durations and
+stragglers (docs/cli.md), computed in the engine: only the page's data reaches Python, a few
+thousand rows whatever the trace's size; :mod:`._report_html` renders it."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import os
+import shlex
 from collections import defaultdict
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from nemo.lens import semconv
-from nemo.lens.cli._goodput import RunGoodput
-from nemo.lens.cli._goodput_format import run_json
-from nemo.lens.cli._records import Process
-from nemo.lens.cli._report_steps import StepSeries, fetch_steps
-from nemo.lens.cli._report_stragglers import Stragglers, fetch_stragglers
+from nemo.lens._version import __version__
+from nemo.lens.cli._common import (
+    EXIT_OK,
+    PROG,
+    STDIN,
+    Process,
+    fail,
+    output_file,
+    plural,
+    print_lines,
+    with_engine,
+    write_output,
+)
+from nemo.lens.cli._engine import query
+from nemo.lens.cli._goodput import (
+    RunGoodput,
+    goodput_line,
+    goodput_runs,
+    note_goodput_gaps,
+    run_json,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from nemo.lens.cli._engine import Engine
 
-__all__ = ["COVERAGE_BINS", "DRAWN_SPANS", "STEP_POINTS", "ReportBuilder"]
+__all__ = ["STEP_POINTS", "STRAGGLER_ROWS", "ReportBuilder", "Stragglers", "cmd_report"]
 
 DRAWN_SPANS: Final = 20_000
 """Spans drawn one by one, with hover details: the longest ones."""
@@ -80,8 +67,6 @@ class _RowFacts:
 
 @dataclass(frozen=True)
 class _Drawn:
-    """A span drawn as a bar."""
-
     row: _Row
     start: int
     end: int
@@ -100,7 +85,6 @@ class ReportBuilder:
         end: int,
     ) -> None:
         self.runs = runs
-        """Every run's goodput (from the engine)."""
         self.buckets = buckets
         """Group -> the bucket its row shows (goodput groups that name one)."""
         self.rows = rows
@@ -116,9 +100,6 @@ class ReportBuilder:
     @classmethod
     def from_engine(cls, engine: Engine, *, drawn_spans: int = DRAWN_SPANS) -> ReportBuilder:
         """Run the report's queries over *engine*'s spans and keep what the page shows."""
-        from nemo.lens.cli._engine import query
-        from nemo.lens.cli._goodput import goodput_runs
-
         rows: dict[_Row, _RowFacts] = {}
         end = 0
         for run_id, rank, service, group, spans, first_start, first_end, last_end in engine.rows(
@@ -155,8 +136,6 @@ class ReportBuilder:
 
     def _cover(self, engine: Engine) -> None:
         """The coverage strips of the shown rows with spans left undrawn."""
-        from nemo.lens.cli._engine import query
-
         drawn_in: dict[_Row, int] = defaultdict(int)
         for entry in self.drawn:
             drawn_in[entry.row] += 1
@@ -164,12 +143,9 @@ class ReportBuilder:
         needed = [row for row in order[:MAX_ROWS] if self.rows[row].spans > drawn_in[row]]
         if not needed:
             return
-        engine.sql(
-            "CREATE OR REPLACE TEMP TABLE report_covered "
-            "(run_id VARCHAR, rank BIGINT, service VARCHAR, span_group VARCHAR)"
-        )
-        engine.connection.executemany(
-            "INSERT INTO report_covered VALUES (?, ?, ?, ?)",
+        engine.table(
+            "report_covered",
+            "run_id VARCHAR, rank BIGINT, service VARCHAR, span_group VARCHAR",
             [(p.run_id, p.rank, p.service, group) for p, group in needed],
         )
         width = max(1, self.end - self.origin) / COVERAGE_BINS
@@ -260,8 +236,7 @@ class ReportBuilder:
 
 
 def _attributes(status: str, description: str | None, encoded: str | None) -> str:
-    """A span's attributes (*encoded*, JSON) and status for the hover, as compact JSON, long
-    values cut short."""
+    """A span's attributes and status for the hover, as compact JSON, long values cut."""
     shown: dict[str, Any] = {}
     attributes: dict[str, Any] = json.loads(encoded) if encoded else {}
     for key, value in attributes.items():
@@ -279,3 +254,169 @@ def _attributes(status: str, description: str | None, encoded: str | None) -> st
     if status not in ("UNSET", ""):
         shown["status"] = status + (f": {description}" if description else "")
     return json.dumps(shown, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# --- step durations ----------------------------------------------------------------------
+
+
+@dataclass
+class StepSeries:
+    """Every process's step figures, without labels (see :meth:`ranks`)."""
+
+    stats: dict[Process, dict[str, Any]] = field(default_factory=dict)
+    series: dict[Process, dict[str, Any]] = field(default_factory=dict)
+    slowest: dict[Process, int] = field(default_factory=dict)
+    by_iteration: bool = False
+
+    def ranks(self, processes: Sequence[Process], labels: Mapping[Process, str]) -> dict[str, Any]:
+        """The page's ``steps``: processes in order, each labelled."""
+        shown = [p for p in processes if p in self.stats]
+        several = len(shown) > 1
+        ranks = [
+            {
+                "process": labels[process],
+                **self.stats[process],
+                **self.series[process],
+                "slowest": self.slowest.get(process, 0) if several else None,
+            }
+            for process in shown
+        ]
+        return {"x": "iteration" if self.by_iteration else "step", "ranks": ranks}
+
+
+def fetch_steps(engine: Engine, step_points: int) -> StepSeries:
+    """Gather the step spans in the engine and fetch what the chart and table show."""
+    engine.sql(f"CREATE OR REPLACE TEMP TABLE report_steps AS {query('report_steps')}")
+    steps = StepSeries()
+    for run_id, rank, service, count, wasted, median, p90, longest, iterations in engine.rows(
+        query("report_step_stats")
+    ):
+        process = Process(rank, run_id, service)
+        steps.stats[process] = {
+            "count": int(count),
+            "wasted": int(wasted),
+            "median_ms": None if median is None else median / 1e6,
+            "p90_ms": None if p90 is None else p90 / 1e6,
+            "max_ms": None if longest is None else longest / 1e6,
+        }
+        steps.series[process] = (
+            {"points": [], "bins": None}
+            if count <= step_points
+            else {"points": None, "bins": [], "bin_size": 0}
+        )
+        steps.by_iteration = steps.by_iteration or bool(iterations)
+    for run_id, rank, service, x, duration, wasted in engine.rows(
+        query("report_step_points"), [step_points]
+    ):
+        series = steps.series[Process(rank, run_id, service)]
+        series["points"].append([x, round(duration / 1e6, 6), 1 if wasted else 0])
+    for run_id, rank, service, _, first, last, total, count, longest, size in engine.rows(
+        query("report_step_bins"), [step_points, step_points]
+    ):
+        series = steps.series[Process(rank, run_id, service)]
+        series["bin_size"] = size
+        series["bins"].append(
+            [first, last, round(int(total) / count / 1e6, 6), round(longest / 1e6, 6)]
+        )
+    for run_id, rank, service, times in engine.rows(query("report_step_slowest")):
+        steps.slowest[Process(rank, run_id, service)] = int(times)
+    engine.sql("DROP TABLE report_steps")
+    return steps
+
+
+# --- stragglers ----------------------------------------------------------------------
+
+STRAGGLER_ROWS: Final = 20
+"""Iterations the table shows at most: those with the largest lag."""
+
+
+@dataclass
+class Stragglers:
+    """The straggler query's first rows with a lag (the worst first), and the counts."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    iterations: int = 0
+    """Iterations at least two ranks executed (the query's rows)."""
+    lagging: int = 0
+    """Of those, the iterations whose slowest rank lagged the median rank."""
+    cap: int = STRAGGLER_ROWS
+
+    def page(self, *, with_run: bool) -> dict[str, Any]:
+        """The page's ``stragglers``: rows labelled as the other sections label ranks."""
+        rows = [
+            {"process": Process(row["rank"], row["run_id"], "").label(with_run=with_run)}
+            | {key: value for key, value in row.items() if key != "run_id"}
+            for row in self.rows
+        ]
+        return {
+            "iterations": self.iterations,
+            "lagging": self.lagging,
+            "cap": self.cap,
+            "rows": rows,
+        }
+
+    def summary(self) -> str | None:
+        """One line for the terminal: the worst lag, and how many iterations had one."""
+        if not self.rows:
+            return None
+        worst = self.rows[0]
+        return (
+            f"stragglers: {self.lagging} of {self.iterations} iterations had a rank slower "
+            f"than the median; the worst, {Process(worst['rank'], worst['run_id'], '').label()} "
+            f"at iteration {worst['iteration']}, {worst['lag_ns'] / 1e6:.3f} ms over the median "
+            "rank"
+        )
+
+
+def fetch_stragglers(engine: Engine, cap: int | None = None) -> Stragglers:
+    """Run the packaged straggler query and keep its first *cap* rows that show a lag
+    (:data:`STRAGGLER_ROWS` unless given): those rows come first, the worst lag first."""
+    text = query("stragglers")
+    found = Stragglers(cap=STRAGGLER_ROWS if cap is None else cap)
+    (found.iterations, found.lagging), *_ = engine.rows(
+        f"SELECT count(*), count(CASE WHEN lag_ns > 0 THEN 1 END) FROM ({text}) AS stragglers"
+    )
+    keys = ("run_id", "iteration", "rank", "slowest_ns", "median_ns", "lag_ns", "ranks")
+    if found.lagging:
+        rows = engine.sql(text).fetchmany(min(found.cap, found.lagging))
+        found.rows = [dict(zip(keys, row, strict=True)) for row in rows]
+    return found
+
+
+def cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from nemo.lens.cli._report_html import render_report
+
+    output = output_file(args, parser, ".html", "name the report file with -o OUT")
+    if output == STDIN:
+        parser.error("-o -: the report is a file to open in a browser; name a file")
+    directory = os.path.dirname(output) or "."
+    if not os.path.isdir(directory):
+        # Said before a long read, not after it.
+        return fail(
+            f"{output}: cannot be written: no directory {directory}",
+            f"create it (mkdir -p {shlex.quote(directory)}) or name another output with -o",
+        )
+    title = args.title or f"nemo.lens report: {os.path.basename(args.traces[0])}" + (
+        f" and {plural(len(args.traces) - 1, 'more input')}" if len(args.traces) > 1 else ""
+    )
+
+    def work(engine: Engine) -> int:
+        note_goodput_gaps(engine, args.iteration_attribute)
+        builder = ReportBuilder.from_engine(engine)
+        data = builder.data(title=title, sources=args.traces, generator=f"{PROG} {__version__}")
+        page = render_report(data)
+        try:
+            write_output(output, lambda stream: stream.write(page))
+        except OSError as exc:
+            return fail(f"{output}: cannot be written: {exc.strerror or exc}")
+        drawn, spans = data["drawn_count"], data["span_count"]
+        shown = f"{spans} spans" + (f", the {drawn} longest drawn as bars" if drawn < spans else "")
+        several = len(builder.runs) > 1
+        print_lines(
+            [(f"run {run.run_id}: " if several else "") + goodput_line(run) for run in builder.runs]
+            + ([summary] if (summary := builder.stragglers.summary()) else [])
+            + [f"wrote {output}: {shown}; open it in a browser (it needs no network)"]
+        )
+        return EXIT_OK
+
+    return with_engine(args, work, iteration_attribute=args.iteration_attribute, detail=True)

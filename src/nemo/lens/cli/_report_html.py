@@ -1,14 +1,5 @@
-"""The report page: one HTML file with its styles, script, charts and data inline.
-
-Nothing is fetched: no CDN, no font, no image, so the file opens from the file
-system on a machine without network. The goodput chart, its figures and the
-step-duration chart are SVG and tables written here, readable without
-script; the timeline is drawn by the inline script on a canvas (a browser
-draws tens of thousands of bars there at once), with hover details, wheel zoom
-and drag to pan. The data goes into a ``<script type="application/json">``
-block with ``<`` escaped, so no span name or attribute can end it early, and
-the script shows names and attributes as text, never as markup.
-"""
+"""The report page: one HTML file, styles, script, charts and data inline, that fetches nothing
+(docs/architecture.md); the data block has ``<`` escaped, so no span name can end it."""
 
 from __future__ import annotations
 
@@ -20,9 +11,10 @@ from collections.abc import Sequence
 from importlib import resources
 from typing import Any, Final
 
-from nemo.lens.cli._goodput import BUCKETS
+from nemo.lens.cli._goodput import BUCKETS, rank_label, run_name
+from nemo.lens.cli._table import seconds, share
 
-__all__ = ["BUCKET_COLORS", "render_report"]
+__all__ = ["render_report"]
 
 BUCKET_COLORS: Final = {
     "productive": "#2e7d32",
@@ -34,16 +26,8 @@ BUCKET_COLORS: Final = {
     "unaccounted": "#9e9e9e",
 }
 _RANK_COLORS: Final = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
+    *("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd"),
+    *("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"),
 )
 _SLOW_FACTOR: Final = 1.5
 """A step this many times the median of every rank's steps is marked as slow."""
@@ -52,21 +36,12 @@ _MAX_MARKS: Final = 400
 
 @functools.cache
 def _asset(name: str) -> str:
-    """The page's stylesheet or script, shipped beside this module (``cli/assets``) and
-    inlined into every report, so the page needs no network."""
+    """The page's stylesheet or script (``cli/assets``), inlined: the page needs no network."""
     return (resources.files("nemo.lens.cli") / "assets" / name).read_text(encoding="utf-8")
 
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.3f} s"
-
-
-def _percent(part: float, whole: float) -> str:
-    return f"{100 * part / whole:.1f}%" if whole > 0 else "-"
 
 
 def _duration_ms(ms: float | None) -> str:
@@ -96,20 +71,20 @@ def _goodput_bar(
     x = 150.0
     wall = entry["wall_s"]
     span = (width - 150 - 60) * (wall / run_wall if run_wall > 0 else 1.0)
-    for bucket, seconds in _buckets_of(entry).items():
-        if wall <= 0 or seconds <= 0:
+    for bucket, spent in _buckets_of(entry).items():
+        if wall <= 0 or spent <= 0:
             continue
-        w = span * seconds / wall
+        w = span * spent / wall
         parts.append(
             f'<rect class="segment" data-bucket="{bucket}" x="{x:.2f}" y="{y}" '
             f'width="{w:.2f}" height="20" fill="{BUCKET_COLORS[bucket]}">'
-            f"<title>{_e(label)}: {bucket} {_seconds(seconds)} "
-            f"({_percent(seconds, wall)})</title></rect>"
+            f"<title>{_e(label)}: {bucket} {seconds(spent)} "
+            f"({share(spent, wall)})</title></rect>"
         )
         x += w
     parts.append(
         f'<text class="bar-value" x="{width - 55}" y="{y + 15}">'
-        f"{_percent(entry['productive_s'], wall)}</text>"
+        f"{share(entry['productive_s'], wall)}</text>"
     )
     return parts
 
@@ -123,19 +98,19 @@ def _goodput_section(runs: Sequence[dict[str, Any]]) -> str:
     )
     out.append(f'<div class="legend">{legend}</div>')
     for run in runs:
-        name = f"run {run['run_id']}" if run["run_id"] else "run (no nemo.run.id)"
+        name = run_name(run["run_id"])
         bars = [("run", run)]
         if len(run["ranks"]) > 1 or run["lifetimes"] > 1:
-            bars += [(_rank(entry["rank"]), entry) for entry in run["ranks"]]
+            bars += [(rank_label(entry["rank"]), entry) for entry in run["ranks"]]
         height = 30 * len(bars) + 6
         bound = ""
         if len(run["ranks"]) > 1:
-            bound = f"; {_rank(run['bounding_rank'])}, the slowest, bounds the run"
+            bound = f"; {rank_label(run['bounding_rank'])}, the slowest, bounds the run"
         out.append(
             f'<h3 class="run-heading" data-run="{_e(run["run_id"])}">{_e(name)}: goodput '
-            f'<span class="goodput-figure">{_percent(run["productive_s"], run["wall_s"])}'
-            f"</span> ({_seconds(run['productive_s'])} productive of "
-            f"{_seconds(run['wall_s'])} wall{bound})</h3>"
+            f'<span class="goodput-figure">{share(run["productive_s"], run["wall_s"])}'
+            f"</span> ({seconds(run['productive_s'])} productive of "
+            f"{seconds(run['wall_s'])} wall{bound})</h3>"
         )
         svg = [
             f'<svg class="goodput-chart" data-run="{_e(run["run_id"])}" width="{width}" '
@@ -150,13 +125,13 @@ def _goodput_section(runs: Sequence[dict[str, Any]]) -> str:
         rows = []
         for bucket in BUCKETS:
             cells = "".join(
-                f"<td>{_seconds(_buckets_of(entry)[bucket])}"
-                f"<small>{_percent(_buckets_of(entry)[bucket], entry['wall_s'])}</small></td>"
+                f"<td>{seconds(_buckets_of(entry)[bucket])}"
+                f"<small>{share(_buckets_of(entry)[bucket], entry['wall_s'])}</small></td>"
                 for _, entry in bars
             )
             swatch = f'<i class="swatch" style="background:{BUCKET_COLORS[bucket]}"></i>'
             rows.append(f'<tr data-bucket="{bucket}"><th>{swatch}{bucket}</th>{cells}</tr>')
-        wall = "".join(f"<td>{_seconds(entry['wall_s'])}</td>" for _, entry in bars)
+        wall = "".join(f"<td>{seconds(entry['wall_s'])}</td>" for _, entry in bars)
         rows.append(f'<tr data-bucket="wall" class="total"><th>wall</th>{wall}</tr>')
         out.append(
             f'<table class="figures goodput-table" data-run="{_e(run["run_id"])}">'
@@ -164,10 +139,6 @@ def _goodput_section(runs: Sequence[dict[str, Any]]) -> str:
         )
     out.append("</section>")
     return "".join(out)
-
-
-def _rank(rank: int | None) -> str:
-    return "unknown rank" if rank is None else f"rank {rank}"
 
 
 # --- step durations --------------------------------------------------------------------------
@@ -418,7 +389,7 @@ def render_report(data: dict[str, Any]) -> str:
     meta = (
         f"{data['span_count']:,} spans from {data['processes']} "
         f"process{'es' if data['processes'] != 1 else ''}, "
-        f"{_seconds(data['wall_ms'] / 1000)} from the first span's start to the last span's end"
+        f"{seconds(data['wall_ms'] / 1000)} from the first span's start to the last span's end"
     )
     return "".join(
         [

@@ -1,15 +1,6 @@
-"""``nemo-lens sql``: ask a trace your own question, in SQL over the engine's views.
-
-As Perfetto's trace processor exposes a trace as tables, the engine
-(:mod:`nemo.lens.cli._engine`) exposes the inputs as views -- ``spans``,
-``steps``, ``span_groups`` and ``span_group_presets`` (docs/sql.md lists their
-columns) -- and this command runs one statement over them and prints the rows
-as a table, CSV or JSON lines.
-
-A statement the engine rejects (a typo, an unknown column or view, a type
-mismatch) is a usage error: the message is the engine's, which names the
-problem, and the command exits 2. An input that cannot be read exits 1.
-"""
+"""``nemo-lens sql`` runs one statement over the engine's views (a statement the engine rejects
+is a usage error); ``check`` measures each span group's rate against the ``fires`` tier its
+schema declares (exit 1 when one is flagged). Both print a table, CSV or JSON lines."""
 
 from __future__ import annotations
 
@@ -18,40 +9,30 @@ import csv
 import json
 import math
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, time
 from decimal import Decimal
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from nemo.lens.cli._common import EXIT_OK, EXIT_USAGE, PROG, fail, print_lines
+from nemo.lens.cli._classes import selected_classes
+from nemo.lens.cli._common import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    EXIT_USAGE,
+    PROG,
+    plural,
+    print_lines,
+    with_engine,
+)
+from nemo.lens.cli._engine import query
 from nemo.lens.cli._table import Align, format_table
-from nemo.lens.cli._trace_io import TraceInputError
 
 if TYPE_CHECKING:
-    from nemo.lens.groups import SpanGroup
+    from nemo.lens.cli._engine import Engine
 
-__all__ = [
-    "FORMATS",
-    "VIEWS",
-    "Result",
-    "add_class_option",
-    "add_sql_command",
-    "cmd_sql",
-    "opened",
-    "query_text",
-    "register_steps",
-    "run_query",
-    "selected_classes",
-    "with_engine",
-    "write_result",
-]
+__all__ = ["FORMATS", "Result", "cmd_check", "cmd_sql", "run_query", "write_result"]
 
 FORMATS: Final = ("table", "csv", "json")
-VIEWS: Final = ("spans", "steps", "span_groups", "span_group_presets")
-"""The views a statement can read (docs/sql.md has their columns)."""
-_QUERIES: Final = Path(__file__).parent / "_engine" / "queries"
 NULL_TEXT: Final = "NULL"
 """How a table shows a missing value (CSV leaves the cell empty, JSON writes null)."""
 
@@ -63,74 +44,18 @@ class QueryError(Exception):
     """The engine rejected a statement: the message names the problem."""
 
 
-def query_text(name: str) -> str:
-    """The packaged query ``name`` (``queries/<name>.sql``) in DuckDB's spelling."""
-    from nemo.lens.cli._engine import query
-
-    return query(name)
-
-
-def selected_classes(names: Sequence[str] | None) -> list[type[SpanGroup]]:
-    """The span-group classes ``--class`` named; every shipped one, the base first, if none."""
-    from nemo.lens.cli._classes import span_group_classes
-
-    classes = span_group_classes()
-    return [classes[name] for name in names] if names else list(classes.values())
-
-
-def register_steps(engine: Any) -> None:
-    """Create the ``steps`` view, unless the engine made it when it opened the inputs."""
-    import duckdb
-
-    try:
-        engine.sql("SELECT 1 FROM steps LIMIT 0")
-    except duckdb.CatalogException:  # no view of that name yet
-        engine.sql(query_text("steps"))
-
-
-@contextmanager
-def opened(
-    traces: Sequence[str],
-    skip_invalid: bool,
-    class_names: Sequence[str] | None,
-    *,
-    detail: bool = False,
-) -> Iterator[Any]:
-    """The engine over ``traces``, ``steps`` included; closed on the way out. With
-    ``detail`` the ``spans`` view carries attributes, events and resource as JSON."""
-    from nemo.lens.cli._common import report_problems
-    from nemo.lens.cli._engine import connect
-
-    engine = connect(
-        list(traces),
-        skip_invalid=skip_invalid,
-        span_group_classes=selected_classes(class_names),
-        detail=detail,
-    )
-    try:
-        report_problems(engine.problems, engine.reconstructed)
-        register_steps(engine)
-        yield engine
-    finally:
-        engine.close()
-
-
-def run_query(engine: Any, text: str) -> Result:
+def run_query(engine: Engine, text: str, params: Any = None) -> Result:
     """Run ``text``; its columns and rows (none for a statement that returns nothing)."""
     import duckdb
 
     try:
-        cursor = engine.sql(text)
+        cursor = engine.sql(text, params)
         if not cursor.description:
             return [], []
         return [column[0] for column in cursor.description], cursor.fetchall()
     except duckdb.Error as error:
-        raise QueryError(_first_line(error)) from error
-
-
-def _first_line(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return lines[0] if lines else type(error).__name__
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        raise QueryError(lines[0] if lines else type(error).__name__) from error
 
 
 # --- output ---------------------------------------------------------------------------------
@@ -192,25 +117,19 @@ def write_result(result: Result, how: str, stream: TextIO) -> None:
 # --- the command ----------------------------------------------------------------------------
 
 
-def with_engine(
+def run_statements(
     args: argparse.Namespace,
     parser: argparse.ArgumentParser,
-    work: Callable[[Any], int],
+    work: Callable[[Engine], int],
     *,
     detail: bool = False,
 ) -> int:
-    """Open the engine over ``args.traces`` and run ``work`` with it; the exit status.
-
-    An input that cannot be used exits 1 with the reader's message; a statement the
-    engine rejects is a usage error (exit 2), reported through ``parser``'s name.
-    """
-    from nemo.lens.cli._engine import EngineUnavailable
+    """Run *work* over the engine (:func:`~nemo.lens.cli._common.with_engine`); a statement
+    the engine rejects is a usage error (exit 2), reported through *parser*'s name."""
+    from nemo.lens.cli._engine._connect import VIEWS
 
     try:
-        with opened(args.traces, args.skip_invalid, args.class_name, detail=detail) as engine:
-            return work(engine)
-    except (TraceInputError, EngineUnavailable) as error:
-        return fail(str(error), error.hint)
+        return with_engine(args, work, detail=detail)
     except QueryError as error:
         print(f"{parser.prog}: error: the query failed: {error}", file=sys.stderr)
         print(
@@ -225,58 +144,78 @@ def cmd_sql(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not args.query.strip():
         parser.error("the query is empty: give a statement such as 'SELECT * FROM steps LIMIT 5'")
 
-    def work(engine: Any) -> int:
+    def work(engine: Engine) -> int:
         write_result(run_query(engine, args.query), args.format, sys.stdout)
         return EXIT_OK
 
-    return with_engine(args, parser, work, detail=True)
+    return run_statements(args, parser, work, detail=True)
 
 
-def add_class_option(command: argparse.ArgumentParser, classes: Sequence[str]) -> None:
-    """``--class``: which span-group classes fill ``span_groups`` (and judge the groups)."""
-    command.add_argument(
-        "--class",
-        dest="class_name",
-        choices=classes,
-        action="append",
-        help="the span-group classes whose groups fill the span_groups and "
-        "span_group_presets views; repeat for a process hosting several consumers "
-        "(default: every shipped class, the base first)",
+# --- check --------------------------------------------------------------------------------
+
+_CEILING: Final = "per_step"
+"""The most frequent tier that still fires at most once per iteration."""
+_PER_LIFETIME: Final = "once"
+"""The tier bounded per process lifetime rather than per iteration."""
+
+
+def _check_tables(engine: Engine, enabled: Sequence[str]) -> dict[str, Any]:
+    """The tables ``queries/check.sql`` reads (the tiers, the enabled groups); its parameters."""
+    from nemo.lens.codegen.model import PRODUCTION_PRESET, QUIET_TIERS, TIERS
+
+    ceiling = TIERS.index(_CEILING)
+    engine.table(
+        "check_tiers",
+        "fires VARCHAR, position INT, per_lifetime INT, per_iteration DOUBLE, quiet BOOLEAN",
+        [
+            (
+                tier,
+                position,
+                1 if tier == _PER_LIFETIME else None,
+                1.0 if position <= ceiling and tier != _PER_LIFETIME else None,
+                tier in QUIET_TIERS,
+            )
+            for position, tier in enumerate(TIERS)
+        ],
     )
+    engine.table("check_enabled", "span_group VARCHAR", [(group,) for group in enabled])
+    return {"preset": PRODUCTION_PRESET, "ceiling": ceiling, "tiers": len(TIERS)}
 
 
-def add_sql_command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    classes: Sequence[str],
-    *,
-    traces_help: str,
-    skip_help: str,
-) -> None:
-    """The ``sql`` sub-command's parser."""
-    command = commands.add_parser(
-        "sql",
-        help="run a SQL query over a trace's spans and steps",
-        description=(
-            "Run one SQL statement (DuckDB's dialect) over views of the traces: spans (one "
-            "row per span), steps (one row per step execution, with its iteration, rank "
-            "and duration), span_groups and span_group_presets (the classes' schema)."
-        ),
-        epilog=(
-            f'Example: {PROG} sql "SELECT rank, count(*) AS steps, median(duration_ns) '
-            'FROM steps GROUP BY rank ORDER BY rank" trace.jsonl. '
-            f'`{PROG} sql "DESCRIBE spans" TRACE` lists a view\'s columns; docs/sql.md '
-            "says what each holds and gives the straggler query. Exit status: 0 success, "
-            "1 an input cannot be used, 2 bad usage or a statement the engine rejects."
-        ),
-    )
-    command.add_argument("query", metavar="QUERY", help="the SQL statement to run")
-    command.add_argument("traces", nargs="+", metavar="TRACE", help=traces_help)
-    add_class_option(command, classes)
-    command.add_argument(
-        "--format",
-        choices=FORMATS,
-        default="table",
-        help="table (default), csv (a header row, then the rows) or json (one object a line)",
-    )
-    command.add_argument("--skip-invalid", action="store_true", help=skip_help)
-    command.set_defaults(run=cmd_sql, command_parser=command)
+def cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    enabled: list[str] | None = None
+    if args.spec is not None:
+        from nemo.lens.spec import resolve_for
+
+        try:
+            enabled = sorted(resolve_for(args.spec, selected_classes(args.class_name)))
+        except ValueError as error:
+            parser.error(f"--spec {args.spec!r}: {error}")
+
+    def work(engine: Engine) -> int:
+        columns, rows = run_query(engine, query("check"), _check_tables(engine, enabled or ()))
+        shown = columns[:-1]
+        write_result((shown, [row[:-1] for row in rows]), args.format, sys.stdout)
+        finding, unseen = columns.index("finding"), columns.index("unseen")
+        flagged = [row for row in rows if row[finding]]
+        quiet = [f"{row[0]} ({row[1]})" for row in rows if row[unseen] and not row[finding]]
+        if quiet:
+            print(
+                f"{PROG}: note: enabled but not seen, which a run may well not do: "
+                + ", ".join(quiet),
+                file=sys.stderr,
+            )
+        steps = run_query(engine, "SELECT count(*) FROM steps")[1][0][0]
+        if not steps:
+            print(
+                f"{PROG}: note: the trace holds no step spans: rates per iteration cannot "
+                "be measured, only spans per process lifetime",
+                file=sys.stderr,
+            )
+        if flagged:
+            print(f"{plural(len(flagged), 'group')} flagged", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print("every group within its tier", file=sys.stderr)
+        return EXIT_OK
+
+    return run_statements(args, parser, work)

@@ -1,30 +1,21 @@
-"""Per-rank, per-group duration statistics of a trace, and the table that shows them.
-
-What ``nemo-lens summarize`` prints and the demo ends with. For every process
-(rank of a run) and every span group: how many spans, their total duration,
-mean, median (p50) and 99th percentile (p99).
-
-The figures are SQL over the engine's ``spans`` view (``queries/summary.sql``).
-Percentiles interpolate linearly between the two nearest ranks (numpy's
-default, so numbers match a notebook's), and ``total`` adds durations up as
-they are: a group whose spans nest inside each other counts the overlap twice.
-"""
+"""``nemo-lens summarize``: per process and span group, the spans' count, total, mean, p50 and
+p99 duration (``queries/summary.sql``; percentiles interpolate linearly, as numpy's do)."""
 
 from __future__ import annotations
 
-import math
+import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nemo.lens.cli._common import EXIT_OK, Process, plural, print_lines, with_engine
 from nemo.lens.cli._engine import query
-from nemo.lens.cli._records import Process
 from nemo.lens.cli._table import format_duration, format_table
 
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
 
-__all__ = ["GroupStats", "ProcessSummary", "format_summary", "percentile", "summarize"]
+__all__ = ["GroupStats", "ProcessSummary", "cmd_summarize", "summarize"]
 
 
 @dataclass(frozen=True)
@@ -48,26 +39,9 @@ class ProcessSummary:
     groups: tuple[GroupStats, ...]
 
 
-def percentile(ordered: Sequence[int], fraction: float) -> float:
-    """Return the ``fraction`` quantile (0..1) of ascending ``ordered``, interpolated linearly."""
-    if not ordered:
-        raise ValueError("percentile of no values")
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"fraction must be between 0 and 1, got {fraction}")
-    position = (len(ordered) - 1) * fraction
-    below = math.floor(position)
-    above = min(below + 1, len(ordered) - 1)
-    weight = position - below
-    return ordered[below] + (ordered[above] - ordered[below]) * weight
-
-
 def summarize(engine: Engine) -> list[ProcessSummary]:
-    """The statistics of every process and span group (``queries/summary.sql``).
-
-    Processes come in rank order (unknown ranks last); within one, groups come
-    by total duration, largest first (ties by name), so the table reads from
-    the job down to its smallest parts.
-    """
+    """Every process's figures (``queries/summary.sql``), in rank order (unknown last); its
+    groups by total duration, largest first (ties by name): from the job down."""
     by_process: dict[Process, list[GroupStats]] = {}
     for run_id, rank, service, group, count, total, p50, p99 in engine.rows(query("summary")):
         process = Process(rank=rank, run_id=run_id, service=service)
@@ -99,12 +73,8 @@ _HEADERS = ("group", "spans", "total", "mean", "p50", "p99")
 
 
 def format_summary(summaries: Sequence[ProcessSummary]) -> list[str]:
-    """Return the lines of the summary: per process a heading, then its table.
-
-    The run id is part of each heading only when the inputs hold more than one
-    run (a trace file that several runs appended to, say); otherwise ranks are
-    told apart by their number alone.
-    """
+    """Per process a heading, then its table; the heading names the run only when the
+    inputs hold several (a file that several runs appended to)."""
     several_runs = len({summary.process.run_id for summary in summaries}) > 1
     lines: list[str] = []
     for summary in summaries:
@@ -114,7 +84,7 @@ def format_summary(summaries: Sequence[ProcessSummary]) -> list[str]:
             details.append(f"service {process.service}")
         if process.run_id and not several_runs:
             details.append(f"run {process.run_id}")
-        details.append(f"{summary.span_count} span{'' if summary.span_count == 1 else 's'}")
+        details.append(plural(summary.span_count, "span"))
         if lines:
             lines.append("")
         lines.append(f"{process.label(with_run=several_runs)} ({', '.join(details)})")
@@ -131,3 +101,11 @@ def format_summary(summaries: Sequence[ProcessSummary]) -> list[str]:
         ]
         lines.extend(format_table(_HEADERS, rows, ("<", ">", ">", ">", ">", ">"), indent="  "))
     return lines
+
+
+def cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    def work(engine: Engine) -> int:
+        print_lines(format_summary(summarize(engine)))
+        return EXIT_OK
+
+    return with_engine(args, work, labels=False)

@@ -1,15 +1,11 @@
-"""Plain-text tables and durations for the command line's output.
-
-Plain text rather than a rich renderer: the output is the same on a terminal,
-in a log file and in a test, and a reader can ``grep`` and ``awk`` it.
-"""
+"""Plain-text tables and durations: the same on a terminal, in a log and in a test."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Final, Literal
 
-__all__ = ["format_duration", "format_table"]
+__all__ = ["format_duration", "format_table", "seconds", "share"]
 
 Align = Literal["<", ">"]
 
@@ -19,12 +15,8 @@ _NS_PER_S: Final = 1_000_000_000
 
 
 def format_duration(nanoseconds: float) -> str:
-    """Return a duration with a unit that keeps it short: ``850 ns``, ``12.5 µs``, ``3.21 ms``.
-
-    Up to a second the value has three or four significant digits; from a
-    second on it is seconds with two decimals (``3612.40 s``), so long jobs
-    keep an exact-looking column instead of switching to hours.
-    """
+    """A duration with a unit that keeps it short: ``850 ns``, ``12.5 µs``, ``3.21 ms``; from a
+    second on, seconds with two decimals (``3612.40 s``: a long job's column stays exact)."""
     if nanoseconds < _NS_PER_US:
         return f"{nanoseconds:.0f} ns"
     if nanoseconds < _NS_PER_MS:
@@ -41,12 +33,8 @@ def format_table(
     *,
     indent: str = "",
 ) -> list[str]:
-    """Return the lines of a table: a header row, then one line per row.
-
-    Columns are two spaces apart, each as wide as its widest cell and aligned
-    by ``align`` (``"<"`` left, ``">"`` right). Trailing spaces are stripped,
-    so a left-aligned last column (a description) never pads the line.
-    """
+    """The lines of a table: a header row, then a line per row; columns two spaces apart,
+    each as wide as its widest cell and aligned by *align*, trailing spaces stripped."""
     if len(headers) != len(align) or any(len(row) != len(headers) for row in rows):
         raise ValueError("every row needs one cell per header, and one alignment per column")
     widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=True)]
@@ -58,3 +46,12 @@ def format_table(
         ]
         lines.append((indent + "  ".join(cells)).rstrip())
     return lines
+
+
+def seconds(value: float) -> str:
+    return f"{value:.3f} s"
+
+
+def share(part: float, whole: float) -> str:
+    """*part* as a percentage of *whole* (``-`` of nothing)."""
+    return f"{100 * part / whole:.1f}%" if whole > 0 else "-"

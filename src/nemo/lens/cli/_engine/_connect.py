@@ -1,41 +1,95 @@
-"""Open the engine: one in-memory DuckDB connection with the inputs read into its views."""
+"""Open the engine: one in-memory DuckDB connection with the inputs read into its views, each
+by its reader (DuckDB's over a regular file, a copy of standard input or a Parquet dataset; the
+careful pass over anything else, which copies what it reads for DuckDB)."""
 
 from __future__ import annotations
 
-import json
+import contextlib
+import glob
 import os
+import shutil
+import stat
+import sys
 import tempfile
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
-from nemo.lens.cli._engine._inputs import Inputs, sort_inputs
-from nemo.lens.cli._engine._jsonl import CHECK_SQL, stage_sql
-from nemo.lens.cli._engine._jsonl_views import RESOLVED_VIEW, SPANS_VIEW, dead_sql
-from nemo.lens.cli._engine._parquet import parquet_view
-from nemo.lens.cli._records import Location, Problem, SpanRecord, TraceInputError
+from nemo.lens.cli._engine._careful import Location, Problem, TraceInputError, careful_pass
+from nemo.lens.cli._engine._dialect import query
+from nemo.lens.cli._engine._jsonl import CHECK_SQL, RESOLVED_VIEW, SPANS_VIEW, dead_sql, stage_sql
+from nemo.lens.cli._engine._parquet import STORED, parquet_view
 
 if TYPE_CHECKING:
     import duckdb
 
     from nemo.lens.groups import SpanGroup
 
-__all__ = ["MEMORY_LIMIT", "Engine", "EngineUnavailable", "connect", "duckdb_module"]
+__all__ = ["STDIN", "VIEWS", "Engine", "EngineUnavailable", "Inputs", "connect", "duckdb_module"]
 
+STDIN: Final = "-"
+STDIN_NAME: Final = "<stdin>"
+PARQUET_SUFFIX: Final = ".parquet"
 MEMORY_LIMIT: Final = "512MB"
-"""DuckDB's own memory: beyond it, it spills to a temporary directory (the command stays
-well under 1 GB whatever the trace's size)."""
+"""DuckDB's own memory: past it, it spills to disk (the command stays under 1 GB)."""
 MAX_THREADS: Final = 4
 INSTALL_HINT: Final = "install it with: pip install 'nemo-lens[cli]'"
-DEFAULT_ITERATION: Final = "iteration"
 
-SPAN_COLUMNS: Final = (
-    "run_id, rank, service, lifetime, name, span_group, trace_id, span_id, parent_span_id, "
-    "start_ns, end_ns, duration_ns, status_code, status_description, iteration, truncated, "
-    "span_category, attributes, events, resource, source, line, reconstructed"
-)
+VIEWS: Final = ("spans", "steps", "span_groups", "span_group_presets")
+"""The views a statement can read (docs/sql.md has their columns)."""
+SPAN_COLUMNS: Final = f"{STORED}, reconstructed"
 """The columns of the ``spans`` view, in order (``docs/trace-tables.md``)."""
+
+
+@dataclass
+class Inputs:
+    """The inputs, by reader; :meth:`close` removes the scratch directory (copies, spills)."""
+
+    ordered: list[str] = field(default_factory=list)
+    """Every JSON-lines input, in the order given (standard input as its copy)."""
+    streams: list[str] = field(default_factory=list)
+    """Inputs DuckDB cannot read itself (pipes, devices, paths that cannot be read)."""
+    parquet: list[str] = field(default_factory=list)
+    """Parquet files (a dataset's, found under its directory)."""
+    names: dict[str, str] = field(default_factory=dict)
+    """File -> the name messages give it, where it is not its path."""
+    scratch: str = ""
+
+    def name(self, path: str) -> str:
+        return self.names.get(path, path)
+
+    def close(self) -> None:
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = ""
+
+
+def _sort_inputs(paths: Sequence[str]) -> Inputs:
+    """Every input with its reader (a directory without Parquet is the careful pass's error)."""
+    inputs = Inputs(scratch=tempfile.mkdtemp(prefix="nemo-lens-"))
+    for path in paths:
+        if path == STDIN:
+            spooled = os.path.join(inputs.scratch, f"stdin-{len(inputs.names)}.jsonl")
+            with open(spooled, "wb") as copy:
+                shutil.copyfileobj(sys.stdin.buffer, copy, 1 << 20)
+            inputs.names[spooled] = STDIN_NAME
+            inputs.ordered.append(spooled)
+            continue
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = 0
+        pattern = os.path.join(glob.escape(path), "**", "*" + PARQUET_SUFFIX)
+        parquet = sorted(glob.glob(pattern, recursive=True)) if stat.S_ISDIR(mode) else []
+        if parquet or (path.endswith(PARQUET_SUFFIX) and stat.S_ISREG(mode)):
+            inputs.parquet += parquet or [path]
+            continue
+        if not stat.S_ISREG(mode):
+            inputs.streams.append(path)
+        inputs.ordered.append(path)
+    return inputs
 
 
 class EngineUnavailable(Exception):
@@ -66,12 +120,20 @@ class Engine:
         self.reconstructed = 0
         """Spans that never ended, their process dead, ended by the reader."""
 
-    def sql(self, text: str, params: Sequence[Any] | None = None) -> duckdb.DuckDBPyConnection:
-        """Run *text*; the cursor with its result (``fetchall``, ``fetchmany``)."""
+    def sql(self, text: str, params: Any = None) -> duckdb.DuckDBPyConnection:
+        """Run *text* (with *params*, a sequence or a dict); the cursor with its result."""
         return self.connection.execute(text, params)
 
-    def rows(self, text: str, params: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+    def rows(self, text: str, params: Any = None) -> list[tuple[Any, ...]]:
         return self.sql(text, params).fetchall()
+
+    def table(self, name: str, columns: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Create the temporary table *name* (*columns* in SQL) holding *rows*, inserted in
+        one statement (``executemany`` runs one a row: 25 ms for 150 rows, against 5 ms)."""
+        self.sql(f"CREATE OR REPLACE TEMP TABLE {name} ({columns})")
+        if rows:
+            values = ", ".join(["(" + ", ".join("?" * len(rows[0])) + ")"] * len(rows))
+            self.sql(f"INSERT INTO {name} VALUES {values}", [v for row in rows for v in row])
 
     def close(self) -> None:
         self.connection.close()
@@ -89,24 +151,22 @@ def connect(
     *,
     skip_invalid: bool = False,
     span_group_classes: Sequence[type[SpanGroup]] | None = None,
-    iteration_attribute: str = DEFAULT_ITERATION,
+    iteration_attribute: str = "iteration",
     detail: bool = False,
     show_progress: bool | None = None,
     labels: bool = True,
 ) -> Engine:
-    """Read *paths* (``"-"`` is standard input) into a new engine.
+    """Read *paths* (``"-"`` is standard input) into a new engine, its views defined:
+    ``spans``, ``steps``, ``span_groups``, ``span_group_presets`` (docs/trace-tables.md).
 
     Raises :class:`EngineUnavailable` without DuckDB and :class:`TraceInputError` for an
-    input that cannot be used (the careful reader's message: file, line, reason). With
-    *detail* the ``spans`` view carries each span's attributes, events and resource as
-    JSON text (else NULL); without *labels* each span's ``name``, ``trace_id`` and
-    ``parent_span_id`` are NULL (what ``summarize`` and ``goodput`` pass: the
-    figures do not read them); *span_group_classes* default to every class nemo.lens ships.
+    input that cannot be used (file, line, reason). With *detail* the ``spans`` view
+    carries each span's attributes, events and resource as JSON text (else NULL); without
+    *labels* each span's ``name``, ``trace_id`` and ``parent_span_id`` are NULL (the figures
+    do not read them); *span_group_classes* default to every class nemo.lens ships.
     """
     duckdb = duckdb_module()
-    inputs = sort_inputs(paths)
-    if inputs.scratch is None:
-        inputs.scratch = tempfile.mkdtemp(prefix="nemo-lens-")
+    inputs = _sort_inputs(paths)
     connection = duckdb.connect(
         config={
             "threads": max(1, min(MAX_THREADS, os.cpu_count() or 1)),
@@ -129,6 +189,7 @@ def connect(
             parts.append("parquet_spans")
         union = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS} FROM {part}" for part in parts)
         engine.sql(f"CREATE OR REPLACE TEMP VIEW spans AS {union}")
+        engine.sql(query("steps"))
     except BaseException:
         engine.close()
         raise
@@ -136,27 +197,15 @@ def connect(
 
 
 def _define_groups(engine: Engine, classes: Sequence[type[SpanGroup]] | None) -> None:
-    from nemo.lens.cli._engine._groups import group_rows, preset_rows
+    from nemo.lens.cli._classes import group_rows, preset_rows, selected_classes
 
-    if classes is None:
-        from nemo.lens.cli._classes import span_group_classes
-
-        classes = list(span_group_classes().values())
-    engine.sql(
-        "CREATE TEMP TABLE span_groups (span_group VARCHAR, category VARCHAR, "
-        "bucket VARCHAR, fires VARCHAR)"
+    classes = selected_classes(None) if classes is None else classes
+    engine.table(
+        "span_groups",
+        "span_group VARCHAR, category VARCHAR, bucket VARCHAR, fires VARCHAR",
+        group_rows(classes),
     )
-    engine.sql("CREATE TEMP TABLE span_group_presets (span_group VARCHAR, preset VARCHAR)")
-    _insert(engine, "span_groups", group_rows(classes))
-    _insert(engine, "span_group_presets", preset_rows(classes))
-
-
-def _insert(engine: Engine, table: str, rows: Sequence[tuple[str, ...]]) -> None:
-    """*rows* into *table* in one statement (``executemany`` runs one per row: 25 ms for
-    the 150 rows of the classes nemo.lens ships, against 5 ms)."""
-    if rows:
-        values = ", ".join(["(" + ", ".join("?" * len(rows[0])) + ")"] * len(rows))
-        engine.sql(f"INSERT INTO {table} VALUES {values}", [v for row in rows for v in row])
+    engine.table("span_group_presets", "span_group VARCHAR, preset VARCHAR", preset_rows(classes))
 
 
 def _read_lines(
@@ -170,49 +219,52 @@ def _read_lines(
 ) -> int:
     """Stage the JSON-lines inputs; how many spans the reader ended for a dead process."""
     duckdb = duckdb_module()
-    if not inputs.careful:
-        try:
-            _staged(
-                engine,
-                stage_sql(inputs.ordered, inputs.names, iteration, detail, labels=labels),
-                inputs,
-                show_progress,
-            )
-            bad, with_spans, opened = engine.rows(CHECK_SQL)[0]
-            names = [inputs.names.get(path, path) for path in inputs.ordered]
-            if not bad and set(names) <= set(with_spans or ()):
-                return _relate(engine, opened > 0)
-        except duckdb.Error:
-            pass  # DuckDB refused a file: the careful reader says what is wrong, at which line
-    spooled = _careful(engine, inputs, skip_invalid, show_progress)
-    engine.sql(stage_sql([spooled], {}, iteration, detail, structs=False, labels=labels))
-    bad, _, opened = engine.rows(CHECK_SQL)[0]
-    if bad:
-        # Read by the careful reader but not by DuckDB: a time past 2262 (2**63 ns).
-        raise TraceInputError(
-            Location(", ".join(inputs.names.get(p, p) for p in inputs.ordered)),
-            "holds a time past the year 2262 (2**63 ns since the epoch), which the engine "
-            "cannot hold",
+
+    def stage(files: list[str], names: dict[str, str], structs: bool) -> tuple[Any, ...]:
+        text = stage_sql(files, names, iteration, detail, structs=structs, labels=labels)
+        _staged(engine, text, files, show_progress)
+        found: tuple[Any, ...] = engine.rows(CHECK_SQL)[0]
+        return found
+
+    everything = Location(", ".join(map(inputs.name, inputs.ordered)))
+    checked: tuple[Any, ...] = ()
+    if not inputs.streams:
+        # When DuckDB refuses a file, the careful pass says which line, and why.
+        with contextlib.suppress(duckdb.Error):
+            checked = stage(inputs.ordered, inputs.names, True)
+    refused, with_spans = (set(found or ()) for found in (checked or ((), ()))[:2])
+    flagged = [
+        path
+        for path in inputs.ordered
+        if not checked or inputs.name(path) in refused or inputs.name(path) not in with_spans
+    ]
+    if flagged:
+        copies, engine.problems, spans = careful_pass(
+            flagged, inputs.names, inputs.streams, inputs.scratch, skip_invalid, show_progress
         )
-    _relate(engine, opened > 0)
-    return engine.reconstructed
-
-
-def _relate(engine: Engine, any_open: bool) -> int:
-    """Define the views over the staged lines; how many spans a dead process left open."""
+        if not spans and len(flagged) == len(inputs.ordered):
+            raise TraceInputError(everything, "no span records in any input")
+        if copies or not checked:
+            names = {**inputs.names, **{copy: inputs.name(p) for p, copy in copies.items()}}
+            try:
+                checked = stage([copies.get(p, p) for p in inputs.ordered], names, False)
+            except duckdb.Error as error:
+                reason = str(error).splitlines()[0]
+                raise TraceInputError(everything, f"cannot be read: {reason}") from None
+        if checked[0]:
+            # The careful pass passed what the SQL refuses: a case the two disagree on.
+            raise TraceInputError(Location(checked[0][0]), "holds a record the engine cannot read")
     engine.sql(RESOLVED_VIEW)
-    engine.sql(dead_sql(any_open))
+    engine.sql(dead_sql(checked[2] > 0))
     engine.sql(SPANS_VIEW)
-    (count,) = engine.rows("SELECT count(*) FROM jsonl_dead")[0]
-    return int(count)
+    return int(engine.rows("SELECT count(*) FROM jsonl_dead")[0][0])
 
 
-def _staged(engine: Engine, text: str, inputs: Inputs, show_progress: bool | None) -> None:
-    """Run the staging statement; on a terminal, with a bar of DuckDB's progress through
-    the input bytes (polled while the statement runs on a worker thread)."""
+def _staged(engine: Engine, text: str, files: list[str], show_progress: bool | None) -> None:
+    """Run the staging statement; on a terminal, with a bar of DuckDB's progress polled."""
     from nemo.lens.cli._progress import progress
 
-    total = sum(os.path.getsize(path) for path in inputs.ordered)
+    total = sum(os.path.getsize(path) for path in files)
     with progress("reading", total=total, unit="B", unit_scale=True, enabled=show_progress) as bar:
         if not bar.enabled:
             engine.sql(text)
@@ -241,47 +293,3 @@ def _staged(engine: Engine, text: str, inputs: Inputs, show_progress: bool | Non
 
 
 _POLL_S: Final = 0.1
-
-
-def _careful(engine: Engine, inputs: Inputs, skip_invalid: bool, show_progress: bool | None) -> str:
-    """Read the JSON-lines inputs with the careful reader into one canonical file."""
-    from nemo.lens.cli._trace_io import TraceStream
-
-    assert inputs.scratch is not None
-    stream = TraceStream(
-        inputs.ordered, skip_invalid=skip_invalid, show_progress=show_progress, names=inputs.names
-    )
-    spooled = os.path.join(inputs.scratch, "careful.jsonl")
-    with open(spooled, "w", encoding="utf-8") as out:
-        for span in stream:
-            out.write(_canonical(span) + "\n")
-    engine.problems = stream.problems
-    engine.reconstructed = stream.reconstructed
-    return spooled
-
-
-def _canonical(span: SpanRecord) -> str:
-    """*span* as a format-1 line with its lifetime, input and line: what the careful reader
-    resolved, read back by the same SQL."""
-    return json.dumps(
-        {
-            "name": span.name,
-            "trace_id": span.trace_id,
-            "span_id": span.span_id,
-            "parent_span_id": span.parent_span_id,
-            "start_time_unix_nano": span.start_ns,
-            "end_time_unix_nano": span.end_ns,
-            "status": {"code": span.status, "description": span.status_description},
-            "attributes": span.attributes,
-            "events": [
-                {"name": e.name, "time_unix_nano": e.time_ns, "attributes": e.attributes}
-                for e in span.events
-            ],
-            "resource": span.resource,
-            "lifetime": span.lifetime,
-            "_source": span.source,
-            "_line": span.line or None,
-        },
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )

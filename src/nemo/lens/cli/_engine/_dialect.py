@@ -1,12 +1,6 @@
-"""The computation queries, written once, and the few functions whose names differ by engine.
-
-A query file under ``queries/`` is SQL that both DuckDB and Apache Spark SQL 3.5
-accept, reading only the ``spans`` and ``span_groups`` views. Where the two
-dialects spell a function differently the query writes a macro in braces,
-``{percentile(x, 0.5)}``, which :func:`query` expands for the engine: DuckDB's
-``quantile_cont`` and Spark's ``percentile`` both interpolate linearly between
-the two nearest ranks (numpy's default), so both give the same figure.
-"""
+"""The packaged queries (``queries/*.sql``, SQL that DuckDB and Spark SQL 3.5 both run) with
+their macros expanded for an engine: ``{percentile(x, q)}`` is DuckDB's ``quantile_cont``
+and Spark's ``percentile`` (both interpolate linearly, as numpy does)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""The columnar trace: a Hive-partitioned Parquet dataset of the ``spans`` view, and its reader.
-
-``nemo-lens convert --to parquet TRACE... -o DIR`` writes
-``DIR/run_id=<run>/rank=<rank>/part-N.parquet``: one row per span with the columns
-of the ``spans`` view (``docs/trace-tables.md``), partition columns kept in the
-files too (so a rank that is NULL or a run id that is empty reads back as it
-was, not as the text of a directory name), and the dataset's schema version in
-each file's key-value metadata (``nemo.lens.trace_tables``). Every command reads
-such a directory as a TRACE.
-"""
+"""The trace tables' Parquet dataset (``convert --to parquet``: ``DIR/run_id=R/rank=N/``, the
+``spans`` columns, the schema version in each file's metadata; docs/trace-tables.md), and the
+view every command reads it through."""
 
 from __future__ import annotations
 
@@ -27,7 +20,7 @@ __all__ = [
 ]
 
 SCHEMA_VERSION: Final = 1
-"""The version of the dataset's schema; a reader refuses a newer one."""
+"""The version of the dataset's schema (a reader meeting a newer one should stop)."""
 SCHEMA_KEY: Final = "nemo.lens.trace_tables"
 
 STORED: Final = (
@@ -53,10 +46,8 @@ file, so no more than this many partitions hold rows at once."""
 
 
 def rows_per_group(partitions: int, row_bytes: float) -> int:
-    """How many rows each partition buffers before it writes a row group, so that the
-    buffers of the partitions open at once (*partitions*, at most :data:`OPEN_FILES`), of
-    rows of about *row_bytes*, stay within :data:`WRITE_BUFFER_BYTES` (a thousand ranks
-    write smaller row groups than one)."""
+    """The rows each partition buffers before it writes a row group: the buffers of the
+    partitions open at once, of rows of about *row_bytes*, stay within the write buffer."""
     fewest, most = _ROW_GROUP_ROWS
     rows = int(WRITE_BUFFER_BYTES / min(max(1, partitions), OPEN_FILES) / max(1.0, row_bytes))
     return max(fewest, min(most, rows))
@@ -79,15 +70,6 @@ def copy_sql(directory: str, rows: int) -> str:
         "PARTITION_BY (run_id, rank), WRITE_PARTITION_COLUMNS true, OVERWRITE_OR_IGNORE true, "
         f"COMPRESSION zstd, ROW_GROUP_SIZE {rows}, FILENAME_PATTERN 'part-{{i}}', "
         f"KV_METADATA {{{quote(SCHEMA_KEY)}: {quote(str(SCHEMA_VERSION))}}})"
-    )
-
-
-def versions_sql(files: Sequence[str]) -> str:
-    """The schema versions the *files* declare (decoded text, one row per file)."""
-    listing = "[" + ", ".join(quote(f) for f in files) + "]"
-    return (
-        "SELECT file_name, decode(value) FROM parquet_kv_metadata("
-        f"{listing}) WHERE decode(key) = {quote(SCHEMA_KEY)}"
     )
 
 

@@ -1,18 +1,6 @@
-"""The same analysis on Apache Spark: the engine's views over a Parquet dataset, its queries.
-
-When a run's traces outgrow one machine (docs/sql.md says when), convert them
-once with ``nemo-lens convert --to parquet`` and hand the dataset to Spark.
-:func:`spark_views` defines, on a ``SparkSession``, the views the queries read
--- ``spans`` over the dataset, ``span_groups`` and ``span_group_presets`` from
-the span-group classes, and ``steps`` -- and :func:`spark_query` runs a packaged
-query (``queries/<name>.sql``) in Spark's spelling: the very text the commands
-run on DuckDB, with the dialect's macros expanded (:mod:`._dialect`). There is no
-second implementation of any figure.
-
-The dataset's files hold their partition columns (``run_id``, ``rank``) too, so
-Spark reads them without partition discovery (``recursiveFileLookup``), which
-would otherwise find each column twice. pyspark is not a dependency of
-nemo-lens: import this module where Spark runs.
+"""The engine's views over a Parquet dataset on Apache Spark, and its queries in Spark's
+spelling: the very text the commands run on DuckDB (docs/sql.md). pyspark is not a
+dependency of nemo-lens: import this module where Spark runs.
 """
 
 from __future__ import annotations
@@ -20,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from nemo.lens.cli._classes import group_rows, preset_rows
+from nemo.lens.cli._engine._connect import VIEWS
 from nemo.lens.cli._engine._dialect import SPARK, query
-from nemo.lens.cli._engine._groups import group_rows, preset_rows
 from nemo.lens.cli._engine._parquet import STORED
 
 if TYPE_CHECKING:
@@ -29,7 +18,6 @@ if TYPE_CHECKING:
 
 __all__ = ["VIEWS", "spark_query", "spark_views"]
 
-VIEWS: Final = ("spans", "span_groups", "span_group_presets", "steps")
 _GROUPS_SCHEMA: Final = "span_group STRING, category STRING, bucket STRING, fires STRING"
 _PRESETS_SCHEMA: Final = "span_group STRING, preset STRING"
 
@@ -46,6 +34,7 @@ def spark_views(
 
         span_group_classes = list(shipped().values())
     paths = [dataset] if isinstance(dataset, str) else list(dataset)
+    # The files hold their partition columns: partition discovery would find each twice.
     stored = (
         session.read.option("recursiveFileLookup", "true")
         .option("pathGlobFilter", "*.parquet")

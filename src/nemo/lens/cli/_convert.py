@@ -1,42 +1,30 @@
-"""``nemo-lens summarize``, ``convert`` and ``emit-spans``: what a trace holds, in another
-form, and spans written after the fact."""
+"""``nemo-lens convert``: a trace as Chrome trace-event JSON (:mod:`._chrome`) or as the
+Parquet dataset of the trace tables (:mod:`._engine._parquet`)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from nemo.lens.cli._common import (
     EXIT_OK,
     PERFETTO_URL,
+    STDIN,
     NotWritable,
     fail,
-    open_engine,
     output_file,
     plural,
     print_lines,
+    with_engine,
     write_output,
 )
-from nemo.lens.cli._trace_io import STDIN
 
-__all__ = ["cmd_convert", "cmd_emit_spans", "cmd_summarize"]
+if TYPE_CHECKING:
+    from nemo.lens.cli._engine import Engine
 
-
-def cmd_summarize(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from nemo.lens.cli._summary import format_summary, summarize
-
-    engine = open_engine(args.traces, args.skip_invalid, labels=False)
-    if isinstance(engine, int):
-        return engine
-    with engine:
-        summaries = summarize(engine)
-    print_lines(format_summary(summaries))
-    return EXIT_OK
-
-
-# --- convert --------------------------------------------------------------------------------
+__all__ = ["cmd_convert"]
 
 
 def cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -44,18 +32,15 @@ def cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         return _convert_to_parquet(args, parser)
     from nemo.lens.cli import _chrome
 
-    unnamed = "name the output file with -o OUT (or -o -)"
-    output = output_file(args, parser, ".chrome.json", unnamed)
+    output = output_file(args, parser, ".chrome.json", "name the output file with -o OUT (or -o -)")
 
-    engine = open_engine(args.traces, args.skip_invalid, detail=True)
-    if isinstance(engine, int):
-        return engine
-    written: list[_chrome.ChromeTrace] = []
+    def work(engine: Engine) -> int:
+        written: list[_chrome.ChromeTrace] = []
 
-    def write(stream: TextIO) -> None:
-        written.append(_chrome.write_chrome_trace(engine, stream, sources=args.traces))
+        def write(stream: TextIO) -> None:
+            written.append(_chrome.write_chrome_trace(engine, stream, sources=args.traces))
 
-    with engine:
+        report = sys.stdout
         if output == STDIN:
             write(sys.stdout)
             sys.stdout.flush()
@@ -67,19 +52,19 @@ def cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
                 return fail(f"{output}: {exc}", exc.hint)
             except OSError as exc:
                 return fail(f"{output}: cannot be written: {exc.strerror or exc}")
-            report = sys.stdout
-    (chrome,) = written
-    ranks = plural(chrome.processes, "rank")
-    rows = plural(chrome.rows, "row")
-    where = "standard output" if output == STDIN else output
-    print_lines(
-        [
-            f"wrote {where}: {chrome.spans} spans, {ranks}, {rows}",
-            f"open it in Perfetto ({PERFETTO_URL}, 'Open trace file') or chrome://tracing",
-        ],
-        report,
-    )
-    return EXIT_OK
+        (chrome,) = written
+        where = "standard output" if output == STDIN else output
+        print_lines(
+            [
+                f"wrote {where}: {chrome.spans} spans, {plural(chrome.processes, 'rank')}, "
+                f"{plural(chrome.rows, 'row')}",
+                f"open it in Perfetto ({PERFETTO_URL}, 'Open trace file') or chrome://tracing",
+            ],
+            report,
+        )
+        return EXIT_OK
+
+    return with_engine(args, work, detail=True)
 
 
 def _convert_to_parquet(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -100,10 +85,8 @@ def _convert_to_parquet(args: argparse.Namespace, parser: argparse.ArgumentParse
             "name a new directory (or an empty one) with -o DIR; a dataset is never "
             "written over another",
         )
-    engine = open_engine(args.traces, args.skip_invalid, detail=True)
-    if isinstance(engine, int):
-        return engine
-    with engine:
+
+    def work(engine: Engine) -> int:
         partitions, row_bytes = engine.rows(SIZES_SQL)[0]
         rows = rows_per_group(int(partitions), float(row_bytes))
         # The partitioned writer flushes a partition at this many rows (DuckDB's default
@@ -118,20 +101,13 @@ def _convert_to_parquet(args: argparse.Namespace, parser: argparse.ArgumentParse
             "SELECT count(*), count(DISTINCT (run_id, coalesce(rank, -1))), "
             "count(DISTINCT run_id) FROM spans"
         )[0]
-    print_lines(
-        [
-            f"wrote {output}: {spans} spans, {plural(runs, 'run')}, {plural(ranks, 'rank')} "
-            f"(Parquet, trace tables version {SCHEMA_VERSION}); every nemo-lens command "
-            "reads it as a TRACE"
-        ]
-    )
-    return EXIT_OK
+        print_lines(
+            [
+                f"wrote {output}: {spans} spans, {plural(runs, 'run')}, {plural(ranks, 'rank')} "
+                f"(Parquet, trace tables version {SCHEMA_VERSION}); every nemo-lens command "
+                "reads it as a TRACE"
+            ]
+        )
+        return EXIT_OK
 
-
-# --- emit-spans -----------------------------------------------------------------------------
-
-
-def cmd_emit_spans(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from nemo.lens.cli._emit_spans import emit_spans
-
-    return emit_spans(args.service, args.spans or [])
+    return with_engine(args, work, detail=True)
