@@ -1,63 +1,9 @@
 """A batch span processor that never blocks without bound, never loses silently, and forks.
 
-nemo.lens uses :class:`BatchingSpanProcessor` instead of the SDK's
-``BatchSpanProcessor`` for every exporter that is not synchronous. It behaves the
-same way -- spans are queued as they end and a background thread exports them
-in batches -- and differs where a training job needs it to:
-
-**When the queue is full** the SDK drops the oldest span and logs a warning
-every 20 s. Here the policy is chosen per exporter:
-
-* ``"block"`` (the file exporter): the thread that ended the span waits until
-  the writer has made room, so a graceful exit loses nothing however fast the
-  job emits. The wait is bounded by progress, not by a fixed time: while the
-  writer keeps completing batches, the job waits for it; if it completes none
-  for ``stall_timeout_millis`` (a hung file system), the processor declares the
-  exporter stalled, drops instead of waiting (the job runs on) and resumes
-  blocking as soon as a batch completes.
-* ``"drop"`` (OTLP and exporters passed in): the new span is dropped and the
-  job never waits; a collector that is down costs memory up to the queue limit
-  and nothing else.
-
-Either way the first drop is logged once and the total is reported at shutdown
-(:class:`~nemo.lens._sdk.exporters.health.ExportHealth`).
-
-**Nothing on the span path takes a lock.** Ending a span appends to a
-``collections.deque`` (atomic) and never signals the worker, which polls the
-queue length every few milliseconds instead. A lock held by the span path could
-be held at the instant a signal handler (see :mod:`nemo.lens._core.signals`) or
-``fork`` interrupts it, and the shutdown that follows would wait for it forever.
-
-**Shutdown drains everything** that was queued before it began, and what ends
-while that is being exported, then shuts the exporter down. A span that ends
-after that last drain (a thread still emitting) is counted as lost, never
-silently dropped; the drain is bounded, so such threads cannot keep shutdown
-from finishing. :meth:`shutdown` and :meth:`force_flush` honour their timeout
-(the SDK's ``force_flush`` ignores it). The export thread outlives anything an
-exporter raises, ``SystemExit`` and ``KeyboardInterrupt`` included: a failed
-batch is counted, and the next one is exported.
-
-**Synchronous where a process may be killed at any moment.** With
-``synchronous=True`` (or, after ``fork``, ``synchronous_after_fork=True``)
-there is no queue: the thread that ends a span exports it before ``end()``
-returns (the ``file`` exporter in worker processes, which
-``multiprocessing.Pool.terminate()`` kills as soon as their last task returns).
-With ``open_records`` (the ``file`` exporter) the worker also asks, at every
-poll, which open spans to record for a reader of a process that dies
-(:mod:`nemo.lens._sdk.open_records`); it then runs even when synchronous.
-
-**After ``fork``** the child starts with an empty queue (the parent's spans are
-the parent's to export) and its own worker thread, and it does not export the
-copies of spans that were already open in the parent when it forked. Given an
-``exporter_factory``, the child also exports through a new exporter of its own,
-made on its first export: a network exporter's inherited connection is shared
-with the parent, and two processes writing requests into one HTTP keep-alive
-connection garble each other's. An exporter that is ``usable_after_fork=False``
-(OTLP over gRPC, which can hang or crash a forked child) is not used in the
-child at all: the child drops its spans, as the parent announces once when it
-first forks (:func:`~nemo.lens._sdk.exporters.health.announce_not_after_fork`); and
-in the parent its exports run inside :func:`nemo.lens._core.fork.fork_unsafe`, so
-that no fork happens in the middle of one.
+Like the SDK's ``BatchSpanProcessor`` (spans queued as they end, exported in batches by a
+thread), with a policy for a full queue (``block`` for the file, bounded by progress;
+``drop`` for OTLP), no lock on the span path, a drain at shutdown, every loss counted,
+and a fresh queue and thread after ``fork`` (``docs/architecture.md``, the export path).
 """
 
 from __future__ import annotations
@@ -66,7 +12,7 @@ import collections
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Literal
 
 from opentelemetry.context import Context
@@ -74,9 +20,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from nemo.lens._core import fork as _fork
-from nemo.lens._sdk.exporters.forwarding import ReportingSpanExporter
+from nemo.lens._sdk.exporters.guard import SpanGuard
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
-from nemo.lens._sdk.span_losses import report_dropped, report_late
 
 if TYPE_CHECKING:
     from nemo.lens._sdk.recorded_span import RecordingSpan
@@ -118,13 +63,9 @@ class BatchingSpanProcessor(SpanProcessor):
         stall_timeout_millis: For ``"block"``: how long without a completed
             batch before the exporter counts as stalled.
         health: Where failures and drops are reported (a private one if omitted).
-        quiet_loggers: Loggers whose records the exporter's calls suppress
-            (see :func:`nemo.lens._sdk.exporters.quiet.quiet`); only for exporters
-            nemo.lens created.
-        exporter_factory: Makes an exporter like *exporter*; a forked child
-            uses a new one instead of its copy of the parent's.
-        usable_after_fork: ``False`` for an exporter a forked child must not
-            touch at all; its spans are then not exported from forked children.
+        exporter_name: The name nemo.lens made *exporter* under (``None``: the
+            caller's); decides its quiet loggers and what a forked child uses
+            (:class:`~nemo.lens._sdk.exporters.guard.SpanGuard`).
         synchronous: Export each span from the thread that ends it, with no
             queue (see the module docstring).
         synchronous_after_fork: Do so in a child forked from this process.
@@ -142,9 +83,7 @@ class BatchingSpanProcessor(SpanProcessor):
         when_full: WhenFull = "drop",
         stall_timeout_millis: float = DEFAULT_STALL_TIMEOUT_MILLIS,
         health: ExportHealth | None = None,
-        quiet_loggers: Sequence[str] = (),
-        exporter_factory: Callable[[], SpanExporter] | None = None,
-        usable_after_fork: bool = True,
+        exporter_name: str | None = None,
         synchronous: bool = False,
         synchronous_after_fork: bool = False,
         open_records: Callable[[int, float], list[ReadableSpan] | None] | None = None,
@@ -170,18 +109,10 @@ class BatchingSpanProcessor(SpanProcessor):
         self.when_full: WhenFull = when_full
         self.stall_timeout_millis = stall_timeout_millis
         self.health = health if health is not None else ExportHealth()
-        # Every export goes through the one forwarding wrapper: quiet, counted, and
-        # the right exporter after a fork (a child's own, or none at all).
-        self._out = ReportingSpanExporter(
-            exporter,
-            self.health,
-            quiet_loggers=quiet_loggers,
-            factory=exporter_factory,
-            usable_after_fork=usable_after_fork,
-            in_export_thread=not synchronous,
+        self._out = SpanGuard(
+            exporter, self.health, name=exporter_name, in_export_thread=not synchronous
         )
         self._destination = describe_destination(exporter)
-        self._usable_after_fork = usable_after_fork
         self._synchronous = synchronous
         self._synchronous_after_fork = synchronous_after_fork
         self._open_records = open_records
@@ -225,13 +156,11 @@ class BatchingSpanProcessor(SpanProcessor):
         self._worker.start()
 
     def _after_fork_in_child(self) -> None:
-        """Forget the parent's queue; start this process's own worker.
-
-        (Which exporter the child uses is the forwarding wrapper's business.)
-        """
+        # Forget the parent's queue and start this process's own worker (which exporter
+        # the child uses is the guard's business).
         self._reset_runtime_state()
         self._plain = False  # a forked child: every span checked
-        if not self._usable_after_fork:
+        if not self._out.usable_after_fork:
             # No thread, no export: the child leaves the parent's exporter alone.
             self._disabled = True
             return
@@ -294,7 +223,7 @@ class BatchingSpanProcessor(SpanProcessor):
             self._late()
 
     def _late(self) -> None:
-        report_late(self.health, self._destination)
+        self.health.span_ended_late(self._destination)
 
     def _wait_for_room(self) -> bool:
         if self.when_full == "drop" or self._stalled:
@@ -312,12 +241,11 @@ class BatchingSpanProcessor(SpanProcessor):
         return True
 
     def _drop(self) -> None:
-        report_dropped(
-            self.health,
+        self.health.span_dropped(
+            self._destination,
             stalled=self._stalled,
-            destination=self._destination,
             stall_timeout_millis=self.stall_timeout_millis,
-            max_queue_size=self.max_queue_size,
+            queue_size=self.max_queue_size,
         )
 
     # -- the worker -------------------------------------------------------------------
@@ -392,8 +320,7 @@ class BatchingSpanProcessor(SpanProcessor):
             self._progress_at = time.monotonic()
 
     def _export(self, batch: list[ReadableSpan | RecordingSpan]) -> None:
-        # A RecordingSpan reads as a finished ReadableSpan: the exporters' wrapper
-        # (RedactingSpanExporter) builds the SDK's span from it, or encodes it directly.
+        # A RecordingSpan reads as a finished ReadableSpan (the guard sees to its form).
         self._out.export(batch)  # type: ignore[arg-type]
 
     def _complete_flush(self, target: int) -> None:

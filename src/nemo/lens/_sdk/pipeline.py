@@ -1,93 +1,7 @@
-"""Build the OpenTelemetry SDK providers for one process (the SDK side of the wall).
-
-:func:`build_pipeline` constructs everything set-up needs -- resource,
-exporters, processors, tracer/meter/logger providers -- without touching any
-global state; :mod:`nemo.lens.handle` publishes the result in one step, or
-discards it with :meth:`Pipeline.shutdown` when something failed first. Only
-:mod:`nemo.lens.handle` imports this module, and only on the enabled path.
-
-Choices made here, and why:
-
-* **Ids** come from :class:`SeedIndependentIdGenerator` (public in
-  :mod:`nemo.lens.providers`; the ids of :mod:`nemo.lens._core.ids`: a
-  generator of nemo.lens's own, seeded from ``os.urandom`` and again in every
-  forked child), not the SDK's, which draws from the global ``random``: ranks
-  that all call ``random.seed(0)`` still produce distinct span and trace ids.
-* **The primitives record their spans** the light way
-  (:mod:`nemo.lens._sdk.recording`): the provider is a
-  :class:`~nemo.lens._sdk.provider.LensTracerProvider`, which hands
-  ``managed_span``, ``trace_fn`` and ``span_cm`` a tracer whose spans cost the
-  emitting thread a fraction of the SDK's and reach the same processor, and
-  the SDK's tracers to everybody else. A span processor the application adds
-  to the provider later switches the primitives back to the SDK's spans.
-* **Batching.** The SDK's defaults (queue 2048, batch 512, every 5 s) drop spans
-  once a burst outruns the export thread, and a per-step job with microbatch
-  and communication spans easily makes such bursts. OTLP (and any exporter
-  passed in) gets a queue of :data:`OTLP_MAX_QUEUE_SIZE` spans exported in
-  batches of :data:`OTLP_MAX_EXPORT_BATCH_SIZE` every
-  :data:`OTLP_SCHEDULE_DELAY_MILLIS` ms (a few tens of MB at most when full);
-  the file exporter, which is local and fast, gets
-  :data:`FILE_MAX_QUEUE_SIZE` / :data:`FILE_MAX_EXPORT_BATCH_SIZE` every
-  :data:`FILE_SCHEDULE_DELAY_MILLIS` ms. ``OTEL_BSP_MAX_QUEUE_SIZE``,
-  ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` and ``OTEL_BSP_SCHEDULE_DELAY`` still
-  override these when set. The processor is nemo.lens's
-  :class:`~nemo.lens._sdk.batching.BatchingSpanProcessor`, not the SDK's:
-  when its queue is full the file exporter makes the job wait for the writer
-  (so a graceful exit loses no span) unless the writer is stalled, and OTLP
-  drops the new span (so a dead collector never holds the job up). Failures and
-  drops are logged once and totalled at shutdown
-  (:mod:`nemo.lens._sdk.exporters.health`), and every span exporter sees spans
-  through :class:`~nemo.lens._sdk.exporters.redacting.RedactingSpanExporter`, which
-  redacts them and makes every value exportable (one bad value must not cost
-  the batch it travels in). In a worker process -- forked after set-up, or
-  started by ``multiprocessing`` -- the ``file`` exporter writes each span as it
-  ends: ``Pool.terminate()`` kills workers the moment their last task returns.
-* **Several exporters** (``exporter="otlp,file"``) get a processor, metric
-  reader and log processor each, with their own queues and policies; recorded
-  spans reach them all through :func:`fan_out` (with one, its processor directly).
-* **Synchronous exporters** -- ``console`` and the SDK's
-  ``InMemorySpanExporter`` -- get a ``SimpleSpanProcessor``: a span is visible
-  the moment it ends, which is what a person at a terminal or a test wants,
-  and neither can block on a network. Their failures are reported like the
-  batched exporters' (once, then counted), not as a traceback per span.
-* **The resource** is made exportable once, and its hash kept
-  (:mod:`~nemo.lens._sdk.resource`): a value no exporter could write would
-  otherwise cost every batch of the job, and the OTLP encoders hash the
-  resource once per record.
-* **Metrics** are read by a ``PeriodicExportingMetricReader`` every
-  ``OTEL_METRIC_EXPORT_INTERVAL`` ms (default :data:`METRIC_EXPORT_INTERVAL_MILLIS`),
-  each export bounded by ``OTEL_METRIC_EXPORT_TIMEOUT`` ms (default
-  :data:`METRIC_EXPORT_TIMEOUT_MILLIS`). The variables are parsed here, not by
-  the SDK: its reader raises on ``0`` or a negative value and so would fail
-  set-up, where a bad value here is a warning naming the variable and the
-  default is used. Shutdown always collects and exports once more, so a job
-  shorter than the interval still reports.
-* **Logs** (``logs_enabled``) get a ``LoggerProvider``; records reach it through
-  the OpenTelemetry Logs API or :mod:`nemo.lens.logging_bridge`. ``console``
-  and the SDK's ``InMemoryLogRecordExporter`` get a ``SimpleLogRecordProcessor``
-  (records visible at once), everything else a ``BatchLogRecordProcessor``
-  (``OTEL_BLRP_*`` apply).
-* **Open spans** are tracked by :class:`OpenSpanTracker` on exporting ranks and
-  ended at shutdown with ``nemo.span.truncated = True`` and an event
-  ``nemo.span.truncated`` (``nemo.span.truncated.reason = "still open at
-  telemetry shutdown"``), so a job killed mid-step still shows the step it died
-  in. After that the tracker keeps nothing: a span started after shutdown is
-  held nowhere. A forked child forgets the parent's open spans: they are the
-  parent's to end.
-* **Bounded shutdown.** The SDK's flush and shutdown can block for 10-30 s on
-  an unreachable collector (and ``force_flush`` ignores its timeout), so each
-  signal shuts down in its own daemon thread and the caller waits at most its
-  timeout. The SDK's own ``atexit`` hooks are disabled (``shutdown_on_exit=False``);
-  :mod:`nemo.lens.handle` registers a bounded one instead.
-* **Non-exporting ranks** are built only with ``spans_on_every_rank`` (set-up
-  builds nothing for them otherwise): real providers without exporters, so spans
-  exist and propagate (a context broadcast from such a rank is valid and
-  sampled) but go nowhere. With ``sampler_enabled`` they get a
-  :class:`~nemo.lens.sampling.RankAwareSampler` that drops every span at
-  creation, which is cheaper when the trace context of those ranks is not
-  needed elsewhere.
-* **OpenTelemetry's globals** are not these providers but SDK providers that
-  forward to them (:mod:`~nemo.lens._sdk.global_providers`), published by set-up.
+"""Build the OpenTelemetry SDK providers for one process, and flush and shut them down in
+bounded time (the SDK side of the wall). :func:`build_pipeline` touches no global state;
+set-up publishes the result, or shuts it down when something failed first. The choices
+made here are in ``docs/architecture.md``, the export path.
 """
 
 from __future__ import annotations
@@ -114,14 +28,14 @@ from nemo.lens._sdk.exporters.factory import (
     create_metric_exporter,
     create_span_exporter,
 )
-from nemo.lens._sdk.exporters.forwarding import ReportingMetricExporter
+from nemo.lens._sdk.exporters.guard import MetricGuard
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
+from nemo.lens._sdk.exporters.redaction import exportable_resource
+from nemo.lens._sdk.open_spans import OpenSpanTracker
 from nemo.lens._sdk.processors import (
     TRUNCATED_ATTRIBUTE,
-    OpenSpanTracker,
     SeedIndependentIdGenerator,
     bounded_timeout_ms,
-    forwarding_options,
     log_processor,
     metric_reader_for,
     run_bounded,
@@ -129,7 +43,6 @@ from nemo.lens._sdk.processors import (
 )
 from nemo.lens._sdk.provider import LensTracerProvider
 from nemo.lens._sdk.recorded_span import RecordingSpan
-from nemo.lens._sdk.resource import exportable_resource
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.resources import build_resource
 from nemo.lens.sampling import RankAwareSampler
@@ -367,18 +280,7 @@ def build_pipeline(
             if metric_reader is not None:
                 pipeline.metric_readers.append(metric_reader)
             for name, metric_exp in metric_exps:
-                quiet_loggers, factory, usable = forwarding_options(
-                    metric_exp, name, "metrics", create_metric_exporter
-                )
-                reader = metric_reader_for(
-                    ReportingMetricExporter(
-                        metric_exp,
-                        pipeline.health,
-                        quiet_loggers=quiet_loggers,
-                        factory=factory,
-                        usable_after_fork=usable,
-                    )
-                )
+                reader = metric_reader_for(MetricGuard(metric_exp, pipeline.health, name=name))
                 created.append(reader.shutdown)
                 pipeline.metric_readers.append(reader)
         # The meter provider first: it is the one step that fails in practice (the

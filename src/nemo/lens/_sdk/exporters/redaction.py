@@ -1,31 +1,9 @@
-"""The last step before every exporter: redact secrets, make every value exportable.
+"""The last step before every exporter: secrets redacted, every value made exportable.
 
-Redaction at the exit: no span leaves the process with a redact key's text in
-it. :func:`nemo.lens.managed_span` and :func:`nemo.lens.safe_set_span_attributes`
-redact as attributes go in. Code can also reach the span directly --
-``span.set_attribute("prompt", ...)``, ``span.add_event("reply", {"output_text":
-...})``, a link's attributes -- and that goes through the OpenTelemetry API,
-which nemo.lens does not own. So every exporter nemo.lens attaches is wrapped
-in :class:`RedactingSpanExporter`, which applies the same rule
-(:func:`nemo.lens.redact_value`, :data:`nemo.lens.DEFAULT_REDACT_KEYS`) to span,
-event and link attributes just before export. Since the SDK also stores
-mappings and nested lists as attribute values, the rule reaches inside them:
-every ``str`` (and ``bytes``) anywhere under a redact key is hidden, and an
-entry of a mapping whose own key is a redact key is hidden too
-(``{"config": {"api_key": "..."}}``).
-
-What is *not* rewritten: span and event names, the status description, and the
-``exception.message`` / ``exception.stacktrace`` attributes the SDK records from
-an exception (their keys are not redact keys). Keep secrets out of those.
-
-Every value made exportable in the same pass: a span name, key or value that
-no exporter could write (a lone surrogate, a name that is not a ``str``, an
-int beyond 64 bits, ...) is replaced as :mod:`nemo.lens._core.sanitize`
-describes, and counted, so one bad value never costs the batch it travels in.
-
-A span without anything to change is passed through as is; only a span that
-needs it is copied, so the cost for a clean span is one memoised key check and
-one type check per attribute.
+Span, event and link attributes (and metric points, exemplars, log records) get the
+primitives' redaction rule however they were set; a name, key or value no exporter could
+write is replaced as :mod:`nemo.lens._core.sanitize` says, and counted. A span, record or
+resource with nothing to change comes back as it is.
 """
 
 from __future__ import annotations
@@ -47,6 +25,8 @@ from opentelemetry.util.types import Attributes
 
 from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, is_redact_key
 from nemo.lens._core.sanitize import (
+    INT64_MAX,
+    INT64_MIN,
     SURROGATES,
     clean_name,
     clean_text,
@@ -57,17 +37,16 @@ from nemo.lens._core.sanitize import (
 
 __all__ = [
     "Changes",
+    "HashedResource",
     "clean_attributes",
     "clean_log_record",
     "clean_metrics_data",
     "clean_resource",
     "clean_span",
-    "redact_span",
+    "exportable_resource",
 ]
 
 _REDACTED: Final = "[REDACTED]"
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
 
 Changes = dict[str, int]
 """How many names and attributes were changed, by reason (see :mod:`~.sanitize`)."""
@@ -145,7 +124,7 @@ def clean_attributes(attributes: Attributes, changes: Changes) -> dict[str, Any]
             ):
                 break
         elif kind is int:
-            if not _INT64_MIN <= value <= _INT64_MAX:
+            if not INT64_MIN <= value <= INT64_MAX:
                 break
         elif kind is not float and kind is not bool and _changes_anything(key, value):
             break
@@ -297,15 +276,6 @@ def clean_span(span: ReadableSpan, changes: Changes) -> ReadableSpan:
     return _CleanSpan(span, **replaced)
 
 
-def redact_span(span: ReadableSpan) -> ReadableSpan:
-    """Return *span* with redact-key text hidden in its span, event and link attributes.
-
-    Values no exporter could write are made exportable too (see
-    :func:`clean_span`). The same object comes back when there is nothing to change.
-    """
-    return clean_span(span, {})
-
-
 def _replace_points(points: Sequence[Any], changes: Changes) -> list[Any] | None:
     replaced: list[Any] | None = None
     for index, point in enumerate(points):
@@ -390,3 +360,38 @@ def clean_log_record(record: ReadableLogRecord, changes: Changes) -> ReadableLog
         replaced.attributes = bounded
     replaced.body = body  # type: ignore[assignment]
     return dataclasses.replace(record, log_record=replaced)
+
+
+class HashedResource(Resource):
+    """A resource whose hash is computed once: the OTLP encoders hash the resource per
+    record, and the SDK's ``Resource`` writes all its attributes as JSON each time.
+    Equal to, and hashed as, the plain resource with the same attributes."""
+
+    _hash: int | None = None
+
+    def __hash__(self) -> int:
+        value = self._hash
+        if value is None:
+            value = self._hash = super().__hash__()
+        return value
+
+
+def exportable_resource(resource: Resource) -> tuple[HashedResource, tuple[Changes, str] | None]:
+    """The job's *resource* as the providers get it (exportable, hashed once) and, when a
+    value had to be made exportable, what changed with the warning that says so."""
+    cleaned, changes = clean_resource(resource)
+    report = None
+    if changes:
+        keys = sorted(
+            key
+            for key, value in resource.attributes.items()
+            if cleaned.attributes.get(key) != value
+        )
+        shown = ", ".join(repr(key) for key in keys) or "(keys that were not valid text)"
+        explanation = (
+            f"nemo.lens: resource attribute(s) {shown} held values no exporter can write as "
+            f"they are ({next(iter(changes))}); exported changed. They come from the job's "
+            "configuration or environment (SLURM_*, WANDB_*, OTEL_RESOURCE_ATTRIBUTES, ...)."
+        )
+        report = (changes, explanation)
+    return HashedResource(cleaned.attributes, cleaned.schema_url), report
