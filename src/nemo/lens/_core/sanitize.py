@@ -121,34 +121,8 @@ def clean_name(name: object) -> tuple[str, str | None]:
 
 
 def needs_cleaning(value: object, depth: int = 0) -> bool:
-    """Whether :func:`clean_value` would change *value* (cheap for the usual values)."""
-    kind = type(value)
-    if kind is str:
-        text: str = value  # type: ignore[assignment]
-        return not (text.isascii() or is_clean_text(text))
-    if kind is int:
-        number: int = value  # type: ignore[assignment]
-        return not INT64_MIN <= number <= INT64_MAX
-    if kind is float or kind is bool or value is None or kind is bytes:
-        return False
-    if isinstance(value, (list, tuple)):
-        if depth >= MAX_DEPTH:
-            return True
-        return any(needs_cleaning(item, depth + 1) for item in value)
-    if isinstance(value, Mapping):
-        if depth >= MAX_DEPTH:
-            return True
-        for key, item in value.items():
-            if not (type(key) is str and (key.isascii() or is_clean_text(key))):
-                return True
-            if needs_cleaning(item, depth + 1):
-                return True
-        return False
-    if isinstance(value, str):
-        return not is_clean_text(str.__str__(value))
-    if isinstance(value, int):  # bool was handled; an IntEnum, say
-        return not INT64_MIN <= value <= INT64_MAX
-    return not isinstance(value, (float, bytes))
+    """Whether :func:`clean_value` would change *value*."""
+    return clean_value(value, depth)[1] is not None
 
 
 def _clean_int(value: int) -> str:
@@ -162,24 +136,19 @@ def _clean_int(value: int) -> str:
 
 
 def clean_value(value: object, depth: int = 0) -> tuple[object, str | None]:
-    """*value* as every exporter can write it (see the module docstring).
-
-    Returns the value (*value* itself when it needs no change) and why it had
-    to change: the first reason met, ``None`` when it did not.
-    """
-    if not needs_cleaning(value, depth):
-        return value, None
+    """*value* as every exporter can write it (*value* itself when it needs no change),
+    and why it had to change: the first reason met, ``None`` when it did not."""
     reasons: list[str] = []
-    cleaned = _clean(value, reasons, depth)
-    return cleaned, (reasons[0] if reasons else None)
+    return _clean(value, reasons, depth), (reasons[0] if reasons else None)
 
 
 def _clean(value: object, reasons: list[str], depth: int) -> object:
-    if isinstance(value, bool) or value is None or isinstance(value, (float, bytes)):
+    kind = type(value)
+    if kind is float or kind is bool or value is None or kind is bytes:
         return value
     if isinstance(value, str):
-        text = str.__str__(value)
-        if is_clean_text(text):
+        text = value if kind is str else str.__str__(value)
+        if text.isascii() or is_clean_text(text):
             return value
         reasons.append(SURROGATES)
         return clean_text(text)
@@ -193,14 +162,19 @@ def _clean(value: object, reasons: list[str], depth: int) -> object:
         return None
     if isinstance(value, (list, tuple)):
         items = [_clean(item, reasons, depth + 1) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
         return items if isinstance(value, list) else tuple(items)
     if isinstance(value, Mapping):
+        before = len(reasons)
         cleaned: dict[str, object] = {}
         for key, item in value.items():
             text, reason = clean_name(key)
             if reason is not None:
                 reasons.append(reason)
             cleaned[text] = _clean(item, reasons, depth + 1)
-        return cleaned
+        return value if len(reasons) == before else cleaned
+    if isinstance(value, (float, bytes)):
+        return value
     reasons.append(UNSUPPORTED)
     return safe_str(value)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import LogRecordExporter
@@ -62,11 +62,8 @@ _logger = logging.getLogger("nemo.lens.providers")
 
 @dataclass
 class Pipeline:
-    """The providers and exporters built for one process, not yet published.
-
-    Each signal has one exporter per configured exporter name (``otlp,file``:
-    two), or the one passed to set-up instead.
-    """
+    """The providers and exporters built for one process, not yet published (one exporter
+    per configured exporter name and signal, or the one passed to set-up instead)."""
 
     resource: Resource
     tracer_provider: TracerProvider | None = None
@@ -77,7 +74,6 @@ class Pipeline:
     log_exporters: list[LogRecordExporter] = field(default_factory=list)
     tracker: OpenSpanTracker | None = None
     health: ExportHealth = field(default_factory=ExportHealth)
-    """Export failures and drops of every signal (summarised at shutdown)."""
     span_batchers: list[BatchingSpanProcessor] = field(default_factory=list)
     _closed: bool = field(default=False, repr=False)
     _lost_at_flush: int = field(default=0, repr=False)
@@ -98,33 +94,28 @@ class Pipeline:
         return bool(self.span_exporters or self.metric_readers or self.log_exporters)
 
     def force_flush(self, timeout_ms: float) -> bool:
-        """Flush every signal, waiting at most *timeout_ms*.
-
-        ``True`` when every signal finished in time and nothing was lost since
-        the previous flush (or set-up): no span dropped, and no export failed.
-        """
+        """Flush every signal, waiting at most *timeout_ms*; ``True`` when each finished in
+        time and nothing was lost since the previous flush (or set-up)."""
         timeout_ms = bounded_timeout_ms(timeout_ms)
-        tasks: dict[str, Callable[[], object]] = {}
-        if self.tracer_provider is not None:
-            tracer_provider = self.tracer_provider
-            tasks["trace flush"] = lambda: tracer_provider.force_flush(int(timeout_ms))
-        if self.meter_provider is not None:
-            meter_provider = self.meter_provider
-            tasks["metric flush"] = lambda: meter_provider.force_flush(timeout_ms)
-        if self.logger_provider is not None:
-            logger_provider = self.logger_provider
-            tasks["log flush"] = lambda: logger_provider.force_flush(int(timeout_ms))
-        # A flush that honours its timeout returns False instead of overrunning it.
-        gave_up: list[str] = []
+        gave_up: list[str] = []  # a flush that honours its timeout returns False instead
 
-        def reporting(name: str, flush: Callable[[], object]) -> Callable[[], None]:
+        def flush(name: str, provider: Any, timeout: float) -> Callable[[], None]:
             def run() -> None:
-                if flush() is False:
+                if provider.force_flush(timeout) is False:
                     gave_up.append(name)
 
             return run
 
-        tasks = {name: reporting(name, flush) for name, flush in tasks.items()}
+        providers = {
+            "trace flush": (self.tracer_provider, int(timeout_ms)),
+            "metric flush": (self.meter_provider, timeout_ms),
+            "log flush": (self.logger_provider, int(timeout_ms)),
+        }
+        tasks = {
+            name: flush(name, provider, timeout)
+            for name, (provider, timeout) in providers.items()
+            if provider is not None
+        }
         pending = run_bounded(tasks, timeout_ms / 1000) + gave_up
         if pending:
             _logger.warning(
@@ -138,13 +129,9 @@ class Pipeline:
         return not pending and not lost_since
 
     def shutdown(self, timeout_ms: float) -> bool:
-        """End open spans, flush and shut down everything; wait at most *timeout_ms*.
-
-        Idempotent. Returns ``True`` when every signal finished in time and
-        nothing was lost: every span, metric export and log record was
-        delivered (none dropped, none failed to export, none left queued).
-        What could not be delivered is logged in one summary line, and values
-        that had to be changed to be exported in another.
+        """End open spans (marked truncated), flush and shut down everything, waiting at
+        most *timeout_ms*; idempotent. ``True`` when every signal finished in time and
+        nothing was lost; what was is said in one summary line (changed values in another).
         """
         if self._closed:
             return True
@@ -152,26 +139,22 @@ class Pipeline:
         timeout_ms = bounded_timeout_ms(timeout_ms)
         deadline = time.monotonic() + timeout_ms / 1000
         tasks: dict[str, Callable[[], object]] = {}
-        batchers = self.span_batchers
         undrained: list[str] = []
-        if self.tracer_provider is not None:
-            tracer_provider = self.tracer_provider
-            tracker = self.tracker
+        tracer_provider, tracker = self.tracer_provider, self.tracker
+        if tracer_provider is not None:
 
             def shutdown_traces() -> None:
-                if tracker is not None:
-                    truncated = tracker.close()
-                    if truncated:
-                        _logger.info(
-                            "nemo.lens: ended %d span(s) still open at shutdown (%s=True)",
-                            truncated,
-                            TRUNCATED_ATTRIBUTE,
-                        )
-                if batchers:
-                    # Drain for most of the time left, then make the exporter give
-                    # up (an OTLP exporter stops retrying) so shutdown can finish.
-                    remaining_ms = max(0.0, (deadline - time.monotonic()) * 1000)
-                    undrained.extend(_close_all(batchers, remaining_ms * 0.9))
+                truncated = tracker.close() if tracker is not None else 0
+                if truncated:
+                    _logger.info(
+                        "nemo.lens: ended %d span(s) still open at shutdown (%s=True)",
+                        truncated,
+                        TRUNCATED_ATTRIBUTE,
+                    )
+                # Drain for most of the time left, then make the exporters give up (OTLP
+                # stops retrying) so that shutdown finishes.
+                remaining_ms = max(0.0, (deadline - time.monotonic()) * 1000)
+                undrained.extend(_close_all(self.span_batchers, remaining_ms * 0.9))
                 tracer_provider.shutdown()
 
             tasks["trace shutdown"] = shutdown_traces
@@ -179,8 +162,7 @@ class Pipeline:
             meter_provider = self.meter_provider
             tasks["metric shutdown"] = lambda: meter_provider.shutdown(timeout_millis=timeout_ms)
         if self.logger_provider is not None:
-            logger_provider = self.logger_provider
-            tasks["log shutdown"] = logger_provider.shutdown
+            tasks["log shutdown"] = self.logger_provider.shutdown
         pending = run_bounded(tasks, timeout_ms / 1000) + undrained
         if pending:
             _logger.warning(
@@ -191,15 +173,13 @@ class Pipeline:
                 ", ".join(pending),
             )
         queued: dict[tuple[str, str], int] = {}
-        for batcher in batchers:
+        for batcher in self.span_batchers:
             key = ("traces", describe_destination(batcher.exporter))
             queued[key] = queued.get(key, 0) + batcher.pending
         summary = self.health.summary(queued=queued)
-        if summary is not None:
-            _logger.warning("%s", summary)
-        changes = self.health.changes_summary()
-        if changes is not None:
-            _logger.warning("%s", changes)
+        for line in (summary, self.health.changes_summary()):
+            if line is not None:
+                _logger.warning("%s", line)
         return not pending and summary is None
 
 
@@ -339,21 +319,10 @@ def build_pipeline(
 def fan_out(
     sinks: Sequence[Callable[[RecordingSpan], None]],
 ) -> Callable[[RecordingSpan], None] | None:
-    """One callable that hands a recorded span to every sink, in order.
-
-    With one sink it is that sink itself: a job with one exporter pays nothing
-    for the possibility of several.
-    """
+    """One callable that hands a recorded span to every sink, in order (with one sink, that
+    sink itself: a job with one exporter pays nothing for the possibility of several)."""
     if len(sinks) <= 1:
         return sinks[0] if sinks else None
-    if len(sinks) == 2:
-        first, second = sinks
-
-        def both(span: RecordingSpan) -> None:
-            first(span)
-            second(span)
-
-        return both
     every = tuple(sinks)
 
     def each(span: RecordingSpan) -> None:
@@ -364,16 +333,15 @@ def fan_out(
 
 
 def _close_all(batchers: Sequence[BatchingSpanProcessor], timeout_ms: float) -> list[str]:
-    """Close every batcher, each draining for at most *timeout_ms*, at the same time;
-    return ``"span queue"`` once for each that did not drain."""
-    if len(batchers) == 1:
-        return [] if batchers[0].close(timeout_millis=timeout_ms) else ["span queue"]
+    """Close every batcher at once, each draining for at most *timeout_ms*; return
+    ``"span queue"`` for each that did not drain."""
+    if len(batchers) <= 1:
+        return [] if all(b.close(timeout_millis=timeout_ms) for b in batchers) else ["span queue"]
     drained: list[bool] = []
-
-    def closing(batcher: BatchingSpanProcessor) -> Callable[[], None]:
-        return lambda: drained.append(batcher.close(timeout_millis=timeout_ms))
-
-    tasks = {f"span queue {n}": closing(batcher) for n, batcher in enumerate(batchers)}
+    tasks = {
+        f"span queue {n}": partial(lambda b: drained.append(b.close(timeout_ms)), batcher)
+        for n, batcher in enumerate(batchers)
+    }
     # Each close returns within its timeout plus its exporter's shutdown.
     run_bounded(tasks, timeout_ms / 1000 + 1.0)
     return ["span queue"] * (len(batchers) - sum(drained))
