@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -27,7 +28,13 @@ from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
 if TYPE_CHECKING:
     from nemo.lens._sdk.recorded_span import RecordingSpan
 
-__all__ = ["DEFAULT_STALL_TIMEOUT_MILLIS", "POLL_INTERVAL_S", "BatchingSpanProcessor", "WhenFull"]
+__all__ = [
+    "DEFAULT_STALL_TIMEOUT_MILLIS",
+    "POLL_INTERVAL_S",
+    "BatchingSpanProcessor",
+    "WhenFull",
+    "bounded_timeout_ms",
+]
 
 # The logger keeps the name users configure it by (this code's module before it moved).
 _logger = logging.getLogger("nemo.lens.exporters.batch")
@@ -41,12 +48,12 @@ POLL_INTERVAL_S: Final = 0.02
 """How often the worker looks at the queue: the most a full batch waits to be noticed."""
 
 
-def _wait_s(timeout_millis: float | None) -> float | None:
-    # NaN and negative waits are no wait; None and beyond a century, as long as it takes.
-    if timeout_millis is None:
-        return None
-    wait_s = timeout_millis / 1000 if timeout_millis > 0 else 0.0
-    return None if wait_s >= threading.TIMEOUT_MAX / 2 else wait_s
+def bounded_timeout_ms(timeout_ms: float) -> float:
+    """*timeout_ms* as a wait the ``threading`` module accepts: at least 0, at most half of
+    ``threading.TIMEOUT_MAX`` (over a century: what infinity means), NaN as 0."""
+    if math.isnan(timeout_ms) or timeout_ms <= 0:
+        return 0.0
+    return float(min(timeout_ms, threading.TIMEOUT_MAX * 500))
 
 
 class BatchingSpanProcessor(SpanProcessor):
@@ -296,8 +303,7 @@ class BatchingSpanProcessor(SpanProcessor):
         *timeout_millis* (failed exports are counted in :attr:`health`)."""
         if self._shutdown or self._disabled or self._synchronous:
             return self.pending == 0
-        wait_s = _wait_s(timeout_millis)
-        deadline = time.monotonic() + (threading.TIMEOUT_MAX / 2 if wait_s is None else wait_s)
+        deadline = time.monotonic() + bounded_timeout_ms(timeout_millis) / 1000
         with self._flush_done:
             self._flush_requested += 1
             target = self._flush_requested
@@ -326,7 +332,9 @@ class BatchingSpanProcessor(SpanProcessor):
         if self._synchronous:
             self._plain, self._sealed = False, True
         self._wake.set()
-        self._worker_done.wait(_wait_s(timeout_millis))
+        self._worker_done.wait(
+            None if timeout_millis is None else bounded_timeout_ms(timeout_millis) / 1000
+        )
         drained = self._worker_done.is_set()
         try:
             self._out.shutdown()

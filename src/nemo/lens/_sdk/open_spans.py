@@ -29,13 +29,10 @@ thread says the lifetime is alive."""
 
 
 class _Untracked(dict[object, Any]):
-    """What a closed tracker's ``open`` is: it keeps nothing.
-
-    A span started after shutdown is not held here, and a span's ``end()``
-    finds itself "taken out", so it goes on to its processor as any span ending
-    after shutdown does (counted, not exported). The live tracker's ``open``
-    stays a plain ``dict``: the span path pays nothing for this.
-    """
+    """A closed tracker's ``open``: it keeps nothing, and a span ending finds itself "taken
+    out", so it goes on to its processor as any span ending after shutdown does (counted,
+    not exported). The live tracker's ``open`` is a plain ``dict``: the span path pays
+    nothing for this."""
 
     __slots__ = ()
 
@@ -55,78 +52,53 @@ class OpenSpanTracker(SpanProcessor):
 
     Held strongly, so a span never ended is exported, truncated, at shutdown. The SDK's
     spans are keyed by (trace id, span id) (``on_end`` gets a copy); the recording
-    tracer's spans add and remove themselves, keyed by the span. No lock (single ``dict``
-    operations are atomic): a SIGTERM handler or a fork must never wait for one.
+    tracer's spans add and remove themselves (:attr:`open`), keyed by the span, and only
+    the thread that takes one out exports it. No lock (single ``dict`` operations are
+    atomic): a SIGTERM handler or a fork must never wait for one.
     """
 
     def __init__(self) -> None:
         self.open: dict[object, Any] = {}
-        """The open spans, oldest first. A recorded span's ``end()`` takes itself
-        out of it, and only the thread that does exports the span."""
         _fork.register(self)
 
     def _after_fork_in_child(self) -> None:
-        # The parent's open spans are the parent's to end; a child ending its
-        # copies would export them twice, under the same ids. A closed tracker
-        # stays closed.
+        # The parent's open spans are the parent's to end (a child ending its copies would
+        # export them twice); a closed tracker stays closed.
         if self.open is not _UNTRACKED:
             self.open = {}
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Remember *span*."""
-        context = span.context
-        if context is not None:
-            self.open[(context.trace_id, context.span_id)] = span
+        if span.context is not None:
+            self.open[(span.context.trace_id, span.context.span_id)] = span
 
     def on_end(self, span: ReadableSpan) -> None:
         """Forget *span*."""
-        context = span.context
-        if context is not None:
-            self.open.pop((context.trace_id, context.span_id), None)
+        if span.context is not None:
+            self.open.pop((span.context.trace_id, span.context.span_id), None)
 
     @property
     def open_count(self) -> int:
         """How many spans are open right now."""
         return len(self.open)
 
-    def end_open_spans(self) -> int:
-        """End every open span, marked truncated (see :meth:`truncate`); return how many."""
-        # A snapshot: each span's end() takes it out of the dict, and a span whose
-        # own thread ends it at this moment is exported once, by whoever took it.
-        spans = list(self.open.values())
-        ended = 0
-        # Children were started after their parents: end them first so that each
-        # span's end time is not later than its parent's.
-        for span in reversed(spans):
-            if span.end_time is None:
-                self.truncate(span)
-                ended += 1
-        return ended
-
-    @staticmethod
-    def truncate(span: Any) -> None:
-        """End *span* as shutdown does: ``nemo.span.truncated = True``, and an event
-        ``nemo.span.truncated`` whose ``nemo.span.truncated.reason`` says why."""
-        now = time.time_ns()
-        span.set_attribute(semconv.SPAN_TRUNCATED, True)
-        span.add_event(
-            semconv.SPAN_TRUNCATED_EVENT,
-            {semconv.SPAN_TRUNCATED_REASON: semconv.SPAN_TRUNCATED_AT_SHUTDOWN},
-            now,
-        )
-        span.end(now)
-
     def close(self) -> int:
-        """End the open spans (:meth:`end_open_spans`), then track nothing more.
-
-        Returns how many spans were ended. A span started from now on -- by a
-        tracer cached before shutdown, say -- is not remembered, so nothing
-        keeps it alive; when it ends it goes to its processor, which counts it
-        as ended after shutdown.
-        """
-        ended = self.end_open_spans()
-        # A span started between the snapshot and here is in the dict dropped now:
-        # its own end() finds itself gone from _UNTRACKED and is counted as late.
+        """End every open span as shutdown does (``nemo.span.truncated = True`` and an
+        event of that name saying why), then track nothing more: a span started later is
+        kept nowhere. Returns how many were ended."""
+        # A snapshot: a span whose own thread ends it meanwhile is exported once, by
+        # whoever takes it out; children first, so none ends after its parent.
+        ended = 0
+        for span in reversed(list(self.open.values())):
+            if span.end_time is None:
+                now = time.time_ns()
+                span.set_attribute(semconv.SPAN_TRUNCATED, True)
+                reason = {semconv.SPAN_TRUNCATED_REASON: semconv.SPAN_TRUNCATED_AT_SHUTDOWN}
+                span.add_event(semconv.SPAN_TRUNCATED_EVENT, reason, now)
+                span.end(now)
+                ended += 1
+        # A span started since the snapshot is dropped with the dict: its own end()
+        # finds itself gone and is counted as late.
         self.open = _UNTRACKED
         return ended
 

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.types import AttributeValue
 
-from nemo.lens._sdk.batching import BatchingSpanProcessor
+from nemo.lens._sdk.batching import BatchingSpanProcessor, bounded_timeout_ms
 from nemo.lens._sdk.exporters.factory import (
     create_log_exporter,
     create_metric_exporter,
@@ -35,7 +35,6 @@ from nemo.lens._sdk.open_spans import OpenSpanTracker
 from nemo.lens._sdk.processors import (
     TRUNCATED_ATTRIBUTE,
     SeedIndependentIdGenerator,
-    bounded_timeout_ms,
     log_processor,
     metric_reader_for,
     run_bounded,

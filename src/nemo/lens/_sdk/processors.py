@@ -6,7 +6,6 @@ reader and the log processors; their sizes, and bounded waits.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import sys
 import threading
@@ -53,7 +52,6 @@ __all__ = [
     "LensIdGenerator",
     "SeedIndependentIdGenerator",
     "batch_span_processor",
-    "bounded_timeout_ms",
     "log_processor",
     "metric_reader_for",
     "run_bounded",
@@ -115,14 +113,6 @@ class SeedIndependentIdGenerator(IdGenerator):
 
 LensIdGenerator: Final = SeedIndependentIdGenerator
 """The generator's earlier name, kept importable."""
-
-
-def bounded_timeout_ms(timeout_ms: float) -> float:
-    """*timeout_ms* as a wait the ``threading`` module accepts: at least 0, at most
-    half of ``threading.TIMEOUT_MAX`` (over a century: what infinity means), NaN as 0."""
-    if math.isnan(timeout_ms) or timeout_ms <= 0:
-        return 0.0
-    return float(min(timeout_ms, threading.TIMEOUT_MAX * 500))
 
 
 def run_bounded(tasks: Mapping[str, Callable[[], object]], timeout_s: float) -> list[str]:

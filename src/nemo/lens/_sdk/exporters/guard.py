@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, Generic, TypeVar
 
-from opentelemetry import context
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
@@ -139,6 +139,7 @@ _FILTER: Final = _QuietFilter()
 
 _E = TypeVar("_E")
 _R = TypeVar("_R")
+_B = TypeVar("_B", SpanExporter, LogRecordExporter)
 
 
 class _Guard(Generic[_E]):
@@ -200,7 +201,7 @@ class _Guard(Generic[_E]):
     def _guarded(self, on_warning: Callable[[str], None] | None = None) -> Iterator[_Call]:
         # Instrumentation suppressed, as the SDK's processors export: HTTP client
         # instrumentation must not trace the exporter's own requests.
-        token = context.attach(context.set_value(context._SUPPRESS_INSTRUMENTATION_KEY, True))
+        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         outer = getattr(_local, "call", None)
         _local.call = call = _Call(self._quiet, on_warning)
         try:
@@ -211,7 +212,7 @@ class _Guard(Generic[_E]):
                     yield call
         finally:
             _local.call = outer
-            context.detach(token)
+            detach(token)
 
     def _warn(self, cause: str) -> None:
         self._health.attempt_failed(self._signal, self._destination, cause)
@@ -254,7 +255,19 @@ class _Guard(Generic[_E]):
             shutdown()
 
 
-class SpanGuard(_Guard[SpanExporter], SpanExporter):
+class _BatchGuard(_Guard[_B]):
+    """The span and log guards' flush and shutdown (their interfaces agree on both)."""
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Flush *inner* (not a copy inherited from the parent process)."""
+        return self._flush(lambda: self.inner.force_flush(timeout_millis))
+
+    def shutdown(self) -> None:
+        """Shut *inner* down (not a copy inherited from the parent process)."""
+        self._shutdown(self.inner.shutdown)
+
+
+class SpanGuard(_BatchGuard[SpanExporter], SpanExporter):
     """Guards a span exporter (see :class:`_Guard`). An exporter of lines (``file``,
     ``console`` with ``console_format="lens"``) gets them written by the one encoder,
     OpenTelemetry's OTLP exporters get recorded spans as they are (their encoder reads
@@ -266,11 +279,6 @@ class SpanGuard(_Guard[SpanExporter], SpanExporter):
         super().__init__(inner, health, **options)
         self._lines = hasattr(inner, "export_lines")
         self._as_is = is_otlp_span_exporter(inner)
-
-    @property
-    def records_open_spans(self) -> bool:
-        """Whether *inner* records spans still open (``export_open``: the ``file``'s)."""
-        return hasattr(self.inner, "export_open")
 
     def cleaned(
         self, spans: Sequence[ReadableSpan | RecordingSpan], changes: Changes
@@ -286,41 +294,31 @@ class SpanGuard(_Guard[SpanExporter], SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Export the cleaned spans through *inner*; a failure is counted, not raised."""
         changes: Changes = {}
-
-        def send(inner: Any) -> SpanExportResult:
-            result: SpanExportResult = (
-                inner.export_lines(span_lines(spans, inner.line_layout, changes))
+        result = self._forward(
+            len(spans),
+            lambda inner: (
+                inner.export_lines(span_lines(spans, inner.line_layout, changes))  # type: ignore[attr-defined]
                 if self._lines
                 else inner.export(self.cleaned(spans, changes))
-            )
-            return result
-
-        result = self._forward(len(spans), send, SpanExportResult.SUCCESS, SpanExportResult.FAILURE)
+            ),
+            SpanExportResult.SUCCESS,
+            SpanExportResult.FAILURE,
+        )
         self._health.changed(changes)
         return result
 
     def export_open(self, spans: Sequence[ReadableSpan], at_ns: int) -> SpanExportResult:
         """Record spans still open at *at_ns* through *inner*'s ``export_open``, cleaned;
-        a failure is reported and counts no span as lost (each is exported as it ends)."""
+        a failure counts no span as lost (each is exported as it ends)."""
         changes: Changes = {}
-
-        def send(inner: Any) -> SpanExportResult:
-            result: SpanExportResult = inner.export_open(
-                [clean_span(span, changes) for span in spans], at_ns
-            )
-            return result
-
-        result = self._forward(0, send, SpanExportResult.SUCCESS, SpanExportResult.FAILURE)
+        result = self._forward(
+            0,
+            lambda inner: inner.export_open([clean_span(s, changes) for s in spans], at_ns),  # type: ignore[attr-defined]
+            SpanExportResult.SUCCESS,
+            SpanExportResult.FAILURE,
+        )
         self._health.changed(changes)
         return result
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush *inner* (not a copy inherited from the parent process)."""
-        return self._flush(lambda: self.inner.force_flush(timeout_millis))
-
-    def shutdown(self) -> None:
-        """Shut *inner* down (not a copy inherited from the parent process)."""
-        self._shutdown(self.inner.shutdown)
 
 
 class MetricGuard(_Guard[MetricExporter], MetricExporter):
@@ -362,7 +360,7 @@ class MetricGuard(_Guard[MetricExporter], MetricExporter):
         self._shutdown(lambda: self.inner.shutdown(timeout_millis=timeout_millis, **kwargs))
 
 
-class LogGuard(_Guard[LogRecordExporter], LogRecordExporter):
+class LogGuard(_BatchGuard[LogRecordExporter], LogRecordExporter):
     """Guards a log record exporter (see :class:`_Guard`)."""
 
     _signal = "logs"
@@ -378,11 +376,3 @@ class LogGuard(_Guard[LogRecordExporter], LogRecordExporter):
         )
         self._health.changed(changes)
         return result
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush *inner* (not a copy inherited from the parent process)."""
-        return self._flush(lambda: self.inner.force_flush(timeout_millis))
-
-    def shutdown(self) -> None:
-        """Shut *inner* down (not a copy inherited from the parent process)."""
-        self._shutdown(self.inner.shutdown)
