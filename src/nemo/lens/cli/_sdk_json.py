@@ -1,7 +1,7 @@
 """Reading a span line in the OpenTelemetry SDK's ``to_json`` layout, the console's default.
 
 The ``console`` exporter prints a span as ``ReadableSpan.to_json(indent=None)``
-(:mod:`nemo.lens._sdk.exporters.sdk_json`): ids as ``0x``-prefixed hex under
+(:func:`nemo.lens._sdk.exporters.encoding.sdk_json_line`): ids as ``0x``-prefixed hex under
 ``context``, ISO-8601 UTC times, ``kind`` as ``SpanKind.X``, ``status.status_code``,
 the resource under ``resource.attributes``. :func:`file_fields` turns such a
 record into the fields of the ``file`` exporter's line, which
