@@ -232,17 +232,21 @@ class BatchingSpanProcessor(SpanProcessor):
         try:
             while not self._shutdown:
                 try:
-                    self._wake.wait(POLL_INTERVAL_S)
-                    self._wake.clear()
-                    if self._shutdown:
-                        break
+                    # Each drain takes at most what is queued as it begins, so that threads
+                    # emitting faster than the exporter cannot keep the worker from looking
+                    # at shutdown; a queue still full is drained again without waiting.
+                    if len(self._queue) < self.max_export_batch_size:
+                        self._wake.wait(POLL_INTERVAL_S)
+                        self._wake.clear()
+                        if self._shutdown:
+                            break
                     target = self._flush_requested
                     if target != self._flush_completed or time.monotonic() >= next_export:
-                        self._export_batches(everything=True)
+                        self._export_batches(everything=True, at_most=len(self._queue))
                         next_export = time.monotonic() + delay_s
                         self._complete_flush(target)
                     elif len(self._queue) >= self.max_export_batch_size:
-                        self._export_batches(everything=False)
+                        self._export_batches(everything=False, at_most=len(self._queue))
                     if self._open_records is not None:
                         spans = self._open_records(
                             time.time_ns(), time.monotonic() - self._progress_at

@@ -197,28 +197,21 @@ def clean_span(span: ReadableSpan, changes: Changes) -> ReadableSpan:
     """*span* with redact-key text hidden (span, event and link attributes) and every name
     and value made exportable, what changed counted in *changes*; the same object when
     nothing had to change."""
-    replaced: dict[str, Any] = {"attributes": clean_attributes(span.attributes, changes)}
+    replaced: dict[str, Any] = {}
+    attributes = clean_attributes(span.attributes, changes)
+    if attributes is not None:
+        replaced["attributes"] = attributes
     name = span.name
     if type(name) is not str or not (name.isascii() or is_clean_text(name)):
         replaced["name"], reason = clean_name(name)
         _note(changes, reason)
 
-    def event(event: Event) -> Event | None:
-        name, reason = clean_name(event.name)
-        hidden = clean_attributes(event.attributes, changes)
-        if hidden is None and reason is None:
-            return None
-        _note(changes, reason)
-        return Event(name, event.attributes if hidden is None else hidden, event.timestamp)
-
-    def link(link: Link) -> Link | None:
-        hidden = clean_attributes(link.attributes, changes)
-        return None if hidden is None else Link(link.context, hidden)
-
-    if span.events:
-        replaced["events"] = _each(span.events, event)
-    if span.links:
-        replaced["links"] = _each(span.links, link)
+    events = span.events and _each(span.events, lambda event: _clean_event(event, changes))
+    if events:
+        replaced["events"] = events
+    links = span.links and _each(span.links, lambda link: _clean_link(link, changes))
+    if links:
+        replaced["links"] = links
     description = span.status.description
     if description is not None and not is_clean_text(description):
         replaced["status"] = Status(span.status.status_code, clean_text(description))
@@ -231,8 +224,21 @@ def clean_span(span: ReadableSpan, changes: Changes) -> ReadableSpan:
         replaced["resource"] = resource
         for reason, count in resource_changes.items():
             changes[reason] = changes.get(reason, 0) + count
-    replaced = {field: value for field, value in replaced.items() if value is not None}
     return _CleanSpan(span, **replaced) if replaced else span
+
+
+def _clean_event(event: Event, changes: Changes) -> Event | None:
+    name, reason = clean_name(event.name)
+    hidden = clean_attributes(event.attributes, changes)
+    if hidden is None and reason is None:
+        return None
+    _note(changes, reason)
+    return Event(name, event.attributes if hidden is None else hidden, event.timestamp)
+
+
+def _clean_link(link: Link, changes: Changes) -> Link | None:
+    hidden = clean_attributes(link.attributes, changes)
+    return None if hidden is None else Link(link.context, hidden)
 
 
 _T = TypeVar("_T")
