@@ -348,11 +348,14 @@ def _batch_workload() -> None:
 
 
 @pytest.mark.parametrize("layout_name", ["resource-on-every-line", "lifetime"])
+@pytest.mark.parametrize("compile_after", [1, 10**9], ids=["compiled-writers", "pieces-only"])
 def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
-    layout_name: str, monkeypatch: pytest.MonkeyPatch
+    compile_after: int, layout_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A shape's lines are written from its fixed pieces, in either layout (the console's
-    # lines, the file's): each is the line encode_span writes for the SDK's span.
+    # A shape's lines are joined from its pieces until a writer is compiled for it: with
+    # 1, every shape's second line on is the compiled writer's; with 10**9, none is.
+    # Either way, in either layout (the console's lines, the file's), each is the line
+    # encode_span writes for the SDK's span.
     from nemo.lens._core import state
     from nemo.lens._sdk.exporters import encoding
     from nemo.lens._sdk.exporters.encoding import (
@@ -383,9 +386,10 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
         return encode_span(span, layout)
 
     # First, while the primitives' spans still keep their group's tags apart.
-    monkeypatch.setattr(encoding, "encode_span", encode)
-    lines = span_lines(recorded, layout, {})
-    monkeypatch.undo()
+    monkeypatch.setattr(encoding, "_COMPILE_AFTER", compile_after)
+    with monkeypatch.context() as patched:
+        patched.setattr(encoding, "encode_span", encode)
+        lines = span_lines(recorded, layout, {})
     expected = [encode_span(clean_span(span.readable(), {}), layout) for span in recorded]
     assert lines == expected
     if layout_name == "lifetime":
@@ -393,6 +397,10 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
             line.endswith(f'"lifetime":"{tracer.resource.attributes[semconv.LIFETIME_ID]}"}}')
             for line in lines
         )
+    shapes = [shape for _, shape in layout.shapes(tracer).values() if shape is not None]
+    compiled = [shape for shape in shapes if shape.write != shape._join]
+    assert len(compiled) >= (5 if compile_after == 1 else 0)
+    assert compile_after == 1 or not compiled
     # The common shapes took the fast way; only the ones the docstring names did not.
     fast = {span._name for span in recorded} - {span.name for span in general}
     assert {"loop", "no.attributes.at.all", "under.sdk", "tagged.then.set"} <= fast
