@@ -240,12 +240,16 @@ class BatchingSpanProcessor(SpanProcessor):
                         self._wake.clear()
                         if self._shutdown:
                             break
-                    target = self._flush_requested
-                    if target != self._flush_completed or time.monotonic() >= next_export:
+                    target, size = self._flush_requested, self.max_export_batch_size
+                    # Full batches while there are (a write each: fewer hand-overs of the
+                    # interpreter lock), the rest when its time comes or a flush asks.
+                    if target != self._flush_completed or (
+                        time.monotonic() >= next_export and len(self._queue) < size
+                    ):
                         self._export_batches(everything=True, at_most=len(self._queue))
                         next_export = time.monotonic() + delay_s
                         self._complete_flush(target)
-                    elif len(self._queue) >= self.max_export_batch_size:
+                    elif len(self._queue) >= size:
                         self._export_batches(everything=False, at_most=len(self._queue))
                     if self._open_records is not None:
                         spans = self._open_records(

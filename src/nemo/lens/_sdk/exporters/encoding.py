@@ -394,7 +394,8 @@ def _compiled(shape: _Shape) -> Callable[[RecordingSpan, dict[str, Any] | None],
     members = "".join(f"{{K{n}}}{{t{n}}}" for n in range(count))
     body.append(
         '    return f\'{HEAD}{span._trace_id.to_bytes(16, "big").hex()}{SPAN_ID}'
-        '{span._span_id.to_bytes(8, "big").hex()}{PARENT}{parent_json(span._parent)}'
+        '{span._span_id.to_bytes(8, "big").hex()}{PARENT}'
+        '{"null" if span._parent is None else parent_json(span._parent)}'
         f"{{START}}{{span._start_time}}{{END}}{{span._end_time}}{{ATTRIBUTES}}{members}{{CLOSING}}'"
     )
     exec(compile("\n".join(body) + "\n", "<nemo.lens line writer>", "exec"), names)
