@@ -377,7 +377,8 @@ def _otlp_namespace(namespace: dict[str, object]) -> None:
 
     from nemo.lens import managed_span
     from nemo.lens._core import state
-    from nemo.lens._sdk.exporters.redacting import RedactingSpanExporter
+    from nemo.lens._sdk.exporters.guard import SpanGuard
+    from nemo.lens._sdk.exporters.health import ExportHealth
     from nemo.lens.groups import SpanGroup
 
     recorder: Any = state.recorder
@@ -399,10 +400,10 @@ def _otlp_namespace(namespace: dict[str, object]) -> None:
         with tracer.start_as_current_span(span.name, attributes=span.attributes):
             pass
     provider.shutdown()
-    redacting = RedactingSpanExporter(OTLPSpanExporter())
+    guard = SpanGuard(OTLPSpanExporter(), ExportHealth())
 
     def otlp_encode(spans: list[Any]) -> bytes:
-        encoded: bytes = encode_spans(redacting.cleaned(spans, {})).SerializeToString()
+        encoded: bytes = encode_spans(guard.cleaned(spans, {})).SerializeToString()
         return encoded
 
     sdk_spans = list(memory.get_finished_spans())

@@ -17,10 +17,11 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
+from nemo.lens._core.secrets import scrub
 from nemo.lens._sdk.batching import BatchingSpanProcessor, WhenFull
-from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination, scrub
-from nemo.lens._sdk.exporters.quiet import quiet
-from nemo.lens._sdk.exporters.redaction import redact_span
+from nemo.lens._sdk.exporters.guard import SpanGuard
+from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
+from nemo.lens._sdk.exporters.redaction import clean_span
 
 
 class _Gate(SpanExporter):
@@ -138,8 +139,8 @@ def test_redaction_copies_only_what_it_must_and_keeps_the_drop_counts() -> None:
     tracer.start_span("plain", attributes={"loss": 0.5}).end()
     tracer.start_span("secret", attributes={"a": 1, "prompt": "hi", "c": 3}).end()
     plain, secret = finished
-    assert redact_span(plain) is plain
-    hidden = redact_span(secret)
+    assert clean_span(plain, {}) is plain
+    hidden = clean_span(secret, {})
     # The SDK dropped the oldest attribute ("a") to stay within the limit.
     assert dict(hidden.attributes or {}) == {"prompt": "[REDACTED]", "c": 3}
     assert hidden.dropped_attributes == secret.dropped_attributes == 1
@@ -174,17 +175,27 @@ def test_the_summary_says_nothing_when_nothing_was_lost() -> None:
 def test_only_calls_into_exporters_nemo_lens_made_are_quieted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    ours = logging.getLogger("opentelemetry.exporter.reliability_test.ours")
-    theirs = logging.getLogger("opentelemetry.exporter.reliability_test.theirs")
-    with quiet([ours.name, theirs.name]):  # the filter is now on both loggers
-        pass
-    causes: list[str] = []
-    with caplog.at_level(logging.WARNING):
-        with quiet([ours.name], on_warning=causes.append):
+    # An exporter nemo.lens made has its own failure logs quieted while it is called
+    # (and the first warning reported as the cause); the application's own, not.
+    ours = logging.getLogger("nemo.lens.exporters.jsonl")
+
+    class Theirs(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            ours.warning("an application's own exporter")
+            return SpanExportResult.FAILURE
+
+    class Ours(Theirs):
+        __module__ = "nemo.lens._sdk.exporters.jsonl"
+
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
             ours.warning("retrying in %d s", 1)
-            theirs.warning("an application's own exporter")
+            return SpanExportResult.FAILURE
+
+    health = ExportHealth()
+    with caplog.at_level(logging.WARNING):
+        SpanGuard(Ours(), health, name="file").export([])
+        SpanGuard(Theirs(), health).export([])
         ours.warning("outside any export")
-    assert "retrying" not in caplog.text
-    assert "an application's own exporter" in caplog.text
-    assert "outside any export" in caplog.text
-    assert causes == ["retrying in 1 s"]
+    passed = [record.getMessage() for record in caplog.records if record.name == ours.name]
+    assert passed == ["an application's own exporter", "outside any export"]
+    assert "cannot export traces to Ours (retrying in 1 s)" in caplog.text

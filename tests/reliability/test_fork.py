@@ -22,11 +22,26 @@ still exits cleanly, and the parent says why, once.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.reliability.conftest import GrpcReceiver, OtlpReceiver, read_spans, run_job
+import pytest
+
+from tests.reliability.conftest import (
+    SLOW_ENABLED,
+    GrpcReceiver,
+    OtlpReceiver,
+    job_command,
+    job_env,
+    read_spans,
+    run_job,
+)
 
 PER_WORKER = 2000
 
@@ -218,3 +233,116 @@ def test_a_fork_waits_for_an_export_in_flight_but_not_for_long() -> None:
     assert stuck.result["forked_after_release"] is False
     limit = stuck.result["wait_limit"]
     assert limit - 0.1 < stuck.result["waited"] < limit + 1.0
+
+
+# Forks while a thread emits, as a data-loader does, but many and short: each fork is a
+# chance to catch a lock held by the parent's export thread. A child that finds one held
+# waits forever; its parent then gives up on it and fails, or hangs in turn.
+_FORKING_JOB = """
+import multiprocessing
+from nemo.lens import NemoLensConfig, managed_span, setup_telemetry
+
+handle = setup_telemetry(NemoLensConfig.from_env())
+stop = threading.Event()
+
+def keep_emitting():
+    while not stop.is_set():
+        for _ in range(100):
+            with managed_span("step", "parent.step"):
+                pass
+        time.sleep(0.001)
+
+def work(worker):
+    for i in range(200):
+        with managed_span("step", "worker.batch", worker=worker, i=i):
+            pass
+
+def wait_for(pid):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return "hung"
+
+threading.Thread(target=keep_emitting, daemon=True).start()
+fork_context = multiprocessing.get_context("fork")
+failures = []
+with managed_span("job", "train.job"):
+    for epoch in range(3):
+        workers = [fork_context.Process(target=work, args=(w,)) for w in range(2)]
+        for process in workers:
+            process.start()
+        for process in workers:
+            process.join(60)
+            if process.exitcode != 0:
+                failures.append(("multiprocessing", process.exitcode))
+                process.kill()
+        pid = os.fork()
+        if pid == 0:
+            work(100 + epoch)
+            handle.shutdown()
+            os._exit(0)
+        status = wait_for(pid)
+        if status != 0:
+            failures.append(("os.fork", status))
+stop.set()
+handle.shutdown()
+report(failures=failures)
+sys.exit(1 if failures else 0)
+"""
+
+
+def _forking_jobs(receiver: OtlpReceiver, directory: Path) -> list[subprocess.Popen[str]]:
+    jobs = []
+    for n in range(6):
+        env = {"NEMO_LENS_ENABLED": "1", "NEMO_LENS_SPAN_GROUPS": "all"}
+        if n % 2:
+            env |= _otlp_env(receiver.endpoint, "http/protobuf")
+        else:
+            env |= {"NEMO_LENS_EXPORTER": "file", "NEMO_LENS_TRACE_FILE": str(directory / f"{n}")}
+        jobs.append(
+            subprocess.Popen(
+                job_command(_FORKING_JOB),
+                env=job_env(env),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,  # so that a hung job's children go with it
+            )
+        )
+    return jobs
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SLOW_ENABLED, reason="20 rounds of forking jobs: NEMO_LENS_SLOW_TESTS=1")
+def test_no_forked_child_hangs_on_a_loaded_machine(
+    otlp_receiver: OtlpReceiver, tmp_path: Path
+) -> None:
+    # Six forking jobs at once (the file exporter, and OTLP/HTTP to a live receiver)
+    # beside eight busy loops on whatever cores there are, 20 times over: every job
+    # exits 0. A child that hung on a lock its parent's export thread held at the fork
+    # (the install lock of the quiet filter did, in one round of three) fails its job.
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(8)]
+    jobs: list[subprocess.Popen[str]] = []
+    try:
+        for round_ in range(20):
+            jobs = _forking_jobs(otlp_receiver, tmp_path / str(round_))
+            deadline = time.monotonic() + 180
+            for job in jobs:
+                try:
+                    out, err = job.communicate(timeout=max(1.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pytest.fail(f"round {round_}: a job hung")
+                assert job.returncode == 0, f"round {round_}: {job.returncode}\n{out}\n{err}"
+    finally:
+        for job in jobs:
+            if job.poll() is None:
+                os.killpg(job.pid, signal.SIGKILL)
+                job.wait()
+        for process in busy:
+            process.kill()
+            process.wait()

@@ -257,25 +257,12 @@ def test_a_file_sink_writes_whole_texts_in_order_whatever_their_size(
     assert (tmp_path / "t.jsonl").read_text(encoding="utf-8") == "".join(texts)
 
 
-def test_a_file_sink_writes_texts_one_by_one_while_another_thread_gathers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    writes = _Writes(monkeypatch)
-    sink = _sink(tmp_path / "t.jsonl", writes)
-    assert sink._buffer_lock.acquire(blocking=False)  # as a gathering thread holds it
-    try:
-        sink.write_texts(["one\n", "two\n"])
-    finally:
-        sink._buffer_lock.release()
-
-    assert writes.data == [b"one\n", b"two\n"]
-
-
-def test_a_forked_child_gathers_as_its_parent_did(tmp_path: Path) -> None:
+def test_a_forked_child_writes_as_its_parent_did(tmp_path: Path) -> None:
     sink = FileSink(tmp_path / "t.jsonl")
-    assert sink._buffer_lock.acquire(blocking=False)  # held by a thread the child lacks
+    assert sink._lock.acquire(blocking=False)  # held by a thread the child lacks
     sink._after_fork_in_child()
-    assert sink._buffer_lock.acquire(blocking=False)
+    sink.write_texts(["one\n"])
+    assert (tmp_path / "t.jsonl").read_text(encoding="utf-8") == "one\n"
 
 
 def test_a_file_sink_refuses_a_buffer_of_nothing(tmp_path: Path) -> None:

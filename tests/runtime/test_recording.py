@@ -28,7 +28,6 @@ from opentelemetry.util._once import Once
 
 from nemo.lens import managed_span, semconv, span_cm, trace_fn
 from nemo.lens._sdk.exporters.encoding import span_to_dict
-from nemo.lens._sdk.exporters.recorded_lines import recorded_lines as batch_lines
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import TelemetryHandle, setup_telemetry
 from nemo.lens.testing import reset as _reset_for_testing
@@ -297,7 +296,8 @@ def test_otlp_exporters_are_handed_recorded_spans_as_they_are_and_others_the_sdk
     from opentelemetry.sdk.trace import ReadableSpan
 
     from nemo.lens._core import state
-    from nemo.lens._sdk.exporters.redacting import RedactingSpanExporter
+    from nemo.lens._sdk.exporters.guard import SpanGuard
+    from nemo.lens._sdk.exporters.health import ExportHealth
     from nemo.lens._sdk.recorded_span import RecordingSpan
 
     handle = setup_telemetry(_config(), span_exporter=InMemorySpanExporter())
@@ -315,11 +315,11 @@ def test_otlp_exporters_are_handed_recorded_spans_as_they_are_and_others_the_sdk
     plain, secret = recorded
     assert type(plain) is RecordingSpan and type(secret) is RecordingSpan
     for exporter in (Grpc(), Http()):
-        handed: list[Any] = RedactingSpanExporter(exporter).cleaned(recorded, {})
+        handed: list[Any] = SpanGuard(exporter, ExportHealth()).cleaned(recorded, {})
         assert handed[0] is plain
         # One that needs redacting is copied, as the SDK's span would be.
         assert handed[1] is not secret and handed[1].attributes["api_key"] == "[REDACTED]"
-    for other in RedactingSpanExporter(InMemorySpanExporter()).cleaned(recorded, {}):
+    for other in SpanGuard(InMemorySpanExporter(), ExportHealth()).cleaned(recorded, {}):
         assert isinstance(other, ReadableSpan) and not isinstance(other, RecordingSpan)
 
 
@@ -382,23 +382,24 @@ def _batch_workload() -> None:
 
 
 @pytest.mark.parametrize("layout_name", ["resource-on-every-line", "lifetime"])
-@pytest.mark.parametrize("writer_after", [1, 10**9], ids=["compiled-writers", "pieces-only"])
+@pytest.mark.parametrize("compile_after", [1, 10**9], ids=["compiled-writers", "pieces-only"])
 def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
-    writer_after: int, layout_name: str, monkeypatch: pytest.MonkeyPatch
+    compile_after: int, layout_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A shape's lines are joined from its pieces until a writer is compiled for it:
-    # with 1, every shape's second line on is the compiled writer's; with 10**9, none is.
+    # A shape's lines are joined from its pieces until a writer is compiled for it: with
+    # 1, every shape's second line on is the compiled writer's; with 10**9, none is.
     # Either way, in either layout (the console's lines, the file's), each is the line
-    # encode_span writes for the span the SDK would have made.
-    from nemo.lens._sdk.exporters import recorded_lines
-    from nemo.lens._sdk.exporters.encoding import RESOURCE_ON_EVERY_LINE, LineLayout
-    from nemo.lens._sdk.exporters.trace_file import LifetimeLayout
-
-    monkeypatch.setattr(recorded_lines, "_WRITER_AFTER", writer_after)
+    # encode_span writes for the SDK's span.
     from nemo.lens._core import state
-    from nemo.lens._sdk.exporters.encoding import encode_span
-    from nemo.lens._sdk.exporters.redacting import encode_cleaned
+    from nemo.lens._sdk.exporters import encoding
+    from nemo.lens._sdk.exporters.encoding import (
+        RESOURCE_ON_EVERY_LINE,
+        LineLayout,
+        encode_span,
+        span_lines,
+    )
     from nemo.lens._sdk.exporters.redaction import clean_span
+    from nemo.lens._sdk.exporters.trace_file import LifetimeLayout
     from nemo.lens._sdk.recorded_span import RecordingSpan
 
     handle = setup_telemetry(_config(), span_exporter=InMemorySpanExporter())
@@ -407,20 +408,22 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
     tracer.sink = recorded.append
     try:
         _batch_workload()
-        _batch_workload()  # the second time through, every shape is cached
+        _batch_workload()  # the second time through, every shape is known
     finally:
         handle.shutdown()
     assert recorded and all(type(span) is RecordingSpan for span in recorded)
+    layout: LineLayout = RESOURCE_ON_EVERY_LINE if layout_name != "lifetime" else LifetimeLayout()
     general: list[Any] = []
 
-    layout: LineLayout = RESOURCE_ON_EVERY_LINE if layout_name != "lifetime" else LifetimeLayout()
-
-    def encode(span: Any) -> str:
+    def encode(span: Any, layout: LineLayout = RESOURCE_ON_EVERY_LINE) -> str:
         general.append(span)
-        return encode_cleaned(span, {}, layout)
+        return encode_span(span, layout)
 
     # First, while the primitives' spans still keep their group's tags apart.
-    lines = batch_lines(recorded, encode, RecordingSpan, layout)
+    monkeypatch.setattr(encoding, "_COMPILE_AFTER", compile_after)
+    with monkeypatch.context() as patched:
+        patched.setattr(encoding, "encode_span", encode)
+        lines = span_lines(recorded, layout, {})
     expected = [encode_span(clean_span(span.readable(), {}), layout) for span in recorded]
     assert lines == expected
     if layout_name == "lifetime":
@@ -428,12 +431,14 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
             line.endswith(f'"lifetime":"{tracer.resource.attributes[semconv.LIFETIME_ID]}"}}')
             for line in lines
         )
-    writers = [shape[2] for shape in tracer.line_shapes(layout).values() if shape[2] is not None]
-    assert len(writers) >= (5 if writer_after == 1 else 0) and (writer_after == 1 or not writers)
+    shapes = [shape for _, shape in layout.shapes(tracer).values() if shape is not None]
+    compiled = [shape for shape in shapes if shape.write != shape._join]
+    assert len(compiled) >= (5 if compile_after == 1 else 0)
+    assert compile_after == 1 or not compiled
     # The common shapes took the fast way; only the ones the docstring names did not.
-    fast = {span._name for span in recorded} - {span._name for span in general}
+    fast = {span._name for span in recorded} - {span.name for span in general}
     assert {"loop", "no.attributes.at.all", "under.sdk", "tagged.then.set"} <= fast
-    slow = {span._name for span in general}
+    slow = {span.name for span in general}
     assert {"secret", "kinds", "flags", "status", "event", "plain", "tag.given"} <= slow
     given = next(span for span in recorded if span._name == "tag.given")
     assert list(given.attributes.items())[:2] == [(semconv.SPAN_GROUP, "step"), ("n", 1)]
@@ -441,7 +446,7 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
     assert list(later.attributes) == ["n", semconv.SPAN_GROUP, semconv.SPAN_CATEGORY, "later"]
     # A batch that begins with an SDK span is written the same way.
     sdk_span = recorded[0].readable()
-    assert batch_lines([sdk_span, *recorded], encode, RecordingSpan, layout) == [
+    assert span_lines([sdk_span, *recorded], layout, {}) == [
         encode_span(sdk_span, layout),
         *expected,
     ]

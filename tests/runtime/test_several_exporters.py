@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanContext
 
 from nemo.lens import NemoLensConfig, managed_span, setup_telemetry
-from nemo.lens._sdk.exporters.forwarding import ReportingSpanExporter
+from nemo.lens._sdk.exporters.guard import SpanGuard
 from nemo.lens._sdk.exporters.health import ExportHealth
 from nemo.lens._sdk.exporters.jsonl import JsonLinesSpanExporter
 from nemo.lens._sdk.pipeline import Pipeline, fan_out
@@ -208,7 +208,7 @@ def test_an_export_after_shutdown_is_counted_without_blaming_the_destination(
     # says the destination failed (it did not; the job asked not to wait).
     health = ExportHealth()
     sink = _Lines()
-    exporter = ReportingSpanExporter(JsonLinesSpanExporter(sink), health)
+    exporter = SpanGuard(JsonLinesSpanExporter(sink), health)
     spans = [_span("a"), _span("b")]
     with caplog.at_level(logging.DEBUG, logger="nemo.lens.exporters.health"):
         assert exporter.export(spans[:1]) == SpanExportResult.SUCCESS
@@ -227,7 +227,7 @@ def test_an_export_that_fails_before_shutdown_still_warns(
     sink = _Lines()
     inner = JsonLinesSpanExporter(sink)
     inner.shutdown()  # refuses every export, as a destination that fails does
-    exporter = ReportingSpanExporter(inner, health)
+    exporter = SpanGuard(inner, health)
     with caplog.at_level(logging.WARNING, logger="nemo.lens.exporters.health"):
         assert exporter.export([_span("a")]) == SpanExportResult.FAILURE
     assert [r.levelno for r in caplog.records] == [logging.WARNING]

@@ -1,35 +1,9 @@
 """Values every exporter can carry: one bad value is replaced, never the reason a batch is lost.
 
-OpenTelemetry's SDK stores almost anything a program hands it as a span name
-or an attribute: a ``str`` holding lone surrogates (what ``os.fsdecode`` makes
-of a file name that is not UTF-8), ``bytes`` or an ``int`` as a span name, an
-``int`` far beyond 64 bits, lists nested a thousand deep. The exporters cannot
-write all of that -- UTF-8 has no encoding for a lone surrogate, OTLP's
-integers are 64-bit -- and they fail the whole batch (thousands of spans) for
-one such value. nemo.lens therefore normalises each span on its way out
-(:func:`nemo.lens._sdk.exporters.redaction.clean_span`, on the export thread, not
-where the span ends), with these rules:
-
-==============================  ==================================================
-what                            becomes
-==============================  ==================================================
-text with lone surrogates       the same text with each one replaced by U+FFFD
-a name or key that is not str   its ``str()`` (a placeholder if ``str()`` fails)
-an int outside 64 bits          its decimal digits as a string (a placeholder
-                                beyond :data:`MAX_INT_BITS`)
-nesting deeper than             the too-deep part is dropped (``None``)
-:data:`MAX_DEPTH`
-any other object                its ``str()``
-==============================  ==================================================
-
-Everything else -- ``None``, bools, floats (NaN too: the JSON exporters spell
-it ``"NaN"``), ``bytes``, in-range ints, clean text, lists, tuples and
-mappings of them -- passes unchanged. Each changed name or attribute is
-counted once, under the first reason met (:data:`REASONS`), and the totals are
-reported at shutdown: no value is changed silently.
-
-This module imports nothing of OpenTelemetry, so the API-only primitives can
-use :func:`safe_str` too.
+The rules (lone surrogates, names that are not ``str``, ints beyond 64 bits, deep
+nesting, other objects) and the reasons counted for them; the table is in
+``docs/reliability.md``. Imports nothing of OpenTelemetry: the primitives use
+:func:`safe_str` too.
 """
 
 from __future__ import annotations
@@ -41,6 +15,8 @@ from typing import Final
 __all__ = [
     "BIG_INT",
     "DROPPED_AT_THE_DOOR",
+    "INT64_MAX",
+    "INT64_MIN",
     "MAX_DEPTH",
     "MAX_INT_BITS",
     "NOT_STR",
@@ -66,8 +42,10 @@ MAX_DEPTH: Final = 32
 MAX_INT_BITS: Final = 4096
 """Ints beyond 64 bits and up to this size are exported as their decimal digits."""
 
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
+INT64_MIN: Final = -(2**63)
+"""The smallest int every exporter writes as a number (OTLP's are 64-bit)."""
+INT64_MAX: Final = 2**63 - 1
+"""The largest int every exporter writes as a number."""
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 # The reasons a value is changed, worded to follow a count in the shutdown summary.
@@ -143,34 +121,8 @@ def clean_name(name: object) -> tuple[str, str | None]:
 
 
 def needs_cleaning(value: object, depth: int = 0) -> bool:
-    """Whether :func:`clean_value` would change *value* (cheap for the usual values)."""
-    kind = type(value)
-    if kind is str:
-        text: str = value  # type: ignore[assignment]
-        return not (text.isascii() or is_clean_text(text))
-    if kind is int:
-        number: int = value  # type: ignore[assignment]
-        return not _INT64_MIN <= number <= _INT64_MAX
-    if kind is float or kind is bool or value is None or kind is bytes:
-        return False
-    if isinstance(value, (list, tuple)):
-        if depth >= MAX_DEPTH:
-            return True
-        return any(needs_cleaning(item, depth + 1) for item in value)
-    if isinstance(value, Mapping):
-        if depth >= MAX_DEPTH:
-            return True
-        for key, item in value.items():
-            if not (type(key) is str and (key.isascii() or is_clean_text(key))):
-                return True
-            if needs_cleaning(item, depth + 1):
-                return True
-        return False
-    if isinstance(value, str):
-        return not is_clean_text(str.__str__(value))
-    if isinstance(value, int):  # bool was handled; an IntEnum, say
-        return not _INT64_MIN <= value <= _INT64_MAX
-    return not isinstance(value, (float, bytes))
+    """Whether :func:`clean_value` would change *value*."""
+    return clean_value(value, depth)[1] is not None
 
 
 def _clean_int(value: int) -> str:
@@ -184,29 +136,24 @@ def _clean_int(value: int) -> str:
 
 
 def clean_value(value: object, depth: int = 0) -> tuple[object, str | None]:
-    """*value* as every exporter can write it (see the module docstring).
-
-    Returns the value (*value* itself when it needs no change) and why it had
-    to change: the first reason met, ``None`` when it did not.
-    """
-    if not needs_cleaning(value, depth):
-        return value, None
+    """*value* as every exporter can write it (*value* itself when it needs no change),
+    and why it had to change: the first reason met, ``None`` when it did not."""
     reasons: list[str] = []
-    cleaned = _clean(value, reasons, depth)
-    return cleaned, (reasons[0] if reasons else None)
+    return _clean(value, reasons, depth), (reasons[0] if reasons else None)
 
 
 def _clean(value: object, reasons: list[str], depth: int) -> object:
-    if isinstance(value, bool) or value is None or isinstance(value, (float, bytes)):
+    kind = type(value)
+    if kind is float or kind is bool or value is None or kind is bytes:
         return value
     if isinstance(value, str):
-        text = str.__str__(value)
-        if is_clean_text(text):
+        text = value if kind is str else str.__str__(value)
+        if text.isascii() or is_clean_text(text):
             return value
         reasons.append(SURROGATES)
         return clean_text(text)
     if isinstance(value, int):
-        if _INT64_MIN <= value <= _INT64_MAX:
+        if INT64_MIN <= value <= INT64_MAX:
             return value
         reasons.append(BIG_INT)
         return _clean_int(value)
@@ -215,14 +162,19 @@ def _clean(value: object, reasons: list[str], depth: int) -> object:
         return None
     if isinstance(value, (list, tuple)):
         items = [_clean(item, reasons, depth + 1) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
         return items if isinstance(value, list) else tuple(items)
     if isinstance(value, Mapping):
+        before = len(reasons)
         cleaned: dict[str, object] = {}
         for key, item in value.items():
             text, reason = clean_name(key)
             if reason is not None:
                 reasons.append(reason)
             cleaned[text] = _clean(item, reasons, depth + 1)
-        return cleaned
+        return value if len(reasons) == before else cleaned
+    if isinstance(value, (float, bytes)):
+        return value
     reasons.append(UNSUPPORTED)
     return safe_str(value)

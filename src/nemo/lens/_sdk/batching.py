@@ -1,72 +1,20 @@
 """A batch span processor that never blocks without bound, never loses silently, and forks.
 
-nemo.lens uses :class:`BatchingSpanProcessor` instead of the SDK's
-``BatchSpanProcessor`` for every exporter that is not synchronous. It behaves the
-same way -- spans are queued as they end and a background thread exports them
-in batches -- and differs where a training job needs it to:
-
-**When the queue is full** the SDK drops the oldest span and logs a warning
-every 20 s. Here the policy is chosen per exporter:
-
-* ``"block"`` (the file exporter): the thread that ended the span waits until
-  the writer has made room, so a graceful exit loses nothing however fast the
-  job emits. The wait is bounded by progress, not by a fixed time: while the
-  writer keeps completing batches, the job waits for it; if it completes none
-  for ``stall_timeout_millis`` (a hung file system), the processor declares the
-  exporter stalled, drops instead of waiting (the job runs on) and resumes
-  blocking as soon as a batch completes.
-* ``"drop"`` (OTLP and exporters passed in): the new span is dropped and the
-  job never waits; a collector that is down costs memory up to the queue limit
-  and nothing else.
-
-Either way the first drop is logged once and the total is reported at shutdown
-(:class:`~nemo.lens._sdk.exporters.health.ExportHealth`).
-
-**Nothing on the span path takes a lock.** Ending a span appends to a
-``collections.deque`` (atomic) and never signals the worker, which polls the
-queue length every few milliseconds instead. A lock held by the span path could
-be held at the instant a signal handler (see :mod:`nemo.lens._core.signals`) or
-``fork`` interrupts it, and the shutdown that follows would wait for it forever.
-
-**Shutdown drains everything** that was queued before it began, and what ends
-while that is being exported, then shuts the exporter down. A span that ends
-after that last drain (a thread still emitting) is counted as lost, never
-silently dropped; the drain is bounded, so such threads cannot keep shutdown
-from finishing. :meth:`shutdown` and :meth:`force_flush` honour their timeout
-(the SDK's ``force_flush`` ignores it). The export thread outlives anything an
-exporter raises, ``SystemExit`` and ``KeyboardInterrupt`` included: a failed
-batch is counted, and the next one is exported.
-
-**Synchronous where a process may be killed at any moment.** With
-``synchronous=True`` (or, after ``fork``, ``synchronous_after_fork=True``)
-there is no queue: the thread that ends a span exports it before ``end()``
-returns (the ``file`` exporter in worker processes, which
-``multiprocessing.Pool.terminate()`` kills as soon as their last task returns).
-With ``open_records`` (the ``file`` exporter) the worker also asks, at every
-poll, which open spans to record for a reader of a process that dies
-(:mod:`nemo.lens._sdk.open_records`); it then runs even when synchronous.
-
-**After ``fork``** the child starts with an empty queue (the parent's spans are
-the parent's to export) and its own worker thread, and it does not export the
-copies of spans that were already open in the parent when it forked. Given an
-``exporter_factory``, the child also exports through a new exporter of its own,
-made on its first export: a network exporter's inherited connection is shared
-with the parent, and two processes writing requests into one HTTP keep-alive
-connection garble each other's. An exporter that is ``usable_after_fork=False``
-(OTLP over gRPC, which can hang or crash a forked child) is not used in the
-child at all: the child drops its spans, as the parent announces once when it
-first forks (:func:`~nemo.lens._sdk.exporters.health.announce_not_after_fork`); and
-in the parent its exports run inside :func:`nemo.lens._core.fork.fork_unsafe`, so
-that no fork happens in the middle of one.
+Like the SDK's ``BatchSpanProcessor`` (spans queued as they end, exported in batches by a
+thread), with a policy for a full queue (``block`` for the file, bounded by progress;
+``drop`` for OTLP), no lock on the span path, a drain at shutdown, every loss counted,
+and a fresh queue and thread after ``fork`` (``docs/architecture.md``, the export path).
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
+import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Literal
 
 from opentelemetry.context import Context
@@ -74,9 +22,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from nemo.lens._core import fork as _fork
-from nemo.lens._sdk.exporters.forwarding import ReportingSpanExporter
+from nemo.lens._sdk.exporters.guard import SpanGuard
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
-from nemo.lens._sdk.span_losses import report_dropped, report_late
 
 if TYPE_CHECKING:
     from nemo.lens._sdk.recorded_span import RecordingSpan
@@ -86,6 +33,7 @@ __all__ = [
     "POLL_INTERVAL_S",
     "BatchingSpanProcessor",
     "WhenFull",
+    "bounded_timeout_ms",
 ]
 
 # The logger keeps the name users configure it by (this code's module before it moved).
@@ -96,12 +44,16 @@ WhenFull = Literal["block", "drop"]
 
 DEFAULT_STALL_TIMEOUT_MILLIS: Final = 5000
 """How long a blocking processor waits for an exporter that completes no batch at all."""
-
 POLL_INTERVAL_S: Final = 0.02
 """How often the worker looks at the queue: the most a full batch waits to be noticed."""
 
-_BLOCKED_SLEEP_S: Final = 0.001
-"""How often a blocked span-ending thread looks for room."""
+
+def bounded_timeout_ms(timeout_ms: float) -> float:
+    """*timeout_ms* as a wait the ``threading`` module accepts: at least 0, at most half of
+    ``threading.TIMEOUT_MAX`` (over a century: what infinity means), NaN as 0."""
+    if math.isnan(timeout_ms) or timeout_ms <= 0:
+        return 0.0
+    return float(min(timeout_ms, threading.TIMEOUT_MAX * 500))
 
 
 class BatchingSpanProcessor(SpanProcessor):
@@ -109,27 +61,19 @@ class BatchingSpanProcessor(SpanProcessor):
 
     Args:
         exporter: Where batches go.
-        max_queue_size: Spans held at most (plus at most one per thread racing
-            to append at the same instant).
+        max_queue_size: Spans held at most (plus one per thread racing to append).
         max_export_batch_size: Spans per ``export`` call; at most the queue size.
-        schedule_delay_millis: Longest a span waits when the queue is not
-            filling; a full batch is exported as soon as the worker sees it.
-        when_full: ``"block"`` or ``"drop"`` (see the module docstring).
-        stall_timeout_millis: For ``"block"``: how long without a completed
-            batch before the exporter counts as stalled.
-        health: Where failures and drops are reported (a private one if omitted).
-        quiet_loggers: Loggers whose records the exporter's calls suppress
-            (see :func:`nemo.lens._sdk.exporters.quiet.quiet`); only for exporters
-            nemo.lens created.
-        exporter_factory: Makes an exporter like *exporter*; a forked child
-            uses a new one instead of its copy of the parent's.
-        usable_after_fork: ``False`` for an exporter a forked child must not
-            touch at all; its spans are then not exported from forked children.
-        synchronous: Export each span from the thread that ends it, with no
-            queue (see the module docstring).
+        schedule_delay_millis: Longest a span waits when the queue is not filling.
+        when_full: ``"block"`` (wait for room, until the exporter completes no batch for
+            *stall_timeout_millis*) or ``"drop"``.
+        health: Where failures and drops are counted (a private one if omitted).
+        exporter_name: The name nemo.lens made *exporter* under (``None``: the caller's);
+            decides its quiet loggers and what a forked child uses (:class:`SpanGuard`).
+        synchronous: Export each span from the thread that ends it, with no queue (a
+            ``multiprocessing`` worker, which may be killed as its task returns).
         synchronous_after_fork: Do so in a child forked from this process.
-        open_records: Asked at every poll which open spans the exporter should
-            record (``export_open``); see :mod:`nemo.lens._sdk.open_records`.
+        open_records: Asked at every poll which open spans the exporter records
+            (``export_open``; :class:`~nemo.lens._sdk.open_spans.OpenSpanRecorder`).
     """
 
     def __init__(
@@ -142,9 +86,7 @@ class BatchingSpanProcessor(SpanProcessor):
         when_full: WhenFull = "drop",
         stall_timeout_millis: float = DEFAULT_STALL_TIMEOUT_MILLIS,
         health: ExportHealth | None = None,
-        quiet_loggers: Sequence[str] = (),
-        exporter_factory: Callable[[], SpanExporter] | None = None,
-        usable_after_fork: bool = True,
+        exporter_name: str | None = None,
         synchronous: bool = False,
         synchronous_after_fork: bool = False,
         open_records: Callable[[int, float], list[ReadableSpan] | None] | None = None,
@@ -170,54 +112,38 @@ class BatchingSpanProcessor(SpanProcessor):
         self.when_full: WhenFull = when_full
         self.stall_timeout_millis = stall_timeout_millis
         self.health = health if health is not None else ExportHealth()
-        # Every export goes through the one forwarding wrapper: quiet, counted, and
-        # the right exporter after a fork (a child's own, or none at all).
-        self._out = ReportingSpanExporter(
-            exporter,
-            self.health,
-            quiet_loggers=quiet_loggers,
-            factory=exporter_factory,
-            usable_after_fork=usable_after_fork,
-            in_export_thread=not synchronous,
+        self._out = SpanGuard(
+            exporter, self.health, name=exporter_name, in_export_thread=not synchronous
         )
         self._destination = describe_destination(exporter)
-        self._usable_after_fork = usable_after_fork
         self._synchronous = synchronous
         self._synchronous_after_fork = synchronous_after_fork
         self._open_records = open_records
-        self._disabled = False
-        self._shutdown = False
-        self._worker_done = threading.Event()
-        self._reset_runtime_state()
+        self._disabled = self._shutdown = False
+        self._reset()
         # Whether queue_span may skip its checks: not synchronous, and (until set
         # false for good) not disabled, not a forked child, not sealed.
         self._plain = not synchronous
         self._start_worker()
         _fork.register(self)
 
-    # -- state that a forked child rebuilds -----------------------------------------
-
-    def _reset_runtime_state(self) -> None:
+    def _reset(self) -> None:
         self._queue: collections.deque[ReadableSpan | RecordingSpan] = collections.deque()
         self._in_flight = 0
         self._wake = threading.Event()
-        self._flush_lock = threading.Lock()
-        self._flush_done = threading.Condition(self._flush_lock)
-        self._flush_requested = 0
-        self._flush_completed = 0
+        self._flush_done = threading.Condition(threading.Lock())
+        self._flush_requested = self._flush_completed = 0
         self._progress_at = time.monotonic()
-        self._stalled = False
+        self._stalled = self._worker_failed = False
         self._forked_at_ns = 0
-        # Set once shutdown's last drain has begun: a span ending after that is
-        # counted as lost instead of waiting in a queue nobody exports.
+        # Set once shutdown's last drain has begun: a span ending after that is counted
+        # as lost instead of waiting in a queue nobody exports.
         self._sealed = False
-        self._worker_failed = False
 
     def _start_worker(self) -> None:
         self._worker_done = threading.Event()
         if self._synchronous and self._open_records is None:
-            # Spans are exported by the threads that end them: no worker to wait for.
-            self._worker_done.set()
+            self._worker_done.set()  # the threads that end spans export them
             return
         self._worker = threading.Thread(
             target=self._run, name="nemo.lens span exporter", daemon=True
@@ -225,23 +151,16 @@ class BatchingSpanProcessor(SpanProcessor):
         self._worker.start()
 
     def _after_fork_in_child(self) -> None:
-        """Forget the parent's queue; start this process's own worker.
-
-        (Which exporter the child uses is the forwarding wrapper's business.)
-        """
-        self._reset_runtime_state()
-        self._plain = False  # a forked child: every span checked
-        if not self._usable_after_fork:
-            # No thread, no export: the child leaves the parent's exporter alone.
-            self._disabled = True
+        # The parent's queue is the parent's to export; which exporter the child uses is
+        # the guard's business.
+        self._reset()
+        self._plain = False
+        if not self._out.usable_after_fork:
+            self._disabled = True  # no thread, no export
             return
-        # A span that started before the fork is the parent's: if the child ends
-        # its copy (unwinding a `with` block on the way out), exporting it would
-        # duplicate a span the parent exports itself, under the same ids.
+        # A span started before the fork is the parent's: the child's copy, ended as it
+        # unwinds a `with` block, would duplicate it under the same ids.
         self._forked_at_ns = time.time_ns()
-        # A forked worker can be killed at any moment after its task returns
-        # (multiprocessing.Pool's terminate() at the end of a with block): a
-        # local exporter then writes each span before end() returns.
         self._synchronous = self._synchronous or self._synchronous_after_fork
         if not self._shutdown:
             self._start_worker()
@@ -252,73 +171,58 @@ class BatchingSpanProcessor(SpanProcessor):
         """Nothing to do when a span starts."""
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Queue *span* for export (see the module docstring for a full queue).
-
-        A span that ends while shutdown is draining the queue is still
-        exported; one that ends after that is counted as lost.
-        """
+        """Queue *span* if it is sampled (see :meth:`queue_span`)."""
         context = span.context
-        if context is None or not context.trace_flags.sampled:
-            return
-        self.queue_span(span)
+        if context is not None and context.trace_flags.sampled:
+            self.queue_span(span)
 
     def queue_span(self, span: ReadableSpan | RecordingSpan) -> None:
-        """Queue a sampled span that has ended, as :meth:`on_end` does.
+        """Queue a sampled span that has ended (the recording tracer hands its spans here).
 
-        nemo.lens's recording tracer hands its spans here directly (they are
-        sampled, and their context is not made just to be checked).
+        One that ends while shutdown drains the queue is still exported; one that ends
+        after that is counted as lost.
         """
-        # Nothing unusual (see __init__) and room: the checks below would pass.
         if not (self._plain and len(self._queue) < self.max_queue_size):
-            if self._disabled:
-                return
-            if self._forked_at_ns and (span.start_time or 0) < self._forked_at_ns:
+            if self._disabled or (
+                self._forked_at_ns and (span.start_time or 0) < self._forked_at_ns
+            ):
                 return
             if self._sealed:
-                self._late()
+                self.health.span_ended_late(self._destination)
                 return
             if self._synchronous:
-                self._export([span])
+                self._out.export([span])  # type: ignore[list-item]
                 return
             if len(self._queue) >= self.max_queue_size and not self._wait_for_room():
-                self._drop()
+                self.health.span_dropped(
+                    self._destination,
+                    stalled=self._stalled,
+                    stall_timeout_millis=self.stall_timeout_millis,
+                    queue_size=self.max_queue_size,
+                )
                 return
         self._queue.append(span)
         if self._sealed:
-            # Shutdown's last drain began between the check above and the
-            # append. It may still have taken the span; if not, it is lost.
+            # Shutdown's last drain began between the check and the append: it may
+            # still have taken the span; if not, it is lost.
             try:
                 self._queue.remove(span)
             except ValueError:
-                return  # exported after all
-            self._late()
-
-    def _late(self) -> None:
-        report_late(self.health, self._destination)
+                return
+            self.health.span_ended_late(self._destination)
 
     def _wait_for_room(self) -> bool:
         if self.when_full == "drop" or self._stalled:
             return False
-        stall_s = self.stall_timeout_millis / 1000
-        waiting_since = time.monotonic()
+        since = time.monotonic()
         while len(self._queue) >= self.max_queue_size:
             if self._shutdown or self._stalled:
                 return False
-            now = time.monotonic()
-            if now - max(waiting_since, self._progress_at) > stall_s:
+            if time.monotonic() - max(since, self._progress_at) > self.stall_timeout_millis / 1e3:
                 self._stalled = True
                 return False
-            time.sleep(_BLOCKED_SLEEP_S)
+            time.sleep(0.001)
         return True
-
-    def _drop(self) -> None:
-        report_dropped(
-            self.health,
-            stalled=self._stalled,
-            destination=self._destination,
-            stall_timeout_millis=self.stall_timeout_millis,
-            max_queue_size=self.max_queue_size,
-        )
 
     # -- the worker -------------------------------------------------------------------
 
@@ -328,78 +232,71 @@ class BatchingSpanProcessor(SpanProcessor):
         try:
             while not self._shutdown:
                 try:
-                    self._wake.wait(POLL_INTERVAL_S)
-                    self._wake.clear()
-                    if self._shutdown:
-                        break
-                    flush_target = self._flush_requested
-                    now = time.monotonic()
-                    if flush_target != self._flush_completed or now >= next_export:
-                        self._export_batches(everything=True)
+                    # Each drain takes at most what is queued as it begins, so that threads
+                    # emitting faster than the exporter cannot keep the worker from looking
+                    # at shutdown; a queue still full is drained again without waiting.
+                    if len(self._queue) < self.max_export_batch_size:
+                        self._wake.wait(POLL_INTERVAL_S)
+                        self._wake.clear()
+                        if self._shutdown:
+                            break
+                    target, size = self._flush_requested, self.max_export_batch_size
+                    # Full batches while there are (a write each: fewer hand-overs of the
+                    # interpreter lock), the rest when its time comes or a flush asks.
+                    if target != self._flush_completed or (
+                        time.monotonic() >= next_export and len(self._queue) < size
+                    ):
+                        self._export_batches(everything=True, at_most=len(self._queue))
                         next_export = time.monotonic() + delay_s
-                        self._complete_flush(flush_target)
-                    elif len(self._queue) >= self.max_export_batch_size:
-                        self._export_batches(everything=False)
+                        self._complete_flush(target)
+                    elif len(self._queue) >= size:
+                        self._export_batches(everything=False, at_most=len(self._queue))
                     if self._open_records is not None:
-                        self._record_open(self._open_records)
+                        spans = self._open_records(
+                            time.time_ns(), time.monotonic() - self._progress_at
+                        )
+                        if spans is not None:
+                            self._out.export_open(spans, time.time_ns())
+                            self._progress_at = time.monotonic()
                 except BaseException:
-                    # Nothing may end this thread early: the spans queued behind
-                    # it would never be exported, and nobody would say so.
+                    # Nothing may end this thread: the spans behind it would never be
+                    # exported, and nobody would say so.
                     level = logging.DEBUG if self._worker_failed else logging.ERROR
                     self._worker_failed = True
                     _logger.log(
                         level, "nemo.lens: the span export thread hit an error", exc_info=True
                     )
                     time.sleep(POLL_INTERVAL_S)
-            # Export what was queued when shutdown began; spans that end while
-            # that runs join the queue and are exported too. Then no more: a
-            # thread that keeps emitting must not keep shutdown from finishing.
+            # What was queued when shutdown began, and what ends while that is exported;
+            # then no more: a thread that keeps emitting must not keep shutdown going.
             self._export_batches(everything=True, at_most=len(self._queue))
-            self._plain = False
-            self._sealed = True
+            self._plain, self._sealed = False, True
             self._export_batches(everything=True)  # what ended before the seal
             self._complete_flush(self._flush_requested)
         finally:
-            self._plain = False
-            self._sealed = True
+            self._plain, self._sealed = False, True
             self._worker_done.set()
 
     def _export_batches(self, *, everything: bool, at_most: int | None = None) -> None:
-        queue = self._queue
-        batch_size = self.max_export_batch_size
-        budget = at_most
-        while len(queue) >= (1 if everything else batch_size):
-            if budget is not None:
-                if budget <= 0:
+        queue, size = self._queue, self.max_export_batch_size
+        while len(queue) >= (1 if everything else size):
+            if at_most is not None:
+                if at_most <= 0:
                     return
-                budget -= batch_size
+                at_most -= size
             batch: list[ReadableSpan | RecordingSpan] = []
-            try:
-                for _ in range(batch_size):
+            with contextlib.suppress(IndexError):  # a span taken back at the seal
+                for _ in range(size):
                     batch.append(queue.popleft())
-            except IndexError:
-                pass
             self._in_flight = len(batch)
-            self._export(batch)
+            self._out.export(batch)  # type: ignore[arg-type]
             self._in_flight = 0
             self._progress_at = time.monotonic()
             self._stalled = False
 
-    def _record_open(self, due: Callable[[int, float], list[ReadableSpan] | None]) -> None:
-        spans = due(time.time_ns(), time.monotonic() - self._progress_at)
-        if spans is not None:
-            self._out.export_open(spans, time.time_ns())
-            self._progress_at = time.monotonic()
-
-    def _export(self, batch: list[ReadableSpan | RecordingSpan]) -> None:
-        # A RecordingSpan reads as a finished ReadableSpan: the exporters' wrapper
-        # (RedactingSpanExporter) builds the SDK's span from it, or encodes it directly.
-        self._out.export(batch)  # type: ignore[arg-type]
-
     def _complete_flush(self, target: int) -> None:
         with self._flush_done:
-            if target > self._flush_completed:
-                self._flush_completed = target
+            self._flush_completed = max(self._flush_completed, target)
             self._flush_done.notify_all()
 
     # -- flush and shutdown ---------------------------------------------------------
@@ -410,16 +307,11 @@ class BatchingSpanProcessor(SpanProcessor):
         return len(self._queue) + self._in_flight
 
     def force_flush(self, timeout_millis: float = 30000) -> bool:
-        """Export everything queued so far; ``True`` if done within *timeout_millis*.
-
-        ``True`` means the exporter was handed every span, not that it accepted
-        them: failed exports are counted in :attr:`health`.
-        """
+        """Hand everything queued so far to the exporter; ``True`` if done within
+        *timeout_millis* (failed exports are counted in :attr:`health`)."""
         if self._shutdown or self._disabled or self._synchronous:
             return self.pending == 0
-        # NaN and negative: no wait; a huge timeout is capped at a century.
-        wait_ms = timeout_millis if timeout_millis > 0 else 0
-        deadline = time.monotonic() + min(wait_ms / 1000, threading.TIMEOUT_MAX / 2)
+        deadline = time.monotonic() + bounded_timeout_ms(timeout_millis) / 1000
         with self._flush_done:
             self._flush_requested += 1
             target = self._flush_requested
@@ -433,38 +325,25 @@ class BatchingSpanProcessor(SpanProcessor):
         return True
 
     def shutdown(self, timeout_millis: float | None = None) -> None:
-        """Stop accepting spans, export the queue, then shut the exporter down.
-
-        See :meth:`close`, which also says whether the queue was drained.
-        """
+        """Stop accepting spans, export the queue, then shut the exporter down."""
         self.close(timeout_millis)
 
     def close(self, timeout_millis: float | None = None) -> bool:
-        """Stop accepting spans, export the queue, then shut the exporter down.
-
-        Waits at most *timeout_millis* for the queue to drain (``None``: as long
-        as it takes) before shutting the exporter down anyway; an exporter that
-        is still retrying gives up then. Returns whether everything queued was
-        handed to the exporter in time. Later calls only report that.
-        """
+        """Stop accepting spans, export the queue (waiting at most *timeout_millis*;
+        ``None``: as long as it takes), then shut the exporter down, which stops one that
+        is still retrying. Returns whether everything queued was handed over in time."""
         if self._disabled:
             return True
         if self._shutdown:
             return self._worker_done.is_set()
         self._shutdown = True
         if self._synchronous:
-            self._plain = False
-            self._sealed = True
+            self._plain, self._sealed = False, True
         self._wake.set()
-        wait_s = None
-        if timeout_millis is not None:
-            # NaN and negative waits are no wait; infinity, as long as it takes.
-            wait_s = timeout_millis / 1000 if timeout_millis > 0 else 0.0
-            if wait_s >= threading.TIMEOUT_MAX / 2:
-                wait_s = None
-        self._worker_done.wait(wait_s)
+        self._worker_done.wait(
+            None if timeout_millis is None else bounded_timeout_ms(timeout_millis) / 1000
+        )
         drained = self._worker_done.is_set()
-        # (A forked child's copy of the parent's exporter is left alone by the wrapper.)
         try:
             self._out.shutdown()
         except Exception:

@@ -1,11 +1,9 @@
-"""The open spans of a pipeline: which spans started and have not ended yet.
+"""The open spans of a pipeline, and what the ``file`` exporter records of them.
 
-Shutdown ends them, marked truncated, instead of letting them vanish
-(:meth:`OpenSpanTracker.close`); the ``file`` exporter's export thread records the
-goodput spans among them for a reader of a process that dies
-(:mod:`nemo.lens._sdk.open_records`); the recording tracer and the primitives' scopes
-add and remove the spans they make (:mod:`nemo.lens._sdk.recording`,
-:mod:`nemo.lens._sdk.scopes`). This module imports none of them: each depends on it.
+:class:`OpenSpanTracker` knows which spans started and have not ended (shutdown ends
+them, marked truncated; a forked child forgets its parent's); :class:`OpenSpanRecorder`
+tells the export thread which goodput spans to record open, for a reader of a process
+that dies (``docs/reliability.md``).
 """
 
 from __future__ import annotations
@@ -15,21 +13,26 @@ from typing import Any, Final
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.trace import SpanContext
 
 from nemo.lens import semconv
 from nemo.lens._core import fork as _fork
+from nemo.lens.spec import GOODPUT
 
-__all__ = ["OpenSpanTracker"]
+__all__ = ["ALIVE_EVERY_MILLIS", "RECORD_AFTER_MILLIS", "OpenSpanRecorder", "OpenSpanTracker"]
+
+RECORD_AFTER_MILLIS: Final = 25
+"""How long a goodput span is open before the export thread records it (at its next poll)."""
+ALIVE_EVERY_MILLIS: Final = 1000
+"""How long the file may get nothing, while a goodput span is open, before the export
+thread says the lifetime is alive."""
 
 
 class _Untracked(dict[object, Any]):
-    """What a closed tracker's ``open`` is: it keeps nothing.
-
-    A span started after shutdown is not held here, and a span's ``end()``
-    finds itself "taken out", so it goes on to its processor as any span ending
-    after shutdown does (counted, not exported). The live tracker's ``open``
-    stays a plain ``dict``: the span path pays nothing for this.
-    """
+    """A closed tracker's ``open``: it keeps nothing, and a span ending finds itself "taken
+    out", so it goes on to its processor as any span ending after shutdown does (counted,
+    not exported). The live tracker's ``open`` is a plain ``dict``: the span path pays
+    nothing for this."""
 
     __slots__ = ()
 
@@ -47,90 +50,55 @@ _UNTRACKED: Final = _Untracked()
 class OpenSpanTracker(SpanProcessor):
     """Remembers spans that started and have not ended, so shutdown can end them.
 
-    Spans are held strongly: a span that was started and never ended (a crash
-    path, a generator never resumed) is exported, marked truncated, at shutdown
-    instead of vanishing. The SDK's spans are keyed by (trace id, span id)
-    because ``on_end`` receives a read-only copy, not the object ``on_start``
-    saw; the spans nemo.lens's recording tracer makes
-    (:class:`~nemo.lens._sdk.recorded_span.RecordingSpan`) add and remove
-    themselves, keyed by the span object. After :meth:`close` it holds nothing:
-    a span started after shutdown is kept nowhere.
-
-    No lock: single ``dict`` operations are atomic. A lock taken on every span
-    start and end would sometimes be held by the main thread at the instant a
-    SIGTERM handler runs there, and the shutdown that handler starts would then
-    wait for it in vain; after ``fork`` it could be held by a thread the child
-    does not have.
+    Held strongly, so a span never ended is exported, truncated, at shutdown. The SDK's
+    spans are keyed by (trace id, span id) (``on_end`` gets a copy); the recording
+    tracer's spans add and remove themselves (:attr:`open`), keyed by the span, and only
+    the thread that takes one out exports it. No lock (single ``dict`` operations are
+    atomic): a SIGTERM handler or a fork must never wait for one.
     """
 
     def __init__(self) -> None:
         self.open: dict[object, Any] = {}
-        """The open spans, oldest first. A recorded span's ``end()`` takes itself
-        out of it, and only the thread that does exports the span."""
         _fork.register(self)
 
     def _after_fork_in_child(self) -> None:
-        # The parent's open spans are the parent's to end; a child ending its
-        # copies would export them twice, under the same ids. A closed tracker
-        # stays closed.
+        # The parent's open spans are the parent's to end (a child ending its copies would
+        # export them twice); a closed tracker stays closed.
         if self.open is not _UNTRACKED:
             self.open = {}
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Remember *span*."""
-        context = span.context
-        if context is not None:
-            self.open[(context.trace_id, context.span_id)] = span
+        if span.context is not None:
+            self.open[(span.context.trace_id, span.context.span_id)] = span
 
     def on_end(self, span: ReadableSpan) -> None:
         """Forget *span*."""
-        context = span.context
-        if context is not None:
-            self.open.pop((context.trace_id, context.span_id), None)
+        if span.context is not None:
+            self.open.pop((span.context.trace_id, span.context.span_id), None)
 
     @property
     def open_count(self) -> int:
         """How many spans are open right now."""
         return len(self.open)
 
-    def end_open_spans(self) -> int:
-        """End every open span, marked truncated (see :meth:`truncate`); return how many."""
-        # A snapshot: each span's end() takes it out of the dict, and a span whose
-        # own thread ends it at this moment is exported once, by whoever took it.
-        spans = list(self.open.values())
-        ended = 0
-        # Children were started after their parents: end them first so that each
-        # span's end time is not later than its parent's.
-        for span in reversed(spans):
-            if span.end_time is None:
-                self.truncate(span)
-                ended += 1
-        return ended
-
-    @staticmethod
-    def truncate(span: Any) -> None:
-        """End *span* as shutdown does: ``nemo.span.truncated = True``, and an event
-        ``nemo.span.truncated`` whose ``nemo.span.truncated.reason`` says why."""
-        now = time.time_ns()
-        span.set_attribute(semconv.SPAN_TRUNCATED, True)
-        span.add_event(
-            semconv.SPAN_TRUNCATED_EVENT,
-            {semconv.SPAN_TRUNCATED_REASON: semconv.SPAN_TRUNCATED_AT_SHUTDOWN},
-            now,
-        )
-        span.end(now)
-
     def close(self) -> int:
-        """End the open spans (:meth:`end_open_spans`), then track nothing more.
-
-        Returns how many spans were ended. A span started from now on -- by a
-        tracer cached before shutdown, say -- is not remembered, so nothing
-        keeps it alive; when it ends it goes to its processor, which counts it
-        as ended after shutdown.
-        """
-        ended = self.end_open_spans()
-        # A span started between the snapshot and here is in the dict dropped now:
-        # its own end() finds itself gone from _UNTRACKED and is counted as late.
+        """End every open span as shutdown does (``nemo.span.truncated = True`` and an
+        event of that name saying why), then track nothing more: a span started later is
+        kept nowhere. Returns how many were ended."""
+        # A snapshot: a span whose own thread ends it meanwhile is exported once, by
+        # whoever takes it out; children first, so none ends after its parent.
+        ended = 0
+        for span in reversed(list(self.open.values())):
+            if span.end_time is None:
+                now = time.time_ns()
+                span.set_attribute(semconv.SPAN_TRUNCATED, True)
+                reason = {semconv.SPAN_TRUNCATED_REASON: semconv.SPAN_TRUNCATED_AT_SHUTDOWN}
+                span.add_event(semconv.SPAN_TRUNCATED_EVENT, reason, now)
+                span.end(now)
+                ended += 1
+        # A span started since the snapshot is dropped with the dict: its own end()
+        # finds itself gone and is counted as late.
         self.open = _UNTRACKED
         return ended
 
@@ -140,3 +108,88 @@ class OpenSpanTracker(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Nothing is buffered here."""
         return True
+
+
+class OpenSpanRecorder:
+    """Says, at each poll of the export thread, which open spans the ``file`` exporter
+    records: each goodput span open for :data:`RECORD_AFTER_MILLIS`, once. Export thread
+    only; the span path pays nothing."""
+
+    def __init__(
+        self,
+        tracker: OpenSpanTracker,
+        *,
+        record_after_millis: float = RECORD_AFTER_MILLIS,
+        alive_every_millis: float = ALIVE_EVERY_MILLIS,
+    ) -> None:
+        self._tracker = tracker
+        self._after_ns = int(record_after_millis * 1_000_000)
+        self._alive_s = alive_every_millis / 1000
+        # id(span) -> (span, whether it is a goodput span): the open spans looked at
+        # already (the span held, so its id stays its own).
+        self._seen: dict[int, tuple[object, bool]] = {}
+
+    def due(self, now_ns: int, idle_s: float) -> list[ReadableSpan] | None:
+        """The open goodput spans to record now (each once), ``[]`` for "say the
+        lifetime is alive" (nothing written for *idle_s* seconds), or ``None``."""
+        try:
+            spans = list(self._tracker.open.values())
+        except RuntimeError:  # changed while copied (another thread): the next poll
+            return None
+        seen = self._seen
+        if len(seen) > len(spans):
+            still_open = {id(span) for span in spans}
+            seen = self._seen = {key: entry for key, entry in seen.items() if key in still_open}
+        cutoff = now_ns - self._after_ns
+        due: list[ReadableSpan] = []
+        goodput_open = False
+        for span in spans:
+            entry = seen.get(id(span))
+            if entry is not None and entry[0] is span:
+                goodput_open = goodput_open or entry[1]
+                continue
+            start = span.start_time
+            if start is None or start > cutoff or span.end_time is not None:
+                continue
+            record = _snapshot(span)
+            if record is None:
+                continue
+            goodput = (record.attributes or {}).get(semconv.SPAN_CATEGORY) == GOODPUT
+            seen[id(span)] = (span, goodput)
+            if goodput:
+                due.append(record)
+                goodput_open = True
+        if due:
+            return due
+        return [] if goodput_open and idle_s >= self._alive_s else None
+
+
+def _snapshot(span: Any) -> ReadableSpan | None:
+    """*span*, still open and maybe being changed by its thread, copied as it is now;
+    ``None`` when its attributes changed while they were copied (the next poll)."""
+    if isinstance(span, ReadableSpan):  # the SDK's
+        try:
+            attributes = dict(span.attributes or {})
+        except RuntimeError:
+            return None
+        context, parent = span.context, span.parent
+        resource, scope = span.resource, span.instrumentation_scope
+    else:  # a recorded span: its slots, the group's tags read before the attributes (a
+        # merge stores the merged attributes first, then clears the tags)
+        tags, attributes = span._tags, span._attributes
+        attributes = {**(attributes or {}), **(tags or {})}
+        context = SpanContext(span._trace_id, span._span_id, False, span._flags)
+        parent = span._parent
+        if parent is not None and not isinstance(parent, SpanContext):
+            parent = SpanContext(parent._trace_id, parent._span_id, False, parent._flags)
+        resource, scope = span._tracer.resource, span._tracer.instrumentation_scope
+    return ReadableSpan(
+        name=span.name,
+        context=context,
+        parent=parent,
+        resource=resource,
+        attributes=attributes,
+        kind=span.kind,
+        start_time=span.start_time,
+        instrumentation_scope=scope,
+    )

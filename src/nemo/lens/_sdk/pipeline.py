@@ -1,93 +1,7 @@
-"""Build the OpenTelemetry SDK providers for one process (the SDK side of the wall).
-
-:func:`build_pipeline` constructs everything set-up needs -- resource,
-exporters, processors, tracer/meter/logger providers -- without touching any
-global state; :mod:`nemo.lens.handle` publishes the result in one step, or
-discards it with :meth:`Pipeline.shutdown` when something failed first. Only
-:mod:`nemo.lens.handle` imports this module, and only on the enabled path.
-
-Choices made here, and why:
-
-* **Ids** come from :class:`SeedIndependentIdGenerator` (public in
-  :mod:`nemo.lens.providers`; the ids of :mod:`nemo.lens._core.ids`: a
-  generator of nemo.lens's own, seeded from ``os.urandom`` and again in every
-  forked child), not the SDK's, which draws from the global ``random``: ranks
-  that all call ``random.seed(0)`` still produce distinct span and trace ids.
-* **The primitives record their spans** the light way
-  (:mod:`nemo.lens._sdk.recording`): the provider is a
-  :class:`~nemo.lens._sdk.provider.LensTracerProvider`, which hands
-  ``managed_span``, ``trace_fn`` and ``span_cm`` a tracer whose spans cost the
-  emitting thread a fraction of the SDK's and reach the same processor, and
-  the SDK's tracers to everybody else. A span processor the application adds
-  to the provider later switches the primitives back to the SDK's spans.
-* **Batching.** The SDK's defaults (queue 2048, batch 512, every 5 s) drop spans
-  once a burst outruns the export thread, and a per-step job with microbatch
-  and communication spans easily makes such bursts. OTLP (and any exporter
-  passed in) gets a queue of :data:`OTLP_MAX_QUEUE_SIZE` spans exported in
-  batches of :data:`OTLP_MAX_EXPORT_BATCH_SIZE` every
-  :data:`OTLP_SCHEDULE_DELAY_MILLIS` ms (a few tens of MB at most when full);
-  the file exporter, which is local and fast, gets
-  :data:`FILE_MAX_QUEUE_SIZE` / :data:`FILE_MAX_EXPORT_BATCH_SIZE` every
-  :data:`FILE_SCHEDULE_DELAY_MILLIS` ms. ``OTEL_BSP_MAX_QUEUE_SIZE``,
-  ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE`` and ``OTEL_BSP_SCHEDULE_DELAY`` still
-  override these when set. The processor is nemo.lens's
-  :class:`~nemo.lens._sdk.batching.BatchingSpanProcessor`, not the SDK's:
-  when its queue is full the file exporter makes the job wait for the writer
-  (so a graceful exit loses no span) unless the writer is stalled, and OTLP
-  drops the new span (so a dead collector never holds the job up). Failures and
-  drops are logged once and totalled at shutdown
-  (:mod:`nemo.lens._sdk.exporters.health`), and every span exporter sees spans
-  through :class:`~nemo.lens._sdk.exporters.redacting.RedactingSpanExporter`, which
-  redacts them and makes every value exportable (one bad value must not cost
-  the batch it travels in). In a worker process -- forked after set-up, or
-  started by ``multiprocessing`` -- the ``file`` exporter writes each span as it
-  ends: ``Pool.terminate()`` kills workers the moment their last task returns.
-* **Several exporters** (``exporter="otlp,file"``) get a processor, metric
-  reader and log processor each, with their own queues and policies; recorded
-  spans reach them all through :func:`fan_out` (with one, its processor directly).
-* **Synchronous exporters** -- ``console`` and the SDK's
-  ``InMemorySpanExporter`` -- get a ``SimpleSpanProcessor``: a span is visible
-  the moment it ends, which is what a person at a terminal or a test wants,
-  and neither can block on a network. Their failures are reported like the
-  batched exporters' (once, then counted), not as a traceback per span.
-* **The resource** is made exportable once, and its hash kept
-  (:mod:`~nemo.lens._sdk.resource`): a value no exporter could write would
-  otherwise cost every batch of the job, and the OTLP encoders hash the
-  resource once per record.
-* **Metrics** are read by a ``PeriodicExportingMetricReader`` every
-  ``OTEL_METRIC_EXPORT_INTERVAL`` ms (default :data:`METRIC_EXPORT_INTERVAL_MILLIS`),
-  each export bounded by ``OTEL_METRIC_EXPORT_TIMEOUT`` ms (default
-  :data:`METRIC_EXPORT_TIMEOUT_MILLIS`). The variables are parsed here, not by
-  the SDK: its reader raises on ``0`` or a negative value and so would fail
-  set-up, where a bad value here is a warning naming the variable and the
-  default is used. Shutdown always collects and exports once more, so a job
-  shorter than the interval still reports.
-* **Logs** (``logs_enabled``) get a ``LoggerProvider``; records reach it through
-  the OpenTelemetry Logs API or :mod:`nemo.lens.logging_bridge`. ``console``
-  and the SDK's ``InMemoryLogRecordExporter`` get a ``SimpleLogRecordProcessor``
-  (records visible at once), everything else a ``BatchLogRecordProcessor``
-  (``OTEL_BLRP_*`` apply).
-* **Open spans** are tracked by :class:`OpenSpanTracker` on exporting ranks and
-  ended at shutdown with ``nemo.span.truncated = True`` and an event
-  ``nemo.span.truncated`` (``nemo.span.truncated.reason = "still open at
-  telemetry shutdown"``), so a job killed mid-step still shows the step it died
-  in. After that the tracker keeps nothing: a span started after shutdown is
-  held nowhere. A forked child forgets the parent's open spans: they are the
-  parent's to end.
-* **Bounded shutdown.** The SDK's flush and shutdown can block for 10-30 s on
-  an unreachable collector (and ``force_flush`` ignores its timeout), so each
-  signal shuts down in its own daemon thread and the caller waits at most its
-  timeout. The SDK's own ``atexit`` hooks are disabled (``shutdown_on_exit=False``);
-  :mod:`nemo.lens.handle` registers a bounded one instead.
-* **Non-exporting ranks** are built only with ``spans_on_every_rank`` (set-up
-  builds nothing for them otherwise): real providers without exporters, so spans
-  exist and propagate (a context broadcast from such a rank is valid and
-  sampled) but go nowhere. With ``sampler_enabled`` they get a
-  :class:`~nemo.lens.sampling.RankAwareSampler` that drops every span at
-  creation, which is cheaper when the trace context of those ranks is not
-  needed elsewhere.
-* **OpenTelemetry's globals** are not these providers but SDK providers that
-  forward to them (:mod:`~nemo.lens._sdk.global_providers`), published by set-up.
+"""Build the OpenTelemetry SDK providers for one process, and flush and shut them down in
+bounded time (the SDK side of the wall). :func:`build_pipeline` touches no global state;
+set-up publishes the result, or shuts it down when something failed first. The choices
+made here are in ``docs/architecture.md``, the export path.
 """
 
 from __future__ import annotations
@@ -97,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import LogRecordExporter
@@ -108,20 +22,19 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.types import AttributeValue
 
-from nemo.lens._sdk.batching import BatchingSpanProcessor
+from nemo.lens._sdk.batching import BatchingSpanProcessor, bounded_timeout_ms
 from nemo.lens._sdk.exporters.factory import (
     create_log_exporter,
     create_metric_exporter,
     create_span_exporter,
 )
-from nemo.lens._sdk.exporters.forwarding import ReportingMetricExporter
+from nemo.lens._sdk.exporters.guard import MetricGuard
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
+from nemo.lens._sdk.exporters.redaction import exportable_resource
+from nemo.lens._sdk.open_spans import OpenSpanTracker
 from nemo.lens._sdk.processors import (
     TRUNCATED_ATTRIBUTE,
-    OpenSpanTracker,
     SeedIndependentIdGenerator,
-    bounded_timeout_ms,
-    forwarding_options,
     log_processor,
     metric_reader_for,
     run_bounded,
@@ -129,7 +42,6 @@ from nemo.lens._sdk.processors import (
 )
 from nemo.lens._sdk.recorded_span import RecordingSpan
 from nemo.lens._sdk.recording import LensTracerProvider
-from nemo.lens._sdk.resource import exportable_resource
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.resources import build_resource
 from nemo.lens.sampling import RankAwareSampler
@@ -149,11 +61,8 @@ _logger = logging.getLogger("nemo.lens.providers")
 
 @dataclass
 class Pipeline:
-    """The providers and exporters built for one process, not yet published.
-
-    Each signal has one exporter per configured exporter name (``otlp,file``:
-    two), or the one passed to set-up instead.
-    """
+    """The providers and exporters built for one process, not yet published (one exporter
+    per configured exporter name and signal, or the one passed to set-up instead)."""
 
     resource: Resource
     tracer_provider: TracerProvider | None = None
@@ -164,7 +73,6 @@ class Pipeline:
     log_exporters: list[LogRecordExporter] = field(default_factory=list)
     tracker: OpenSpanTracker | None = None
     health: ExportHealth = field(default_factory=ExportHealth)
-    """Export failures and drops of every signal (summarised at shutdown)."""
     span_batchers: list[BatchingSpanProcessor] = field(default_factory=list)
     _closed: bool = field(default=False, repr=False)
     _lost_at_flush: int = field(default=0, repr=False)
@@ -185,33 +93,28 @@ class Pipeline:
         return bool(self.span_exporters or self.metric_readers or self.log_exporters)
 
     def force_flush(self, timeout_ms: float) -> bool:
-        """Flush every signal, waiting at most *timeout_ms*.
-
-        ``True`` when every signal finished in time and nothing was lost since
-        the previous flush (or set-up): no span dropped, and no export failed.
-        """
+        """Flush every signal, waiting at most *timeout_ms*; ``True`` when each finished in
+        time and nothing was lost since the previous flush (or set-up)."""
         timeout_ms = bounded_timeout_ms(timeout_ms)
-        tasks: dict[str, Callable[[], object]] = {}
-        if self.tracer_provider is not None:
-            tracer_provider = self.tracer_provider
-            tasks["trace flush"] = lambda: tracer_provider.force_flush(int(timeout_ms))
-        if self.meter_provider is not None:
-            meter_provider = self.meter_provider
-            tasks["metric flush"] = lambda: meter_provider.force_flush(timeout_ms)
-        if self.logger_provider is not None:
-            logger_provider = self.logger_provider
-            tasks["log flush"] = lambda: logger_provider.force_flush(int(timeout_ms))
-        # A flush that honours its timeout returns False instead of overrunning it.
-        gave_up: list[str] = []
+        gave_up: list[str] = []  # a flush that honours its timeout returns False instead
 
-        def reporting(name: str, flush: Callable[[], object]) -> Callable[[], None]:
+        def flush(name: str, provider: Any, timeout: float) -> Callable[[], None]:
             def run() -> None:
-                if flush() is False:
+                if provider.force_flush(timeout) is False:
                     gave_up.append(name)
 
             return run
 
-        tasks = {name: reporting(name, flush) for name, flush in tasks.items()}
+        providers = {
+            "trace flush": (self.tracer_provider, int(timeout_ms)),
+            "metric flush": (self.meter_provider, timeout_ms),
+            "log flush": (self.logger_provider, int(timeout_ms)),
+        }
+        tasks = {
+            name: flush(name, provider, timeout)
+            for name, (provider, timeout) in providers.items()
+            if provider is not None
+        }
         pending = run_bounded(tasks, timeout_ms / 1000) + gave_up
         if pending:
             _logger.warning(
@@ -225,13 +128,9 @@ class Pipeline:
         return not pending and not lost_since
 
     def shutdown(self, timeout_ms: float) -> bool:
-        """End open spans, flush and shut down everything; wait at most *timeout_ms*.
-
-        Idempotent. Returns ``True`` when every signal finished in time and
-        nothing was lost: every span, metric export and log record was
-        delivered (none dropped, none failed to export, none left queued).
-        What could not be delivered is logged in one summary line, and values
-        that had to be changed to be exported in another.
+        """End open spans (marked truncated), flush and shut down everything, waiting at
+        most *timeout_ms*; idempotent. ``True`` when every signal finished in time and
+        nothing was lost; what was is said in one summary line (changed values in another).
         """
         if self._closed:
             return True
@@ -239,26 +138,22 @@ class Pipeline:
         timeout_ms = bounded_timeout_ms(timeout_ms)
         deadline = time.monotonic() + timeout_ms / 1000
         tasks: dict[str, Callable[[], object]] = {}
-        batchers = self.span_batchers
         undrained: list[str] = []
-        if self.tracer_provider is not None:
-            tracer_provider = self.tracer_provider
-            tracker = self.tracker
+        tracer_provider, tracker = self.tracer_provider, self.tracker
+        if tracer_provider is not None:
 
             def shutdown_traces() -> None:
-                if tracker is not None:
-                    truncated = tracker.close()
-                    if truncated:
-                        _logger.info(
-                            "nemo.lens: ended %d span(s) still open at shutdown (%s=True)",
-                            truncated,
-                            TRUNCATED_ATTRIBUTE,
-                        )
-                if batchers:
-                    # Drain for most of the time left, then make the exporter give
-                    # up (an OTLP exporter stops retrying) so shutdown can finish.
-                    remaining_ms = max(0.0, (deadline - time.monotonic()) * 1000)
-                    undrained.extend(_close_all(batchers, remaining_ms * 0.9))
+                truncated = tracker.close() if tracker is not None else 0
+                if truncated:
+                    _logger.info(
+                        "nemo.lens: ended %d span(s) still open at shutdown (%s=True)",
+                        truncated,
+                        TRUNCATED_ATTRIBUTE,
+                    )
+                # Drain for most of the time left, then make the exporters give up (OTLP
+                # stops retrying) so that shutdown finishes.
+                remaining_ms = max(0.0, (deadline - time.monotonic()) * 1000)
+                undrained.extend(_close_all(self.span_batchers, remaining_ms * 0.9))
                 tracer_provider.shutdown()
 
             tasks["trace shutdown"] = shutdown_traces
@@ -266,8 +161,7 @@ class Pipeline:
             meter_provider = self.meter_provider
             tasks["metric shutdown"] = lambda: meter_provider.shutdown(timeout_millis=timeout_ms)
         if self.logger_provider is not None:
-            logger_provider = self.logger_provider
-            tasks["log shutdown"] = logger_provider.shutdown
+            tasks["log shutdown"] = self.logger_provider.shutdown
         pending = run_bounded(tasks, timeout_ms / 1000) + undrained
         if pending:
             _logger.warning(
@@ -278,15 +172,13 @@ class Pipeline:
                 ", ".join(pending),
             )
         queued: dict[tuple[str, str], int] = {}
-        for batcher in batchers:
+        for batcher in self.span_batchers:
             key = ("traces", describe_destination(batcher.exporter))
             queued[key] = queued.get(key, 0) + batcher.pending
         summary = self.health.summary(queued=queued)
-        if summary is not None:
-            _logger.warning("%s", summary)
-        changes = self.health.changes_summary()
-        if changes is not None:
-            _logger.warning("%s", changes)
+        for line in (summary, self.health.changes_summary()):
+            if line is not None:
+                _logger.warning("%s", line)
         return not pending and summary is None
 
 
@@ -367,18 +259,7 @@ def build_pipeline(
             if metric_reader is not None:
                 pipeline.metric_readers.append(metric_reader)
             for name, metric_exp in metric_exps:
-                quiet_loggers, factory, usable = forwarding_options(
-                    metric_exp, name, "metrics", create_metric_exporter
-                )
-                reader = metric_reader_for(
-                    ReportingMetricExporter(
-                        metric_exp,
-                        pipeline.health,
-                        quiet_loggers=quiet_loggers,
-                        factory=factory,
-                        usable_after_fork=usable,
-                    )
-                )
+                reader = metric_reader_for(MetricGuard(metric_exp, pipeline.health, name=name))
                 created.append(reader.shutdown)
                 pipeline.metric_readers.append(reader)
         # The meter provider first: it is the one step that fails in practice (the
@@ -437,21 +318,10 @@ def build_pipeline(
 def fan_out(
     sinks: Sequence[Callable[[RecordingSpan], None]],
 ) -> Callable[[RecordingSpan], None] | None:
-    """One callable that hands a recorded span to every sink, in order.
-
-    With one sink it is that sink itself: a job with one exporter pays nothing
-    for the possibility of several.
-    """
+    """One callable that hands a recorded span to every sink, in order (with one sink, that
+    sink itself: a job with one exporter pays nothing for the possibility of several)."""
     if len(sinks) <= 1:
         return sinks[0] if sinks else None
-    if len(sinks) == 2:
-        first, second = sinks
-
-        def both(span: RecordingSpan) -> None:
-            first(span)
-            second(span)
-
-        return both
     every = tuple(sinks)
 
     def each(span: RecordingSpan) -> None:
@@ -462,16 +332,15 @@ def fan_out(
 
 
 def _close_all(batchers: Sequence[BatchingSpanProcessor], timeout_ms: float) -> list[str]:
-    """Close every batcher, each draining for at most *timeout_ms*, at the same time;
-    return ``"span queue"`` once for each that did not drain."""
-    if len(batchers) == 1:
-        return [] if batchers[0].close(timeout_millis=timeout_ms) else ["span queue"]
+    """Close every batcher at once, each draining for at most *timeout_ms*; return
+    ``"span queue"`` for each that did not drain."""
+    if len(batchers) <= 1:
+        return [] if all(b.close(timeout_millis=timeout_ms) for b in batchers) else ["span queue"]
     drained: list[bool] = []
-
-    def closing(batcher: BatchingSpanProcessor) -> Callable[[], None]:
-        return lambda: drained.append(batcher.close(timeout_millis=timeout_ms))
-
-    tasks = {f"span queue {n}": closing(batcher) for n, batcher in enumerate(batchers)}
+    tasks = {
+        f"span queue {n}": partial(lambda b: drained.append(b.close(timeout_ms)), batcher)
+        for n, batcher in enumerate(batchers)
+    }
     # Each close returns within its timeout plus its exporter's shutdown.
     run_bounded(tasks, timeout_ms / 1000 + 1.0)
     return ["span queue"] * (len(batchers) - sum(drained))

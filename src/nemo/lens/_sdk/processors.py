@@ -1,21 +1,17 @@
-"""The processors set-up puts between nemo.lens's providers and its exporters.
-
-Span processors (batching for the file and OTLP exporters, immediate for the
-console and in-memory ones), the metric reader, the log processors, the
-open-span tracker that ends spans still open at shutdown, and bounded waits: the
-choices are explained in :mod:`nemo.lens._sdk.pipeline`.
+"""The processors set-up puts between nemo.lens's providers and its exporters: batching for
+the ``file`` and OTLP exporters, immediate for the console and in-memory ones, the metric
+reader and the log processors; their sizes, and bounded waits.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Final, TypeVar
+from typing import Final
 
 from opentelemetry.sdk._logs import LogRecordProcessor
 from opentelemetry.sdk._logs.export import (
@@ -34,19 +30,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from nemo.lens import semconv
-from nemo.lens._core.destinations import Signal, otlp_protocol
 from nemo.lens._core.ids import random_span_id, random_trace_id
 from nemo.lens._core.sanitize import safe_str
 from nemo.lens._core.secrets import scrub
 from nemo.lens._sdk.batching import BatchingSpanProcessor
-from nemo.lens._sdk.exporters.factory import create_log_exporter, create_span_exporter
-from nemo.lens._sdk.exporters.forwarding import ReportingLogExporter, ReportingSpanExporter
+from nemo.lens._sdk.exporters.guard import LogGuard, SpanGuard
 from nemo.lens._sdk.exporters.health import ExportHealth
 from nemo.lens._sdk.exporters.jsonl import JsonLinesSpanExporter, StdoutSink
-from nemo.lens._sdk.exporters.quiet import exporter_loggers
-from nemo.lens._sdk.exporters.redacting import RedactingSpanExporter
-from nemo.lens._sdk.open_records import OpenSpanRecorder
-from nemo.lens._sdk.open_spans import OpenSpanTracker
+from nemo.lens._sdk.open_spans import OpenSpanRecorder, OpenSpanTracker
 
 __all__ = [
     "FILE_MAX_EXPORT_BATCH_SIZE",
@@ -59,11 +50,8 @@ __all__ = [
     "OTLP_SCHEDULE_DELAY_MILLIS",
     "TRUNCATED_ATTRIBUTE",
     "LensIdGenerator",
-    "OpenSpanTracker",
     "SeedIndependentIdGenerator",
     "batch_span_processor",
-    "bounded_timeout_ms",
-    "forwarding_options",
     "log_processor",
     "metric_reader_for",
     "run_bounded",
@@ -72,8 +60,6 @@ __all__ = [
 
 # The logger keeps the name users configure it by (this code's module before it moved).
 _logger = logging.getLogger("nemo.lens.providers")
-
-_E = TypeVar("_E")
 
 TRUNCATED_ATTRIBUTE: Final = semconv.SPAN_TRUNCATED
 """Set to ``True`` on spans that were still open at shutdown and ended by it."""
@@ -90,12 +76,8 @@ OTLP_MAX_EXPORT_BATCH_SIZE: Final = 1024
 OTLP_SCHEDULE_DELAY_MILLIS: Final = 2000
 """Longest wait between OTLP exports when the queue is not filling (SDK default 5000)."""
 FILE_MAX_QUEUE_SIZE: Final = 65536
-"""Spans buffered per process by the file exporter's batch processor.
-
-A queued span holds about 2.8 KB, so a full queue is about 180 MB; it is over
-3 s of a sustained 20,000 spans/s, where ``python -m bench`` measures no drop
-and flat memory (the writer empties the queue every batch, a few MB at most).
-"""
+"""Spans buffered per process by the file exporter's batch processor: over 3 s of a
+sustained 20,000 spans/s (``docs/benchmarks.md``)."""
 FILE_MAX_EXPORT_BATCH_SIZE: Final = 4096
 """Spans written per batch by the file exporter: one ``write`` of about 2.8 MB."""
 FILE_SCHEDULE_DELAY_MILLIS: Final = 25
@@ -107,14 +89,10 @@ killed at any moment keeps (``docs/reliability.md``)."""
 class SeedIndependentIdGenerator(IdGenerator):
     """Span and trace ids that ``random.seed`` cannot touch, distinct in forked children.
 
-    The SDK's default generator draws from the global :mod:`random` generator,
-    so ranks that all call ``random.seed(0)`` would emit the same ids. These come
-    from :mod:`nemo.lens._core.ids`: a generator of nemo.lens's own, seeded from
-    ``os.urandom`` at import and again in every child ``os.fork()`` makes. Every
-    instance draws from that one generator, so two instances never repeat each
-    other either. It is the generator set-up gives the tracer provider; pass one
-    to a ``TracerProvider(id_generator=...)`` of your own for the same ids.
-    Public as :class:`nemo.lens.providers.SeedIndependentIdGenerator`.
+    They come from :mod:`nemo.lens._core.ids` (seeded from ``os.urandom``, again in every
+    forked child), where the SDK's default draws from the global :mod:`random`: ranks
+    that all call ``random.seed(0)`` would emit the same ids. Set-up gives it to the
+    tracer provider; pass one to a ``TracerProvider(id_generator=...)`` of your own.
     """
 
     # Where users import it from (upstream v0.2.0's path), for reprs and help().
@@ -135,14 +113,6 @@ class SeedIndependentIdGenerator(IdGenerator):
 
 LensIdGenerator: Final = SeedIndependentIdGenerator
 """The generator's earlier name, kept importable."""
-
-
-def bounded_timeout_ms(timeout_ms: float) -> float:
-    """*timeout_ms* as a wait the ``threading`` module accepts: at least 0, at most
-    half of ``threading.TIMEOUT_MAX`` (over a century: what infinity means), NaN as 0."""
-    if math.isnan(timeout_ms) or timeout_ms <= 0:
-        return 0.0
-    return float(min(timeout_ms, threading.TIMEOUT_MAX * 500))
 
 
 def run_bounded(tasks: Mapping[str, Callable[[], object]], timeout_s: float) -> list[str]:
@@ -210,11 +180,11 @@ def batch_span_processor(
     *,
     file: bool,
     health: ExportHealth | None = None,
-    quiet_loggers: tuple[str, ...] = (),
-    exporter_factory: Callable[[], SpanExporter] | None = None,
-    usable_after_fork: bool = True,
+    exporter_name: str | None = None,
     tracker: OpenSpanTracker | None = None,
 ) -> BatchingSpanProcessor:
+    """nemo.lens's batch processor for *exporter*, sized and with the policy of the
+    ``file`` exporter (*file*) or OTLP; ``OTEL_BSP_*`` override the sizes."""
     queue = _env_int(
         "OTEL_BSP_MAX_QUEUE_SIZE", FILE_MAX_QUEUE_SIZE if file else OTLP_MAX_QUEUE_SIZE
     )
@@ -226,28 +196,24 @@ def batch_span_processor(
         "OTEL_BSP_SCHEDULE_DELAY",
         FILE_SCHEDULE_DELAY_MILLIS if file else OTLP_SCHEDULE_DELAY_MILLIS,
     )
-    # A batch larger than the queue is refused; an env override of one without
-    # the other must not make set-up fail.
     return BatchingSpanProcessor(
         exporter,
         max_queue_size=queue,
         schedule_delay_millis=delay,
+        # A batch larger than the queue is refused: an override of one alone must not.
         max_export_batch_size=min(batch, queue),
         # The file is local: waiting for it keeps every span. A collector can be
         # down for hours: waiting for it would stop the job.
         when_full="block" if file else "drop",
         health=health,
-        quiet_loggers=quiet_loggers,
-        exporter_factory=exporter_factory,
-        usable_after_fork=usable_after_fork,
-        # A worker process can be killed as soon as its task returns
-        # (multiprocessing.Pool's terminate()): there the file gets each span
-        # before end() returns, as it does in any child forked after set-up.
+        exporter_name=exporter_name,
+        # A worker process can be killed as soon as its task returns (Pool.terminate()):
+        # there the file gets each span before end() returns, as in any forked child.
         synchronous=file and _in_multiprocessing_child(),
         synchronous_after_fork=file,
         # The file also says which goodput spans are open, for a process that dies.
         open_records=OpenSpanRecorder(tracker).due
-        if file and tracker is not None and getattr(exporter, "records_open_spans", False)
+        if file and tracker is not None and hasattr(exporter, "export_open")
         else None,
     )
 
@@ -256,78 +222,33 @@ def span_processor(
     exporter: SpanExporter, exporter_name: str, health: ExportHealth, *, ours: bool = False,
     tracker: OpenSpanTracker | None = None,
 ) -> SpanProcessor:  # fmt: skip
-    """The processor for *exporter*, the one named *exporter_name* or the caller's.
-
-    *ours*: nemo.lens created it (see :func:`forwarding_options`). *tracker*: the
-    open spans, which the ``file`` exporter records for a process that dies.
-    """
-    quiet_loggers, make, usable = forwarding_options(
-        exporter, exporter_name, "traces", create_span_exporter, ours=ours
-    )
-    on_changes = health.changed
-    redacting = RedactingSpanExporter(exporter, on_changes)
+    """The processor for *exporter*, the one named *exporter_name* (*ours*: nemo.lens
+    made it) or the caller's. *tracker*: the open spans, which the ``file`` records."""
+    name = exporter_name if ours else None
     if _watched(exporter):
-        # Failures counted and reported once, not a traceback per span (a
-        # console whose reader went away fails every one).
-        return SimpleSpanProcessor(
-            ReportingSpanExporter(redacting, health, quiet_loggers=quiet_loggers)
-        )
-    factory = None if make is None else (lambda: RedactingSpanExporter(make(), on_changes))
+        # Each span as it ends; failures counted and reported once, not a traceback per
+        # span (a console whose reader went away fails every one).
+        return SimpleSpanProcessor(SpanGuard(exporter, health, name=name))
     return batch_span_processor(
-        redacting,
+        exporter,
         file=isinstance(exporter, JsonLinesSpanExporter) and exporter_name == "file",
         health=health,
-        quiet_loggers=quiet_loggers,
-        exporter_factory=factory,
-        usable_after_fork=usable,
+        exporter_name=name,
         tracker=tracker,
     )
 
 
 def _watched(exporter: object) -> bool:
-    """Whether someone watches what *exporter* writes as it comes: the console, or a
-    test's in-memory exporter. It gets each item as it ends, not in batches."""
+    """Whether someone watches what *exporter* writes as it comes (the console, a test's
+    in-memory exporter): it gets each item as it ends, not in batches."""
     return isinstance(exporter, (InMemorySpanExporter, InMemoryLogRecordExporter)) or isinstance(
         getattr(exporter, "sink", None), StdoutSink
     )
 
 
-def forwarding_options(
-    exporter: _E,
-    exporter_name: str,
-    signal: Signal,
-    create: Callable[[str], _E | None],
-    *,
-    ours: bool = True,
-) -> tuple[tuple[str, ...], Callable[[], _E] | None, bool]:
-    """How the forwarding wrapper treats *exporter*: ``(quiet_loggers, factory,
-    usable_after_fork)``.
-
-    Only an exporter nemo.lens created (*ours*) has its own failure logs quieted
-    (they are reported once instead) and is replaced in a forked child; the
-    caller's is used as it is. The JSON-lines exporters write through a sink
-    that is safe to share (no factory). Over OTLP/HTTP the child makes its own
-    exporter with *create* (or keeps *exporter* if that makes none): its copy of
-    the parent's keep-alive connection is shared with the parent. OTLP over gRPC
-    is not used in a child at all: gRPC is not fork-safe while another thread is
-    calling into it, and a child that used it hung or crashed in our tests.
-    """
-    if not ours:
-        return (), None, True
-    quiet_loggers = exporter_loggers(exporter)
-    if exporter_name != "otlp":
-        return quiet_loggers, None, True
-    if otlp_protocol(signal) == "grpc":
-        return quiet_loggers, None, False
-
-    def made() -> _E:
-        fresh = create(exporter_name)
-        return fresh if fresh is not None else exporter
-
-    return quiet_loggers, made, True
-
-
 def metric_reader_for(exporter: MetricExporter) -> PeriodicExportingMetricReader:
+    """The periodic reader of *exporter* (``OTEL_METRIC_EXPORT_*`` read here, where a bad
+    value is a warning, not set-up's failure)."""
     return PeriodicExportingMetricReader(
         exporter,
         export_interval_millis=_env_int(
@@ -341,16 +262,7 @@ def log_processor(
     exporter: LogRecordExporter, exporter_name: str, health: ExportHealth, *, ours: bool = False
 ) -> LogRecordProcessor:
     """The processor for *exporter*, as :func:`span_processor` chooses one for spans."""
-    quiet_loggers, factory, usable = forwarding_options(
-        exporter, exporter_name, "logs", create_log_exporter, ours=ours
-    )
-    reporting = ReportingLogExporter(
-        exporter,
-        health,
-        quiet_loggers=quiet_loggers,
-        factory=factory,
-        usable_after_fork=usable,
-    )
+    guard = LogGuard(exporter, health, name=exporter_name if ours else None)
     if _watched(exporter):
-        return SimpleLogRecordProcessor(reporting)
-    return BatchLogRecordProcessor(reporting)
+        return SimpleLogRecordProcessor(guard)
+    return BatchLogRecordProcessor(guard)

@@ -36,7 +36,6 @@ from opentelemetry.trace.status import Status, StatusCode
 from opentelemetry.util import types
 
 from nemo.lens import semconv
-from nemo.lens._sdk.exporters.encoding import LineLayout
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.util.instrumentation import InstrumentationInfo
@@ -92,7 +91,7 @@ def _check_not_ended(span: RecordingSpan, method: str) -> bool:
 
 class SpanOwner(Protocol):
     """What a recorded span reads of its tracer, the recording tracer (which imports
-    this module): its limits, where an ended span goes, how its JSON line ends."""
+    this module): its limits, where an ended span goes."""
 
     resource: Resource
     instrumentation_scope: InstrumentationScope
@@ -107,11 +106,8 @@ class SpanOwner(Protocol):
     max_event_attributes: int | None
     max_link_attributes: int | None
 
-    # An event's or link's attributes bounded as the SDK's are; the end of its spans'
-    # JSON lines, and the shapes they take, for the batch encoder.
+    # An event's or link's attributes bounded as the SDK's are.
     def bounded(self, limit: int | None, attributes: types.Attributes) -> BoundedAttributes: ...
-    def json_tail(self, layout: LineLayout = ...) -> str | None: ...
-    def line_shapes(self, layout: LineLayout) -> dict[tuple[object, ...], list[Any]]: ...
 
 
 class RecordingSpan(trace_api.Span):

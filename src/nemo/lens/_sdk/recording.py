@@ -33,8 +33,6 @@ from nemo.lens._core import ids as _ids
 from nemo.lens._core import state as _state
 from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, is_redact_key
 from nemo.lens._core.spans import SPAN_KEY, CurrentSpanTracer, current_context, span_attributes
-from nemo.lens._sdk.exporters.encoding import RESOURCE_ON_EVERY_LINE, LineLayout
-from nemo.lens._sdk.exporters.redaction import clean_resource
 from nemo.lens._sdk.recorded_span import (
     RECORD_EXCEPTION,
     SET_STATUS,
@@ -89,12 +87,6 @@ class RecordingTracer(CurrentSpanTracer):
         sink: Callable[[RecordingSpan], None] | None,
     ) -> None:
         self._active = True
-        self._exportable: bool | None = None
-        # Per line layout, the end of this tracer's lines ("" when the resource or
-        # scope needs cleaning first), and each shape of line its spans take; export
-        # thread only (nemo.lens._sdk.exporters.recorded_lines).
-        self._json_tails: dict[LineLayout, str] = {}
-        self._line_shapes: dict[LineLayout, dict[tuple[object, ...], list[Any]]] = {}
         self._sdk = sdk_tracer
         self.resource = resource
         self.instrumentation_scope = scope
@@ -144,29 +136,6 @@ class RecordingTracer(CurrentSpanTracer):
     @active.setter
     def active(self, value: bool) -> None:
         self._active = value
-
-    def json_tail(self, layout: LineLayout = RESOURCE_ON_EVERY_LINE) -> str | None:
-        """The end of the JSON line of every span of this tracer as *layout* ends it, or
-        ``None`` when the resource or scope would need cleaning first. Export thread."""
-        tail = self._json_tails.get(layout)
-        if tail is None:
-            resource, scope = self.resource, self.instrumentation_scope
-            exportable = self._exportable
-            if exportable is None:
-                exportable = self._exportable = (
-                    clean_resource(resource)[0] is resource
-                    and scope.name.isascii()
-                    and (scope.version is None or scope.version.isascii())
-                )
-            tail = self._json_tails[layout] = layout.tail(resource, scope) if exportable else ""
-        return tail or None
-
-    def line_shapes(self, layout: LineLayout) -> dict[tuple[object, ...], list[Any]]:
-        """The shapes of line this tracer's spans take in *layout* (see ``__init__``)."""
-        shapes = self._line_shapes.get(layout)
-        if shapes is None:
-            shapes = self._line_shapes[layout] = {}
-        return shapes
 
     # -- starting spans ---------------------------------------------------------------
 

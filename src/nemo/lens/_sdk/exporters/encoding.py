@@ -1,43 +1,9 @@
-"""The JSON shape of one span in the ``file`` exporter's line.
+"""The one encoder of a span's JSON line, for every exporter that writes lines.
 
-The ``console`` prints it too with ``console_format="lens"``; its default is the
-SDK's ``to_json`` (:mod:`nemo.lens._sdk.exporters.sdk_json`).
-
-One span becomes one JSON object (written on one line)::
-
-    {"name": "train.step",
-     "trace_id": "<32 hex>", "span_id": "<16 hex>", "parent_span_id": "<16 hex>" | null,
-     "kind": "INTERNAL",
-     "start_time_unix_nano": 1700000000000000000, "end_time_unix_nano": ...,
-     "status": {"code": "UNSET" | "OK" | "ERROR", "description": null | "..."},
-     "attributes": {...},
-     "events": [{"name": ..., "time_unix_nano": ..., "attributes": {...}}],
-     "links": [{"trace_id": ..., "span_id": ..., "attributes": {...}}],
-     "resource": {...},
-     "scope": {"name": "nemo.lens", "version": "..."} | null}
-
-That is the line of :data:`RESOURCE_ON_EVERY_LINE`, the console's ``lens``
-layout (trace format 1). The ``file`` exporter's line ends differently: its
-:class:`LineLayout` (:mod:`~nemo.lens._sdk.exporters.trace_file`) writes the
-resource once, in a header per process lifetime, and ends each line with the
-scope and ``"lifetime": "<its id>"`` instead (``docs/trace-format.md``).
-
-Ids are lower-case hex as in W3C ``traceparent``. Non-finite floats (a NaN
-loss is common) become the strings ``"NaN"``, ``"Infinity"`` and
-``"-Infinity"``, as in the OTLP/JSON mapping, so every line is strict JSON.
-
-How it is fast
-    :func:`encode_span` runs on the export thread for every span, so it
-    decides how many spans per second the ``file`` exporter sustains. It
-    writes the line from pieces instead of serialising :func:`span_to_dict`'s
-    dict: the ``resource`` and ``scope`` objects are shared by every span of a
-    provider and immutable, so each is encoded once and its text reused; the
-    attributes are copied straight into one C-encoder call when they hold only
-    plain values (nearly always). Any span the fast path does not cover -- a
-    non-finite float, an odd value stored by a custom processor -- is encoded
-    from :func:`span_to_dict` instead, so the output is the same, byte for
-    byte, either way. That takes about a third of the time of serialising
-    :func:`span_to_dict`'s dict (CPython 3.11; ``python -m bench`` measures it).
+The ``file`` exporter's line and the console's ``lens`` line (:func:`encode_span`, a batch
+by :func:`span_lines`; how a line ends is its :class:`LineLayout`), and the console's
+default, the SDK's own ``to_json`` (:func:`sdk_json_line`). Shapes in
+``docs/trace-format.md``; how it is fast in ``docs/architecture.md``.
 """
 
 from __future__ import annotations
@@ -47,16 +13,18 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from opentelemetry.trace import SpanContext, format_span_id, format_trace_id
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import Link, SpanContext, SpanKind, format_span_id, format_trace_id
+from opentelemetry.trace.status import StatusCode
 
 from nemo.lens import semconv
-from nemo.lens._core.redaction import is_redact_key
-from nemo.lens._core.sanitize import clean_text, is_clean_text, safe_str
-from nemo.lens.fallbacks import DEFAULT_REDACT_KEYS
+from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, is_redact_key
+from nemo.lens._core.sanitize import INT64_MAX, INT64_MIN, clean_text, is_clean_text, safe_str
+from nemo.lens._sdk.exporters.redaction import Changes, clean_resource, clean_span
+from nemo.lens._sdk.recorded_span import UNSET_STATUS, RecordingSpan
 
 if TYPE_CHECKING:
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import ReadableSpan
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 __all__ = [
@@ -68,41 +36,59 @@ __all__ = [
     "encode_text",
     "ids_json",
     "int_json",
-    "plain_attributes_json",
-    "plain_key_json",
-    "plain_value_json",
-    "plain_values_json",
     "scope_json",
+    "sdk_json_line",
+    "span_lines",
     "span_to_dict",
-    "tail_json",
 ]
+
+# Configured as json.dumps(..., separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+# configures its encoder; built once (json.dumps builds one per call when given options).
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+encode_json: Final = _ENCODER.encode
+"""Any JSON value, spelled as every line spells it (compact, UTF-8, no NaN)."""
+encode_text: Final = json.encoder.encode_basestring
+"""A ``str`` as a JSON string, spelled as :data:`encode_json` spells it."""
+
+_MEMO_MAX: Final = 4096  # entries of each memo below: a program's names, keys, texts are few
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+_INTERNAL: Final = SpanKind.INTERNAL
+_UNSET: Final = StatusCode.UNSET
+_UNSET_STATUS_JSON: Final = '{"code":"UNSET","description":null}'
+
+
+def _make_flat_encoder() -> Callable[[dict[str, Any]], str]:
+    # encode() builds a C encoder per call, most of the cost for a span's few attributes;
+    # this one is built once, without the circularity check flat values cannot need.
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return encode_json
+    chunks: Callable[[object, int], Sequence[str]] = make(
+        None, _ENCODER.default, encode_text, None, ":", ",", False, False, False
+    )
+    return lambda value: "".join(chunks(value, 0))
+
+
+_encode_flat: Final = _make_flat_encoder()
 
 
 def _json_value(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
-        if math.isnan(value):
-            return "NaN"
-        return "Infinity" if value > 0 else "-Infinity"
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
     if isinstance(value, (list, tuple)):
         return [_json_value(item) for item in value]
     if isinstance(value, (str, bool, int, float)) or value is None:
         return value
-    # A mapping (the SDK stores them), bytes, or something odd a custom
-    # processor stored: its text keeps the line valid JSON.
-    return safe_str(value)
+    return safe_str(value)  # a mapping, bytes, an odd object: its text keeps the line JSON
 
 
 def _attributes(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
-    if not attributes:
-        return {}
-    return {str(key): _json_value(value) for key, value in attributes.items()}
+    return {str(key): _json_value(value) for key, value in (attributes or {}).items()}
 
 
 def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
-    """Return the JSON-ready dict for *span* (see the module docstring for the shape)."""
-    context = span.context
-    parent = span.parent
-    scope = span.instrumentation_scope
+    """*span* as the JSON-ready dict its line (with the resource on it) encodes."""
+    context, parent, scope = span.context, span.parent, span.instrumentation_scope
     return {
         "name": span.name,
         "trace_id": format_trace_id(context.trace_id) if context is not None else None,
@@ -111,18 +97,11 @@ def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
         "kind": span.kind.name,
         "start_time_unix_nano": span.start_time,
         "end_time_unix_nano": span.end_time,
-        "status": {
-            "code": span.status.status_code.name,
-            "description": span.status.description,
-        },
+        "status": {"code": span.status.status_code.name, "description": span.status.description},
         "attributes": _attributes(span.attributes),
         "events": [
-            {
-                "name": event.name,
-                "time_unix_nano": event.timestamp,
-                "attributes": _attributes(event.attributes),
-            }
-            for event in span.events
+            {"name": e.name, "time_unix_nano": e.timestamp, "attributes": _attributes(e.attributes)}
+            for e in span.events
         ],
         "links": [
             {
@@ -133,233 +112,100 @@ def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
             for link in span.links
         ],
         "resource": _attributes(span.resource.attributes),
-        "scope": (
-            {"name": scope.name, "version": scope.version or None} if scope is not None else None
-        ),
+        "scope": {"name": scope.name, "version": scope.version or None} if scope else None,
     }
 
 
-# Configured as json.dumps(..., separators=(",", ":"), ensure_ascii=False,
-# allow_nan=False) configures its encoder, so both spell every value alike; built
-# once because json.dumps builds a new encoder per call when given options.
-_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-_encode = _ENCODER.encode
-# What that encoder applies to a str (with ensure_ascii=False), without the
-# isinstance tests of encode() in front.
-_encode_str: Final = json.encoder.encode_basestring
+# -- plain values: written without the json module, memoised ------------------------------
 
-encode_json: Final = _encode
-"""Any JSON value, spelled as every line spells it (compact, UTF-8, no NaN)."""
-encode_text: Final = _encode_str
-"""A ``str`` as a JSON string, spelled as :data:`encode_json` spells it."""
+_KEYS: dict[object, str] = {}
+_TEXTS: dict[str, str] = {}
 
 
-def _make_flat_encoder() -> Callable[[dict[str, Any]], str]:
-    # JSONEncoder.encode() builds a new C encoder on every call; for the small
-    # flat dicts of span attributes that is most of the cost. The C encoder is
-    # built once here instead, with the same settings but no circularity check,
-    # which a dict of scalars and flat lists of scalars cannot need. It is a
-    # private part of the json module: where it is missing, encode() it is.
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return _encode
-    chunks: Callable[[object, int], Sequence[str]] = make(
-        None,
-        _ENCODER.default,
-        _encode_str,
-        None,
-        _ENCODER.key_separator,
-        _ENCODER.item_separator,
-        False,  # sort_keys
-        False,  # skipkeys
-        False,  # allow_nan
-    )
-    return lambda value: "".join(chunks(value, 0))
-
-
-_encode_flat: Final = _make_flat_encoder()
-
-# Value types the C encoder writes exactly as _json_value would have them written.
-# Subclasses (an IntEnum, a str enum) take the general path: same text, no guessing.
-_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
-_INFINITIES: Final = (math.inf, -math.inf)
-_SEQUENCES: Final = frozenset({list, tuple})
-
-# (resource, scope, the end of a line for them). Every span of a provider shares
-# one resource object and one scope object per tracer, and both are immutable,
-# so their text is encoded once. The objects are held so that their ids cannot
-# be reused by others while an entry exists; the bound only guards against a
-# program that makes tracers without end. Entries are replaced whole, so
-# concurrent exporters at worst encode the same pair twice.
-_TAILS: dict[tuple[int, int], tuple[object, object, str]] = {}
-_TAILS_MAX: Final = 64
-
-
-def scope_json(scope: InstrumentationScope | None) -> str:
-    """The line's ``scope`` object (``null`` without one)."""
-    if scope is None:
-        return "null"
-    return _encode({"name": scope.name, "version": scope.version or None})
-
-
-def tail_json(resource: Resource, scope: InstrumentationScope | None) -> str:
-    """The end of every line for spans of *resource* and *scope*: both objects and the ``}``."""
-    key = (id(resource), id(scope))
-    entry = _TAILS.get(key)
-    if entry is not None and entry[0] is resource and entry[1] is scope:
-        return entry[2]
-    text = f'"resource":{_encode(_attributes(resource.attributes))},"scope":{scope_json(scope)}}}'
-    if len(_TAILS) >= _TAILS_MAX:
-        _TAILS.clear()
-    _TAILS[key] = (resource, scope, text)
+def _memo(memo: dict[Any, str], key: object, text: str) -> str:
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()
+    memo[key] = text
     return text
 
 
-class LineLayout:
-    """How a span's line ends, after its own fields: here, with its resource and
-    scope written out (:func:`tail_json`; trace format 1, and the console's ``lens``
-    lines). The ``file`` exporter's layout is a subclass
-    (:class:`~nemo.lens._sdk.exporters.trace_file.LifetimeLayout`)."""
-
-    def tail(self, resource: Resource, scope: InstrumentationScope | None) -> str:
-        """The end of the line of every span of *resource* and *scope*, its ``}`` included."""
-        return tail_json(resource, scope)
-
-
-RESOURCE_ON_EVERY_LINE: Final = LineLayout()
-"""Every line carries its resource: self-contained lines (the console's ``lens`` layout)."""
-
-
-def attributes_json(attributes: Mapping[str, Any] | None) -> str:
-    """The JSON object of span, event or link *attributes*, as :func:`encode_span` writes it."""
-    if not attributes:
-        return "{}"
-    # The SDK hands out a read-only proxy of its attribute mapping; copy() goes
-    # straight to the dict underneath, ten times faster than dict(proxy).
-    copy = getattr(attributes, "copy", None)
-    plain = copy() if copy is not None else None
-    if not isinstance(plain, dict):
-        plain = dict(attributes)
-    for key, value in plain.items():
-        kind = type(value)
-        if type(key) is not str or (
-            kind not in _PLAIN
-            and not (kind in _SEQUENCES and all(type(item) in _PLAIN for item in value))
-        ):
-            return _encode(_attributes(attributes))
-    try:
-        return _encode_flat(plain)
-    except ValueError:  # a non-finite float: _json_value spells it as a string
-        return _encode(_attributes(attributes))
-
-
-# Attribute keys plain_attributes_json writes as they are -- str, valid text, no
-# redact key (whose text values the exporters hide) -- each with its JSON spelling
-# and the colon after it; "" for a key that is not plain. Memoised per key, bounded.
-_PLAIN_KEYS: dict[str, str] = {}
-_PLAIN_KEYS_MAX: Final = 4096
-
-
-def _plain_key(key: str) -> str:
-    plain = (
-        type(key) is str
-        and (key.isascii() or is_clean_text(key))
-        and not is_redact_key(key, DEFAULT_REDACT_KEYS)
-    )
-    text = _encode_str(key) + ":" if plain else ""
-    if len(_PLAIN_KEYS) >= _PLAIN_KEYS_MAX:
-        _PLAIN_KEYS.clear()
-    _PLAIN_KEYS[key] = text
+def _key_json(key: object) -> str:
+    """``"key":`` for a key written as it is (str, valid text, not a redact key), else ``""``."""
+    text = _KEYS.get(key)
+    if text is None:
+        plain = (
+            type(key) is str and is_clean_text(key) and not is_redact_key(key, DEFAULT_REDACT_KEYS)
+        )
+        text = _memo(_KEYS, key, encode_text(str(key)) + ":" if plain else "")
     return text
 
 
-# Text values likewise (a group's tags, a model's name: the same few, span after
-# span): their JSON spelling, "" for text that is not valid Unicode. Bounded.
-_PLAIN_TEXT: dict[str, str] = {}
-
-
-def _plain_text(value: str) -> str:
-    text = _encode_str(value) if value.isascii() or is_clean_text(value) else ""
-    if len(_PLAIN_TEXT) >= _PLAIN_KEYS_MAX:
-        _PLAIN_TEXT.clear()
-    _PLAIN_TEXT[value] = text
-    return text
-
-
-def plain_key_json(key: str) -> str:
-    """*key* as :func:`plain_attributes_json` writes it -- its JSON text and the colon
-    -- or ``""`` when it is not plain (not ``str``, not valid text, a redact key)."""
-    prefix = _PLAIN_KEYS.get(key)
-    return prefix if prefix is not None else _plain_key(key)
-
-
-def plain_values_json(attributes: dict[str, Any], into: list[str]) -> bool:
-    """Append the JSON text of each value of *attributes* to *into*, in order.
-
-    False at the first value :func:`plain_value_json` would not write; *into*
-    then holds the values before it.
-    """
-    append = into.append
-    for value in attributes.values():
-        if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:
-            append(f"{value!r}")  # the common value, without the call
-            continue
-        text = plain_value_json(value)
-        if not text:
-            return False
-        append(text)
-    return True
-
-
-def plain_value_json(value: Any) -> str:
-    """The JSON text of an attribute value as :func:`plain_attributes_json` writes it,
-    or ``""`` for a value it does not write: a sequence, ``None``, text that is not
-    valid Unicode, an int beyond 64 bits, a non-finite float, another type."""
+def _value_json(value: Any) -> str:
+    """A plain value's JSON, else ``""`` (a sequence, ``None``, invalid text, a big int,
+    a non-finite float, another type): the general path writes those."""
     kind = type(value)
     if kind is str:
-        text = _PLAIN_TEXT.get(value)
-        return text if text is not None else _plain_text(value)
+        text = _TEXTS.get(value)
+        if text is None:
+            text = _memo(_TEXTS, value, encode_text(value) if is_clean_text(value) else "")
+        return text
     if kind is int:
-        return f"{value!r}" if _INT64_MIN <= value <= _INT64_MAX else ""
+        return f"{value!r}" if INT64_MIN <= value <= INT64_MAX else ""
     if kind is float:
-        return "" if value != value or value in _INFINITIES else f"{value!r}"
+        return f"{value!r}" if math.isfinite(value) else ""
     if kind is bool:
         return "true" if value else "false"
     return ""
 
 
-def plain_attributes_json(attributes: dict[str, Any]) -> str | None:
-    """:func:`attributes_json` of a plain ``dict`` that needs no redaction nor cleaning.
-
-    ``None`` when it holds anything else (a redact key, or a value
-    :func:`plain_values_json` does not write): the caller then checks and
-    encodes the general way. Written here rather than by the C encoder, which
-    costs twice as much for the few attributes a span has; the text is the same
-    (ints and floats as their ``repr``, as the ``json`` module writes them).
-    """
-    values: list[str] = []
-    if not plain_values_json(attributes, values):
-        return None
+def _plain_members(attributes: Mapping[str, Any]) -> str | None:
+    """The members of *attributes*' JSON object, when every key and value is plain."""
     parts = []
-    for key, text in zip(attributes, values, strict=True):
-        prefix = plain_key_json(key)
-        if not prefix:
+    for key, value in attributes.items():
+        prefix, text = _key_json(key), _value_json(value)
+        if not (prefix and text):
             return None
         parts.append(prefix + text)
-    return "{" + ",".join(parts) + "}"
+    return ",".join(parts)
+
+
+def attributes_json(attributes: Mapping[str, Any] | None) -> str:
+    """The JSON object of span, event or link *attributes*, as every line writes it."""
+    if not attributes:
+        return "{}"
+    # The SDK's read-only proxy copies straight from the dict underneath.
+    copy = getattr(attributes, "copy", None)
+    plain = copy() if copy is not None else None
+    if not isinstance(plain, dict):
+        plain = dict(attributes)
+    for key, value in plain.items():
+        if type(key) is not str or (
+            type(value) not in _PLAIN
+            and not (type(value) in (list, tuple) and all(type(v) in _PLAIN for v in value))
+        ):
+            return encode_json(_attributes(attributes))
+    try:
+        return _encode_flat(plain)
+    except ValueError:  # a non-finite float: _json_value spells it as a string
+        return encode_json(_attributes(attributes))
+
+
+def scope_json(scope: InstrumentationScope | None) -> str:
+    """The line's ``scope`` object (``null`` without one)."""
+    return (
+        "null"
+        if scope is None
+        else encode_json({"name": scope.name, "version": scope.version or None})
+    )
 
 
 def int_json(value: object) -> str:
-    """A time or count as :func:`encode_span` writes it."""
-    return str(value) if type(value) is int else _encode(value)
+    """A time or count as every line writes it."""
+    return str(value) if type(value) is int else encode_json(value)
 
 
 def ids_json(context: SpanContext | None, parent: SpanContext | None) -> str:
-    """A span line's ``"trace_id":...,"span_id":...,"parent_span_id":...`` members."""
-    # f"{id:032x}" is format(id, "032x"), which is what format_trace_id returns
-    # (and "016x" format_span_id).
+    """A line's ``"trace_id":...,"span_id":...,"parent_span_id":...`` members."""
     parent_json = "null" if parent is None else f'"{parent.span_id:016x}"'
     if context is None:
         return f'"trace_id":null,"span_id":null,"parent_span_id":{parent_json}'
@@ -369,99 +215,332 @@ def ids_json(context: SpanContext | None, parent: SpanContext | None) -> str:
     )
 
 
-def _fast_line(span: ReadableSpan, layout: LineLayout) -> str:
-    context = span.context
-    parent = span.parent
-    status = span.status
-    name = span.name
+# -- how a line ends ----------------------------------------------------------------------
+
+
+class LineLayout:
+    """How a span's line ends after its own fields: here, with its resource and scope
+    written out (trace format 1; the console's ``lens`` line). The ``file`` exporter's
+    layout is a subclass (:class:`~nemo.lens._sdk.exporters.trace_file.LifetimeLayout`).
+
+    It also keeps, per tracer of the recording path, the fixed pieces of each shape of
+    line its spans take (see :func:`span_lines`).
+    """
+
+    def __init__(self) -> None:
+        # Memos hold the objects whose ids key them, so no id is reused meanwhile.
+        self._tails: dict[tuple[int, int], tuple[object, object, str]] = {}
+        self._shapes: dict[int, tuple[object, dict[tuple[object, ...], Any]]] = {}
+
+    def ending(self, resource: Resource, scope: InstrumentationScope | None) -> str:
+        """The end of the line of every span of *resource* and *scope*, its ``}`` included."""
+        return f'"resource":{attributes_json(resource.attributes)},"scope":{scope_json(scope)}}}'
+
+    def tail(self, resource: Resource, scope: InstrumentationScope | None) -> str:
+        """:meth:`ending`, made once per resource and scope; ``""`` when either would
+        first have to be made exportable."""
+        key = (id(resource), id(scope))
+        entry = self._tails.get(key)
+        if entry is None or entry[0] is not resource or entry[1] is not scope:
+            exportable = clean_resource(resource)[0] is resource and (
+                scope is None or (scope.name.isascii() and (scope.version or "").isascii())
+            )
+            if len(self._tails) >= 64:
+                self._tails.clear()
+            text = self.ending(resource, scope) if exportable else ""
+            entry = self._tails[key] = (resource, scope, text)
+        return entry[2]
+
+    def shapes(self, tracer: object) -> dict[tuple[object, ...], Any]:
+        """The shapes of line *tracer*'s spans take (see :func:`span_lines`)."""
+        entry = self._shapes.get(id(tracer))
+        if entry is None or entry[0] is not tracer:
+            if len(self._shapes) >= 64:
+                self._shapes.clear()
+            entry = self._shapes[id(tracer)] = (tracer, {})
+        return entry[1]
+
+
+RESOURCE_ON_EVERY_LINE: Final = LineLayout()
+"""Every line carries its resource: self-contained lines (the console's ``lens`` layout)."""
+
+
+# -- one span -------------------------------------------------------------------------------
+
+
+def _line(span: ReadableSpan, layout: LineLayout) -> str:
+    tail = layout.tail(span.resource, span.instrumentation_scope)
+    if not tail:
+        raise ValueError("the resource or scope needs cleaning")
+    status, name = span.status, span.name
     description = status.description
-    ids = ids_json(context, parent)
-    events = span.events
-    events_json = (
-        ",".join(
-            f'{{"name":{_encode(event.name)},"time_unix_nano":{int_json(event.timestamp)},'
-            f'"attributes":{attributes_json(event.attributes)}}}'
-            for event in events
-        )
-        if events
-        else ""
+    events = ",".join(
+        f'{{"name":{encode_json(e.name)},"time_unix_nano":{int_json(e.timestamp)},'
+        f'"attributes":{attributes_json(e.attributes)}}}'
+        for e in span.events
     )
-    links = span.links
-    links_json = (
-        ",".join(
-            f'{{"trace_id":"{link.context.trace_id:032x}",'
-            f'"span_id":"{link.context.span_id:016x}",'
-            f'"attributes":{attributes_json(link.attributes)}}}'
-            for link in links
-        )
-        if links
-        else ""
+    links = ",".join(
+        f'{{"trace_id":"{link.context.trace_id:032x}","span_id":"{link.context.span_id:016x}",'
+        f'"attributes":{attributes_json(link.attributes)}}}'
+        for link in span.links
     )
     return (
-        f'{{"name":{_encode_str(name) if type(name) is str else _encode(name)},{ids},'
-        f'"kind":"{span.kind.name}",'
+        f'{{"name":{encode_text(name) if type(name) is str else encode_json(name)},'
+        f'{ids_json(span.context, span.parent)},"kind":"{span.kind.name}",'
         f'"start_time_unix_nano":{int_json(span.start_time)},'
         f'"end_time_unix_nano":{int_json(span.end_time)},'
         f'"status":{{"code":"{status.status_code.name}",'
-        f'"description":{"null" if description is None else _encode(description)}}},'
+        f'"description":{"null" if description is None else encode_json(description)}}},'
         f'"attributes":{attributes_json(span.attributes)},'
-        f'"events":[{events_json}],"links":[{links_json}],'
-        f"{layout.tail(span.resource, span.instrumentation_scope)}"
+        f'"events":[{events}],"links":[{links}],{tail}'
     )
 
 
-def _dumps(value: dict[str, Any]) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def _dict_line(span: ReadableSpan, layout: LineLayout) -> str:
-    # span_to_dict's line, ended by the layout: the same text as _dumps of the whole
-    # dict for RESOURCE_ON_EVERY_LINE (its tail is the encoding of the last two keys).
-    fields = span_to_dict(span)
-    del fields["resource"], fields["scope"]
-    return f"{_dumps(fields)[:-1]},{layout.tail(span.resource, span.instrumentation_scope)}"
-
-
 def encode_span(span: ReadableSpan, layout: LineLayout = RESOURCE_ON_EVERY_LINE) -> str:
-    """Return *span* as one line of compact JSON (no trailing newline), ended as
-    *layout* ends it.
+    """*span* as one line of compact JSON (no newline), ended as *layout* ends it.
 
-    Never raises, and the line is always valid UTF-8 text: a span holding
-    something JSON cannot carry (a name that is not a ``str``, text with lone
-    surrogates, an int too long to print) is encoded from a copy made
-    exportable by :func:`nemo.lens._sdk.exporters.redaction.clean_span` -- which
-    nemo.lens's exporters have already applied, so there this never happens.
+    Never raises, and the line is always valid UTF-8 text: a span holding what JSON
+    cannot carry is encoded from a copy made exportable
+    (:func:`~nemo.lens._sdk.exporters.redaction.clean_span`).
     """
     try:
-        line = _fast_line(span, layout)
+        line = _line(span, layout)
     except Exception:
-        # Whatever the fast path could not handle, the plain path encodes as it
-        # always has; what it cannot encode either is made exportable first.
         try:
-            line = _dict_line(span, layout)
-        except Exception:
-            line = _encode_cleaned(span, layout)
-    if line.isascii() or is_clean_text(line):
-        return line
-    # A lone surrogate can only sit inside a JSON string here (the structure is
-    # ASCII), so replacing it keeps the line valid JSON.
-    return clean_text(line)
+            line = _line(clean_span(span, {}), layout)
+        except Exception as exc:  # a custom span whose properties raise: say which it was
+            context = span.context
+            line = encode_json(
+                {
+                    "name": "(span could not be encoded)",
+                    "trace_id": format_trace_id(context.trace_id) if context else None,
+                    "span_id": format_span_id(context.span_id) if context else None,
+                    "attributes": {semconv.SPAN_ENCODE_ERROR: safe_str(exc)},
+                }
+            )
+    # A lone surrogate can only sit inside a JSON string: replacing it keeps the JSON.
+    return line if line.isascii() or is_clean_text(line) else clean_text(line)
 
 
-def _encode_cleaned(span: ReadableSpan, layout: LineLayout) -> str:
-    from nemo.lens._sdk.exporters.redaction import clean_span
+# -- a batch of recorded spans --------------------------------------------------------------
 
-    try:
-        return _dict_line(clean_span(span, {}), layout)
-    except Exception as exc:
-        # Unreachable with the SDK's spans; a custom ReadableSpan whose
-        # properties raise still leaves a line saying which span it was.
-        context = span.context
-        return _dumps(
-            {
-                "name": "(span could not be encoded)",
-                "trace_id": format_trace_id(context.trace_id) if context is not None else None,
-                "span_id": format_span_id(context.span_id) if context is not None else None,
-                "attributes": {semconv.SPAN_ENCODE_ERROR: safe_str(exc)},
-            }
+
+_COMPILE_AFTER: Final = 8  # a shape seen this often is written by a writer of its own
+# A recorded span's line between its shape's start, ids, times and attributes.
+_PIECES: Final = {
+    "SPAN_ID": '","span_id":"',
+    "PARENT": '","parent_span_id":',
+    "START": ',"kind":"INTERNAL","start_time_unix_nano":',
+    "END": ',"end_time_unix_nano":',
+    "ATTRIBUTES": f',"status":{_UNSET_STATUS_JSON},"attributes":{{',
+}
+
+
+class _Shape:
+    """What every recorded span of one shape (name, tags, attribute keys) writes alike: the
+    line's start, each attribute's key, and what follows the attributes."""
+
+    __slots__ = ("closing", "head", "keys", "seen", "write")
+
+    def __init__(self, head: str, keys: tuple[str, ...], closing: str) -> None:
+        self.head, self.keys, self.closing = head, keys, closing
+        self.seen = 0
+        self.write: Callable[[RecordingSpan, dict[str, Any] | None], str | None] = self._join
+
+    def _join(self, span: RecordingSpan, attributes: dict[str, Any] | None) -> str | None:
+        # The line from the pieces and the values; None when a value is not plain.
+        members = []
+        for key, value in zip(self.keys, attributes.values() if attributes else ()):  # noqa: B905
+            text = _value_json(value)
+            if not text:
+                return None
+            members.append(key + text)
+        self.seen += 1
+        if self.seen >= _COMPILE_AFTER:
+            self.write = _compiled(self)
+        pieces = _PIECES
+        return "".join(
+            (self.head, span._trace_id.to_bytes(16, "big").hex(), pieces["SPAN_ID"],
+             span._span_id.to_bytes(8, "big").hex(), pieces["PARENT"], _parent_json(span._parent),
+             pieces["START"], str(span._start_time), pieces["END"], str(span._end_time),
+             pieces["ATTRIBUTES"], *members, self.closing)
+        )  # fmt: skip
+
+
+def _parent_json(parent: RecordingSpan | SpanContext | None) -> str:
+    if parent is None:
+        return "null"
+    span_id = parent.span_id if isinstance(parent, SpanContext) else parent._span_id
+    return f'"{span_id.to_bytes(8, "big").hex()}"'
+
+
+def _compiled(shape: _Shape) -> Callable[[RecordingSpan, dict[str, Any] | None], str | None]:
+    # The one exec of the export path: a shape's line as one f-string of its values, the
+    # pieces read from the writer's globals (no text of theirs is parsed as code). Measured
+    # (issue 32, valgrind): a 50,000-span file burst took 3.30 G instructions with these
+    # writers, 3.61 G with _join alone (about 6,000 more a span, a tenth of its cost).
+    count = len(shape.keys)
+    names: dict[str, Any] = {"value_json": _value_json, "parent_json": _parent_json, **_PIECES}
+    names |= {"HEAD": shape.head, "CLOSING": shape.closing, "MIN": INT64_MIN, "MAX": INT64_MAX}
+    body = ["def write(span, attributes):"]
+    if count:
+        body.append(f"    {''.join(f'v{n}, ' for n in range(count))}= attributes.values()")
+    for n, key in enumerate(shape.keys):
+        names[f"K{n}"] = key
+        body.append(
+            f"    t{n} = f'{{v{n}!r}}' if type(v{n}) is int and MIN <= v{n} <= MAX"
+            f" else value_json(v{n})\n    if not t{n}: return None"
         )
+    members = "".join(f"{{K{n}}}{{t{n}}}" for n in range(count))
+    body.append(
+        '    return f\'{HEAD}{span._trace_id.to_bytes(16, "big").hex()}{SPAN_ID}'
+        '{span._span_id.to_bytes(8, "big").hex()}{PARENT}'
+        '{"null" if span._parent is None else parent_json(span._parent)}'
+        f"{{START}}{{span._start_time}}{{END}}{{span._end_time}}{{ATTRIBUTES}}{members}{{CLOSING}}'"
+    )
+    exec(compile("\n".join(body) + "\n", "<nemo.lens line writer>", "exec"), names)
+    writer: Callable[[RecordingSpan, dict[str, Any] | None], str | None] = names["write"]
+    return writer
+
+
+def _shape(span: RecordingSpan, tail: str) -> _Shape | None:
+    # None when spans of this shape take the general path.
+    name, attributes, tags = span._name, span._attributes or {}, span._tags or {}
+    tags_members = _plain_members(tags)
+    if type(name) is not str or not is_clean_text(name) or tags_members is None:
+        return None
+    if not attributes.keys().isdisjoint(tags):
+        return None  # a key in both: the tag's value in the key's place (the general path)
+    keys = [_key_json(key) for key in attributes]
+    if not all(keys):
+        return None
+    keys[1:] = ["," + key for key in keys[1:]]
+    comma = "," if keys and tags_members else ""
+    return _Shape(
+        f'{{"name":{encode_text(name)},"trace_id":"',
+        tuple(keys),
+        f'{comma}{tags_members}}},"events":[],"links":[],{tail}',
+    )
+
+
+def span_lines(
+    spans: Sequence[ReadableSpan | RecordingSpan], layout: LineLayout, changes: Changes
+) -> list[str]:
+    """Each span redacted, made exportable (what changed counted in *changes*) and encoded
+    as :func:`encode_span` would encode the SDK's span it stands for.
+
+    A recorded span of a common shape -- its name, tags and attribute keys plain, no
+    events, links or status -- is written from its shape's pieces and its values.
+    """
+    lines: list[str] = []
+    tracer: object = None
+    shapes: dict[tuple[object, ...], Any] = {}
+    tail = ""
+    for span in spans:
+        line = None
+        if isinstance(span, RecordingSpan):
+            if (
+                span._kind is _INTERNAL
+                and span._status is UNSET_STATUS
+                and not span._events
+                and not span._links
+                and type(span._start_time) is int
+                and type(span._end_time) is int
+            ):
+                if span._tracer is not tracer:  # a batch's spans share one, nearly always
+                    tracer = span._tracer
+                    shapes = layout.shapes(tracer)
+                    tail = layout.tail(span._tracer.resource, span._tracer.instrumentation_scope)
+                attributes, tags = span._attributes, span._tags
+                # The tags object is held by its shape's entry, so its id stands for it.
+                key = (span._name, id(tags), *attributes) if attributes else (span._name, id(tags))
+                entry = shapes.get(key)
+                if entry is None:
+                    if len(shapes) >= 1024:
+                        shapes.clear()
+                    entry = shapes[key] = (tags, _shape(span, tail) if tail else None)
+                shape = entry[1]
+                if shape is not None:
+                    try:
+                        line = shape.write(span, attributes)
+                    except Exception:  # what this could not write, the general path writes
+                        line = None
+            if line is None:
+                line = encode_span(clean_span(span.readable(), changes), layout)
+        else:
+            line = encode_span(clean_span(span, changes), layout)
+        lines.append(line)
+    return lines
+
+
+# -- the console's default: the SDK's own to_json -----------------------------------------
+
+
+def _is_native(value: Any) -> bool:
+    """Whether ``json.dumps`` writes *value* as strict JSON, as it is."""
+    kind = type(value)
+    if kind is float:
+        return math.isfinite(value)
+    if kind in _PLAIN:
+        return True
+    if kind is tuple or kind is list:
+        return all(_is_native(item) for item in value)
+    if kind is dict:  # another mapping (a read-only view) json.dumps refuses
+        return all(type(key) is str and _is_native(item) for key, item in value.items())
+    return False
+
+
+def _native(value: Any) -> Any:
+    """*value* as strict JSON holds it: a non-finite float, ``bytes`` or another object
+    written as the lens line writes it."""
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else _json_value(value)
+    if type(value) in _PLAIN:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_native(item) for item in value]
+    if isinstance(value, Mapping):
+        return {str(key): _native(item) for key, item in value.items()}
+    if isinstance(value, (str, int)):  # a subclass (an enum): its plain value
+        return str(value) if isinstance(value, str) else int(value)
+    return safe_str(value)
+
+
+def _strict(attributes: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """*attributes* made strict JSON, or ``None`` when they already are."""
+    if not attributes or all(_is_native(value) for value in attributes.values()):
+        return None
+    return {key: _native(value) for key, value in attributes.items()}
+
+
+def sdk_json_line(span: ReadableSpan) -> str:
+    """*span* as ``span.to_json(indent=None)`` writes it: one line, always strict JSON
+    (see :func:`_native`)."""
+    attributes, resource = _strict(span.attributes), _strict(span.resource.attributes)
+    events = [(e, _strict(e.attributes)) for e in span.events]
+    links = [(link, _strict(link.attributes)) for link in span.links]
+    if (
+        attributes is not None
+        or resource is not None
+        or any(fixed is not None for _, fixed in [*events, *links])
+    ):
+        span = ReadableSpan(
+            name=span.name,
+            context=span.context,
+            parent=span.parent,
+            resource=span.resource
+            if resource is None
+            else Resource(resource, span.resource.schema_url),
+            attributes=span.attributes if attributes is None else attributes,
+            events=[
+                e if fixed is None else Event(e.name, fixed, e.timestamp) for e, fixed in events
+            ],
+            links=[link if fixed is None else Link(link.context, fixed) for link, fixed in links],
+            kind=span.kind,
+            status=span.status,
+            start_time=span.start_time,
+            end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
+        )
+    line: str = span.to_json(indent=None)
+    return line

@@ -1,14 +1,11 @@
-"""Build the exporter for each signal from an exporter name.
-
-The OTLP exporter modules are imported only for the transport in use, so a
-job that exports over HTTP never loads gRPC.
-"""
+"""The exporter of each signal for an exporter name; an OTLP exporter's module is imported
+only for the transport in use (a job exporting over HTTP never loads gRPC)."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.metrics.export import MetricExporter
@@ -34,60 +31,37 @@ __all__ = [
     "otlp_exporter_class",
 ]
 
-# (protocol, signal) -> (module, class). Module paths are those of
-# opentelemetry-exporter-otlp-proto-{grpc,http}; the log exporters live in
-# modules with a leading underscore because OpenTelemetry logs are not stable.
-_OTLP_CLASSES: dict[tuple[str, Signal], tuple[str, str]] = {
-    ("grpc", "traces"): (
-        "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
-        "OTLPSpanExporter",
-    ),
-    ("grpc", "metrics"): (
-        "opentelemetry.exporter.otlp.proto.grpc.metric_exporter",
-        "OTLPMetricExporter",
-    ),
-    ("grpc", "logs"): ("opentelemetry.exporter.otlp.proto.grpc._log_exporter", "OTLPLogExporter"),
-    ("http/protobuf", "traces"): (
-        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-        "OTLPSpanExporter",
-    ),
-    ("http/protobuf", "metrics"): (
-        "opentelemetry.exporter.otlp.proto.http.metric_exporter",
-        "OTLPMetricExporter",
-    ),
-    ("http/protobuf", "logs"): (
-        "opentelemetry.exporter.otlp.proto.http._log_exporter",
-        "OTLPLogExporter",
-    ),
+# Signal -> (module, class) of opentelemetry-exporter-otlp-proto-{grpc,http}; the log
+# exporters' modules are private because OpenTelemetry's logs are not stable.
+_OTLP_CLASSES: Final[dict[Signal, tuple[str, str]]] = {
+    "traces": ("trace_exporter", "OTLPSpanExporter"),
+    "metrics": ("metric_exporter", "OTLPMetricExporter"),
+    "logs": ("_log_exporter", "OTLPLogExporter"),
 }
 
 
-def otlp_exporter_class(signal: Signal) -> type[Any]:
-    """Return the OTLP exporter class for *signal* under the configured protocol.
+def _otlp_module(protocol: str, signal: Signal) -> str:
+    transport = "grpc" if protocol == "grpc" else "http"
+    return f"opentelemetry.exporter.otlp.proto.{transport}.{_OTLP_CLASSES[signal][0]}"
 
-    Raises :class:`ValueError` for an unsupported protocol value and
-    :class:`ImportError` (with the package to install) when the exporter
-    package is missing.
+
+def otlp_exporter_class(signal: Signal) -> type[Any]:
+    """The OTLP exporter class for *signal* under the configured protocol.
+
+    Raises :class:`ValueError` for an unsupported protocol and :class:`ImportError` (with
+    the package to install) when the exporter package is missing.
     """
     protocol = otlp_protocol(signal)
-    module_name, class_name = _OTLP_CLASSES[(protocol, signal)]
     try:
-        module = importlib.import_module(module_name)
+        module = importlib.import_module(_otlp_module(protocol, signal))
     except ImportError as exc:
         package = "opentelemetry-exporter-otlp-proto-" + ("grpc" if protocol == "grpc" else "http")
         raise ImportError(
             f"the otlp exporter over {protocol} needs {package}; install it with "
             f"pip install 'nemo-lens[sdk]' (or choose another exporter)"
         ) from exc
-    found: type[Any] = getattr(module, class_name)
+    found: type[Any] = getattr(module, _OTLP_CLASSES[signal][1])
     return found
-
-
-def _check_name(name: str) -> str:
-    key = name.strip().lower()
-    if key not in EXPORTER_NAMES:
-        raise ValueError(f"unknown exporter {name!r}; use one of: {', '.join(EXPORTER_NAMES)}")
-    return key
 
 
 _X = TypeVar("_X")
@@ -96,9 +70,11 @@ _X = TypeVar("_X")
 def _create(
     signal: Signal, name: str, path: str | None, json_lines: Callable[[LineSink], _X]
 ) -> _X | None:
-    """The exporter of *signal* called *name*; for ``file``, *path* is the span file
-    (:func:`~nemo.lens._core.destinations.sibling_path` names the other signals')."""
-    key = _check_name(name)
+    # The exporter of *signal* called *name*; for ``file``, *path* is the span file (the
+    # other signals' are its siblings).
+    key = name.strip().lower()
+    if key not in EXPORTER_NAMES:
+        raise ValueError(f"unknown exporter {name!r}; use one of: {', '.join(EXPORTER_NAMES)}")
     if key == "otlp":
         exporter: _X = otlp_exporter_class(signal)()
         return exporter
@@ -114,43 +90,31 @@ def _create(
 def create_span_exporter(
     name: str, *, path: str | None = None, console_format: str = "otel"
 ) -> SpanExporter | None:
-    """Return the span exporter called *name*, or ``None`` for ``none``.
-
-    *path* is the JSON-lines file for ``file`` (trace format 2:
-    :mod:`~nemo.lens._sdk.exporters.trace_file`). *console_format* is how ``console``
-    prints a span (``NemoLensConfig.console_format``): ``otel``, the SDK's
-    ``to_json(indent=None)``, or ``lens``, the ``file`` exporter's span line with
-    its resource on it (every console line stands alone).
-    """
-    key = _check_name(name)
-    if key == "console" and console_format.strip().lower() == "otel":
-        return _create("traces", name, path, SdkJsonSpanExporter)
+    """The span exporter called *name* (``None`` for ``none``): for ``file``, trace format 2
+    at *path*; for ``console``, the SDK's ``to_json`` lines (*console_format* ``otel``) or
+    the file's line with its resource (``lens``)."""
+    key = name.strip().lower()
     if key == "file":
         return _create("traces", name, path, TraceFileSpanExporter)
+    if key == "console" and console_format.strip().lower() == "otel":
+        return _create("traces", name, path, SdkJsonSpanExporter)
     return _create("traces", name, path, JsonLinesSpanExporter)
 
 
 def create_metric_exporter(name: str, *, path: str | None = None) -> MetricExporter | None:
-    """Return the metric exporter called *name*, or ``None`` for ``none``.
-
-    For ``file``, *path* is the span file; metrics go to its ``.metrics.jsonl`` sibling.
-    """
+    """The metric exporter called *name* (``file``: *path*'s ``.metrics.jsonl`` sibling)."""
     return _create("metrics", name, path, JsonLinesMetricExporter)
 
 
 def create_log_exporter(name: str, *, path: str | None = None) -> LogRecordExporter | None:
-    """Return the log exporter called *name*, or ``None`` for ``none``.
-
-    For ``file``, *path* is the span file; logs go to its ``.logs.jsonl`` sibling.
-    """
+    """The log exporter called *name* (``file``: *path*'s ``.logs.jsonl`` sibling)."""
     return _create("logs", name, path, JsonLinesLogExporter)
 
 
 def is_otlp_span_exporter(exporter: object) -> bool:
-    """Whether *exporter* is one of OpenTelemetry's OTLP span exporters (gRPC or HTTP),
-    exactly: a subclass may read more of a span than their encoder does."""
+    """Whether *exporter* is one of OpenTelemetry's OTLP span exporters, exactly (a subclass
+    may read more of a span than their encoder does)."""
     kind = type(exporter)
-    return any(
-        signal == "traces" and kind.__module__ == module and kind.__qualname__ == name
-        for (_, signal), (module, name) in _OTLP_CLASSES.items()
-    )
+    return kind.__qualname__ == _OTLP_CLASSES["traces"][1] and kind.__module__ in {
+        _otlp_module(protocol, "traces") for protocol in ("grpc", "http/protobuf")
+    }

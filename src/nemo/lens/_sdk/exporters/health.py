@@ -1,22 +1,7 @@
-"""One warning per outage, not one per batch: export failures counted and reported once.
-
-nemo.lens reports, for every signal of a pipeline:
-
-* the **first** failure, as one warning naming the signal, the destination and
-  the cause (the exporter's own message, captured; see
-  :mod:`nemo.lens._sdk.exporters.quiet`): one for the process per kind of
-  destination (a collector, a file, standard output), so that a job exporting
-  to a collector and a file at once hears of a full disk even while the
-  collector is down;
-* the **first** time telemetry is dropped (a full queue), as one warning;
-* a **summary** at shutdown: how many spans, metric exports and log records were
-  dropped or failed, and where they were going, so the loss is never silent;
-* every suppressed attempt at ``DEBUG`` on the ``nemo.lens.exporters.health``
-  logger, for whoever needs them.
-
-Credentials never reach these messages: destinations are shown without user,
-password or query (:func:`describe_destination`), and every quoted message goes
-through :func:`nemo.lens._core.secrets.scrub`.
+"""What telemetry a pipeline lost, and every message that says so: one warning per outage
+per kind of destination, one per reason a span was dropped, recoveries at INFO, and the
+summaries at shutdown (``docs/reliability.md``). Lock-free: a one-time warning is won by
+the one caller whose ``dict.setdefault`` stored its token, so a fork never finds it held.
 """
 
 from __future__ import annotations
@@ -25,37 +10,38 @@ import logging
 import re
 import threading
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 from nemo.lens._core import fork as _fork
 from nemo.lens._core.redaction import dropped_attribute_values
 from nemo.lens._core.sanitize import DROPPED_AT_THE_DOOR, REASONS
-from nemo.lens._core.secrets import add_secret, scrub, scrub_url
+from nemo.lens._core.secrets import scrub, scrub_url
 
-__all__ = [
-    "ExportHealth",
-    "Tally",
-    "add_secret",
-    "announce_not_after_fork",
-    "describe_destination",
-    "scrub",
-]
+__all__ = ["ExportHealth", "Tally", "describe_destination"]
 
 # The logger keeps the name users configure it by (this code's module before it moved).
 _logger = logging.getLogger("nemo.lens.exporters.health")
 
-_CAUSE_LIMIT: Final = 300
-"""Longest captured cause quoted in a warning (gRPC error details can be long)."""
+_CAUSE_LIMIT: Final = 300  # longest cause quoted (gRPC error details can be long)
+_UNITS: Final[Mapping[str, str]] = {
+    "traces": "span(s)",
+    "metrics": "metric export(s)",
+    "logs": "log record(s)",
+}
+# Said once per process, whichever pipeline forks first.
+_SAID: dict[object, object] = {}
+
+
+def _first(said: dict[object, object], key: object) -> bool:
+    """Whether this call is the first to say *key* (atomic: ``setdefault`` is one C call)."""
+    token = object()
+    return said.setdefault(key, token) is token
 
 
 class Tally:
-    """A counter that threads can add to without a lock and without losing counts.
-
-    Each thread adds to its own slot (``dict`` item assignment is atomic), so the
-    hot path never blocks -- not even when a signal handler interrupts a thread
-    in the middle of an update and then needs the same counter.
-    """
+    """A counter threads add to without a lock and without losing counts (a slot per thread,
+    so a signal handler that interrupts an update and adds too never waits)."""
 
     def __init__(self) -> None:
         self._slots: dict[int, int] = {}
@@ -71,14 +57,9 @@ class Tally:
         return sum(list(self._slots.values()))
 
 
-# -- destinations -----------------------------------------------------------------------
-
-
 def describe_destination(exporter: object) -> str:
-    """Where *exporter* sends data, safe to log: no user, password, query or fragment.
-
-    Wrappers that keep the real exporter in ``inner`` are looked through.
-    """
+    """Where *exporter* sends data, safe to log: no user, password, query or fragment
+    (wrappers that keep the real exporter in ``inner`` are looked through)."""
     inner = getattr(exporter, "inner", None)
     if inner is not None and inner is not exporter:
         return describe_destination(inner)
@@ -114,7 +95,7 @@ def _strip_credentials(endpoint: str) -> str:
 
 
 def _hint(destination: str) -> str:
-    """What to look at first when export to *destination* fails."""
+    """What to look at first when export to *destination* fails (one per kind of place)."""
     if destination == "standard output":
         return "Was standard output closed (a pipe whose reader exited)?"
     if "://" in destination or re.fullmatch(r"\[?[\w.:-]+\]?:\d+", destination):
@@ -124,92 +105,72 @@ def _hint(destination: str) -> str:
     return "Is the exporter's destination reachable?"
 
 
-# -- the report --------------------------------------------------------------------------
-
-_UNITS: Final[Mapping[str, str]] = {
-    "traces": "span(s)",
-    "metrics": "metric export(s)",
-    "logs": "log record(s)",
-}
+def _add(tallies: dict[Any, Tally], key: object, amount: int) -> None:
+    tally = tallies.get(key)
+    if tally is None:
+        tally = tallies.setdefault(key, Tally())
+    tally.add(amount)
 
 
 class ExportHealth:
-    """Failure and drop accounting for one process's telemetry pipeline.
+    """Failure and drop accounting for one process's pipeline; safe from any thread.
 
-    Exporters and processors report here; the first failure and the first drop
-    are logged as warnings, recoveries at INFO, everything else at DEBUG, and
-    :meth:`summary` says at shutdown what was lost. Safe to call from any thread.
+    A forked child starts with nothing counted: it reports its own losses.
     """
 
     def __init__(self) -> None:
         # Where each signal goes: the pipeline's make-up, which a forked child keeps.
         self._served: dict[str, set[str]] = {}
-        self._reset()
+        self._after_fork_in_child()
         _fork.register(self)
 
-    def _reset(self) -> None:
-        # Keyed by signal and destination: with several exporters, each counts its own.
+    def _after_fork_in_child(self) -> None:
         self._failed: dict[tuple[str, str], Tally] = {}
         self._dropped: dict[tuple[str, str, str], Tally] = {}
         self._failing: set[tuple[str, str]] = set()
         self._changed: dict[str, Tally] = {}
-        # Values the primitives dropped before the SDK saw them are counted in
-        # nemo.lens.helpers for the whole process; this pipeline reports its share.
+        self._said: dict[object, object] = {}
+        # The primitives count what they drop for the whole process; this pipeline
+        # reports its share.
         self._door_baseline = dropped_attribute_values()
-        # Acquired without blocking and never released: exactly one caller wins.
-        self._failure_warned: dict[str, threading.Lock] = {}
-        self._drop_warned: dict[tuple[str, str], threading.Lock] = {}
-        self._change_warned = threading.Lock()
-
-    def _after_fork_in_child(self) -> None:
-        # A forked child reports its own losses, not a copy of its parent's.
-        self._reset()
 
     def serves(self, signal: str, destination: str) -> None:
         """Say that *signal* goes to *destination* (one of possibly several): a summary
-        of drops names the destination once a signal has more than one."""
+        names the destination once a signal has more than one."""
         self._served.setdefault(signal, set()).add(destination)
 
     def export_failed(
         self, signal: str, items: int, destination: str, cause: str | None, *, warn: bool = True
     ) -> None:
-        """Record that *items* of *signal* could not be exported to *destination*; with
-        *warn*, the first failure for this kind of destination is logged as a warning
-        (:meth:`attempt_failed`), else only at DEBUG."""
-        key = (signal, destination)
-        tally = self._failed.get(key)
-        if tally is None:
-            tally = self._failed.setdefault(key, Tally())
-        tally.add(items)
-        self._failing.add(key)
+        """Count *items* of *signal* that could not be exported to *destination*; with
+        *warn*, the first failure per kind of destination is a warning, else DEBUG."""
+        _add(self._failed, (signal, destination), items)
+        self._failing.add((signal, destination))
         if not (warn and self.attempt_failed(signal, destination, cause)):
             _logger.debug("nemo.lens: exporting %d %s to %s failed", items, signal, destination)
 
     def attempt_failed(self, signal: str, destination: str, cause: str | None) -> bool:
-        """Report that exporting *signal* to *destination* is failing (the exporter
-        may still be retrying); only the first report in the process for this kind
-        of destination is logged. Returns whether this one was."""
+        """Report that exporting to *destination* is failing (the exporter may still be
+        retrying); only the first report per kind of destination is logged. Returns
+        whether this one was."""
         self._failing.add((signal, destination))
+        hint = _hint(destination)
+        if not _first(self._said, hint):
+            return False
         shown = scrub((cause or "no details").strip())
         if len(shown) > _CAUSE_LIMIT:
             shown = shown[:_CAUSE_LIMIT] + "..."
-        hint = _hint(destination)
-        warned = self._failure_warned.get(hint)
-        if warned is None:
-            warned = self._failure_warned.setdefault(hint, threading.Lock())
-        if warned.acquire(blocking=False):
-            _logger.warning(
-                "nemo.lens: cannot export %s to %s (%s). The job is not affected; nemo.lens "
-                "keeps trying, reports further failures only at DEBUG on logger %r and says "
-                "at shutdown how much telemetry was lost. %s",
-                signal,
-                destination,
-                shown,
-                _logger.name,
-                hint,
-            )
-            return True
-        return False
+        _logger.warning(
+            "nemo.lens: cannot export %s to %s (%s). The job is not affected; nemo.lens "
+            "keeps trying, reports further failures only at DEBUG on logger %r and says "
+            "at shutdown how much telemetry was lost. %s",
+            signal,
+            destination,
+            shown,
+            _logger.name,
+            hint,
+        )
+        return True
 
     def export_succeeded(self, signal: str, destination: str) -> None:
         """Record a successful export; logs a recovery once after failures."""
@@ -221,38 +182,53 @@ class ExportHealth:
     def dropped(
         self, signal: str, items: int, reason: str, explanation: str, destination: str = ""
     ) -> None:
-        """Record that *items* of *signal* were dropped for *reason* (a short phrase)
-        on their way to *destination* (if known).
-
-        *explanation* is logged as a warning the first time anything is dropped
-        for that reason with that explanation (two processors dropping spans that
-        ended after shutdown say so once; two whose queues filled, each once).
-        """
-        key = (signal, reason, destination)
-        tally = self._dropped.get(key)
-        if tally is None:
-            tally = self._dropped.setdefault(key, Tally())
-        tally.add(items)
-        warned = self._drop_warned.get((reason, explanation))
-        if warned is None:
-            warned = self._drop_warned.setdefault((reason, explanation), threading.Lock())
-        if warned.acquire(blocking=False):
+        """Count *items* of *signal* dropped for *reason* (a short phrase) on their way to
+        *destination*; *explanation* is a warning the first time it applies."""
+        _add(self._dropped, (signal, reason, destination), items)
+        if _first(self._said, (reason, explanation)):
             _logger.warning("%s", explanation)
 
-    def changed(self, changes: Mapping[str, int], explanation: str | None = None) -> None:
-        """Record names and values that had to be changed to be exported, by reason.
+    def span_ended_late(self, destination: str) -> None:
+        """A span ended after shutdown's last drain began: not exported, counted."""
+        self.dropped(
+            "traces",
+            1,
+            "ended after shutdown",
+            "nemo.lens: a span ended after its telemetry was shut down (a thread still "
+            "emitting during shutdown or re-initialisation); it was not exported. Such spans "
+            "are counted.",
+            destination,
+        )
 
-        The first time, one warning says so (*explanation*, if given);
-        :meth:`changes_summary` totals them.
-        """
+    def span_dropped(
+        self, destination: str, *, stalled: bool, stall_timeout_millis: float, queue_size: int
+    ) -> None:
+        """A span met a full queue and was dropped: the exporter *stalled*, or too slow."""
+        if stalled:
+            reason = "exporter stalled"
+            explanation = (
+                f"nemo.lens: the span exporter ({destination}) has not finished a batch "
+                f"in {stall_timeout_millis:g} ms and its queue is full; dropping spans "
+                "instead of holding the job up, until it writes again (a hung file system?). "
+                "The total is reported at shutdown."
+            )
+        else:
+            reason = "queue full"
+            explanation = (
+                f"nemo.lens: the span queue is full ({queue_size} spans) because "
+                f"export to {destination} is failing or slower than the job; dropping "
+                "spans until it catches up. The total is reported at shutdown."
+            )
+        self.dropped("traces", 1, reason, explanation, destination)
+
+    def changed(self, changes: Mapping[str, int], explanation: str | None = None) -> None:
+        """Count names and values changed to be exported, by reason; the first time, one
+        warning (*explanation*, if given) says so."""
         if not changes:
             return
         for reason, count in changes.items():
-            tally = self._changed.get(reason)
-            if tally is None:
-                tally = self._changed.setdefault(reason, Tally())
-            tally.add(count)
-        if self._change_warned.acquire(blocking=False):
+            _add(self._changed, reason, count)
+        if _first(self._said, "changed"):
             if explanation is None:
                 explanation = (
                     f"nemo.lens: telemetry held values that no exporter can write as they are "
@@ -270,30 +246,24 @@ class ExportHealth:
 
     def changes_summary(self) -> str | None:
         """One line totalling :meth:`changes`, or ``None`` when nothing was changed."""
-        totals = self.changes()
-        if not totals:
-            return None
-        parts = [f"{count} {reason}" for reason, count in totals.items()]
-        return "nemo.lens: telemetry exported with changes: " + "; ".join(parts)
-
-    def _where(self, signal: str, destination: str, preposition: str) -> str:
-        # Where the items were going: said once the signal goes to several places.
-        if destination and len(self._served.get(signal, ())) > 1:
-            return f" {preposition} {destination}"
-        return ""
-
-    def lost_total(self) -> int:
-        """How many items of every signal were lost so far (failed plus dropped)."""
-        return sum(self.lost().values())
+        parts = [f"{count} {reason}" for reason, count in self.changes().items()]
+        return "nemo.lens: telemetry exported with changes: " + "; ".join(parts) if parts else None
 
     def lost(self) -> dict[str, int]:
         """How many items each signal lost so far (failed plus dropped)."""
         totals: dict[str, int] = {}
-        for (signal, _), tally in list(self._failed.items()):
-            totals[signal] = totals.get(signal, 0) + tally.value
-        for (signal, _, _), tally in list(self._dropped.items()):
-            totals[signal] = totals.get(signal, 0) + tally.value
+        for key, tally in [*list(self._failed.items()), *list(self._dropped.items())]:
+            totals[key[0]] = totals.get(key[0], 0) + tally.value
         return {signal: count for signal, count in totals.items() if count}
+
+    def lost_total(self) -> int:
+        """How many items of every signal were lost so far."""
+        return sum(self.lost().values())
+
+    def _where(self, signal: str, destination: str, preposition: str) -> str:
+        if destination and len(self._served.get(signal, ())) > 1:
+            return f" {preposition} {destination}"
+        return ""
 
     def summary(
         self,
@@ -303,9 +273,8 @@ class ExportHealth:
     ) -> str | None:
         """One line saying what was lost, or ``None`` when nothing was.
 
-        *pending* counts items of each signal still queued when shutdown gave up
-        waiting (they are lost too when the process exits); *queued* counts them
-        by signal and destination instead.
+        *pending* counts items of each signal still queued when shutdown gave up waiting
+        (lost too when the process exits); *queued* counts them by signal and destination.
         """
         parts: list[str] = []
         for (signal, reason, destination), tally in sorted(self._dropped.items()):
@@ -323,33 +292,20 @@ class ExportHealth:
         for (signal, destination), count in sorted([*left, *(queued or {}).items()]):
             if count:
                 where = self._where(signal, destination, "for")
-                parts.append(
-                    f"{count} {_UNITS.get(signal, signal)} still queued{where} when shutdown "
-                    "timed out"
-                )
+                unit = _UNITS.get(signal, signal)
+                parts.append(f"{count} {unit} still queued{where} when shutdown timed out")
         if not parts:
             return None
         return "nemo.lens: telemetry this process could not deliver: " + "; ".join(parts)
 
-
-# -- fork -----------------------------------------------------------------------------------
-
-_fork_warned = threading.Lock()
-
-
-def announce_not_after_fork(destination: str) -> None:
-    """Say once per process, as it forks, that its children will not export to *destination*.
-
-    For exporters that cannot be used at all in a forked child (OTLP over gRPC:
-    gRPC is not fork-safe while another thread is calling into it, and a child
-    that uses it can hang or crash). Said by the parent, once, rather than by
-    every data-loader worker of every epoch.
-    """
-    if _fork_warned.acquire(blocking=False):
-        _logger.warning(
-            "nemo.lens: this process forked; its children do not export telemetry to %s "
-            "because OTLP over gRPC cannot be used safely after fork (the child can hang or "
-            "crash). To trace forked workers, set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf "
-            "or NEMO_LENS_EXPORTER=file.",
-            destination,
-        )
+    def not_after_fork(self, destination: str) -> None:
+        """Say once per process, as it first forks, that its children will not export to
+        *destination* (OTLP over gRPC, which is not fork-safe)."""
+        if _first(_SAID, "fork"):
+            _logger.warning(
+                "nemo.lens: this process forked; its children do not export telemetry to %s "
+                "because OTLP over gRPC cannot be used safely after fork (the child can hang "
+                "or crash). To trace forked workers, set OTEL_EXPORTER_OTLP_PROTOCOL="
+                "http/protobuf or NEMO_LENS_EXPORTER=file.",
+                destination,
+            )

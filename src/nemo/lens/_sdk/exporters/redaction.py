@@ -1,39 +1,17 @@
-"""The last step before every exporter: redact secrets, make every value exportable.
+"""The last step before every exporter: secrets redacted, every value made exportable.
 
-Redaction at the exit: no span leaves the process with a redact key's text in
-it. :func:`nemo.lens.managed_span` and :func:`nemo.lens.safe_set_span_attributes`
-redact as attributes go in. Code can also reach the span directly --
-``span.set_attribute("prompt", ...)``, ``span.add_event("reply", {"output_text":
-...})``, a link's attributes -- and that goes through the OpenTelemetry API,
-which nemo.lens does not own. So every exporter nemo.lens attaches is wrapped
-in :class:`RedactingSpanExporter`, which applies the same rule
-(:func:`nemo.lens.redact_value`, :data:`nemo.lens.DEFAULT_REDACT_KEYS`) to span,
-event and link attributes just before export. Since the SDK also stores
-mappings and nested lists as attribute values, the rule reaches inside them:
-every ``str`` (and ``bytes``) anywhere under a redact key is hidden, and an
-entry of a mapping whose own key is a redact key is hidden too
-(``{"config": {"api_key": "..."}}``).
-
-What is *not* rewritten: span and event names, the status description, and the
-``exception.message`` / ``exception.stacktrace`` attributes the SDK records from
-an exception (their keys are not redact keys). Keep secrets out of those.
-
-Every value made exportable in the same pass: a span name, key or value that
-no exporter could write (a lone surrogate, a name that is not a ``str``, an
-int beyond 64 bits, ...) is replaced as :mod:`nemo.lens._core.sanitize`
-describes, and counted, so one bad value never costs the batch it travels in.
-
-A span without anything to change is passed through as is; only a span that
-needs it is copied, so the cost for a clean span is one memoised key check and
-one type check per attribute.
+Span, event and link attributes (and metric points, exemplars, log records) get the
+primitives' redaction rule however they were set; a name, key or value no exporter could
+write is replaced as :mod:`nemo.lens._core.sanitize` says, and counted. A span, record or
+resource with nothing to change comes back as it is.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk._logs import ReadableLogRecord
@@ -47,6 +25,8 @@ from opentelemetry.util.types import Attributes
 
 from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, is_redact_key
 from nemo.lens._core.sanitize import (
+    INT64_MAX,
+    INT64_MIN,
     SURROGATES,
     clean_name,
     clean_text,
@@ -57,17 +37,16 @@ from nemo.lens._core.sanitize import (
 
 __all__ = [
     "Changes",
+    "HashedResource",
     "clean_attributes",
     "clean_log_record",
     "clean_metrics_data",
     "clean_resource",
     "clean_span",
-    "redact_span",
+    "exportable_resource",
 ]
 
 _REDACTED: Final = "[REDACTED]"
-_INT64_MIN: Final = -(2**63)
-_INT64_MAX: Final = 2**63 - 1
 
 Changes = dict[str, int]
 """How many names and attributes were changed, by reason (see :mod:`~.sanitize`)."""
@@ -114,17 +93,6 @@ def _redact_deep(key: object, value: object) -> object:
     return value
 
 
-def _changes_anything(key: object, value: object) -> bool:
-    if type(key) is not str or not (key.isascii() or is_clean_text(key)):
-        return True
-    if (
-        isinstance(value, (str, bytes, list, tuple, Mapping))
-        and _redact_deep(key, value) is not value
-    ):
-        return True
-    return needs_cleaning(value)
-
-
 def clean_attributes(attributes: Attributes, changes: Changes) -> dict[str, Any] | None:
     """A redacted, exportable copy of *attributes*, or ``None`` when nothing changes.
 
@@ -145,9 +113,11 @@ def clean_attributes(attributes: Attributes, changes: Changes) -> dict[str, Any]
             ):
                 break
         elif kind is int:
-            if not _INT64_MIN <= value <= _INT64_MAX:
+            if not INT64_MIN <= value <= INT64_MAX:
                 break
-        elif kind is not float and kind is not bool and _changes_anything(key, value):
+        elif (kind is not float and kind is not bool) and (
+            _redact_deep(key, value) is not value or needs_cleaning(value)
+        ):
             break
     else:
         return None
@@ -164,38 +134,19 @@ class _CleanSpan(ReadableSpan):
     """A copy of a finished span with some fields replaced; keeps the drop counts."""
 
     def __init__(self, original: ReadableSpan, **replaced: Any) -> None:
-        fields: dict[str, Any] = {
-            "name": original.name,
-            "context": original.context,
-            "parent": original.parent,
-            "resource": original.resource,
-            "attributes": original.attributes,
-            "events": original.events,
-            "links": original.links,
-            "kind": original.kind,
-            "status": original.status,
-            "start_time": original.start_time,
-            "end_time": original.end_time,
-            "instrumentation_scope": original.instrumentation_scope,
-        }
-        fields.update(replaced)
-        super().__init__(**fields)
+        fields = {name: getattr(original, name) for name in _SPAN_FIELDS}
+        super().__init__(**(fields | replaced))
         self._original = original
 
-    @property
-    def dropped_attributes(self) -> int:
-        """As counted on the original span."""
-        return self._original.dropped_attributes
+    dropped_attributes = property(lambda self: self._original.dropped_attributes)
+    dropped_events = property(lambda self: self._original.dropped_events)
+    dropped_links = property(lambda self: self._original.dropped_links)
 
-    @property
-    def dropped_events(self) -> int:
-        """As counted on the original span."""
-        return self._original.dropped_events
 
-    @property
-    def dropped_links(self) -> int:
-        """As counted on the original span."""
-        return self._original.dropped_links
+_SPAN_FIELDS: Final = (
+    "name", "context", "parent", "resource", "attributes", "events", "links", "kind",
+    "status", "start_time", "end_time", "instrumentation_scope",
+)  # fmt: skip
 
 
 def _clean_scope(
@@ -243,42 +194,23 @@ def clean_resource(resource: Resource) -> tuple[Resource, Changes]:
 
 
 def clean_span(span: ReadableSpan, changes: Changes) -> ReadableSpan:
-    """*span* with redact-key text hidden and every name and value made exportable.
-
-    Redaction covers span, event and link attributes; names, keys and values
-    that no exporter could write are replaced (see
-    :mod:`nemo.lens._core.sanitize`) and counted in *changes*. The same
-    object comes back when nothing had to change.
-    """
+    """*span* with redact-key text hidden (span, event and link attributes) and every name
+    and value made exportable, what changed counted in *changes*; the same object when
+    nothing had to change."""
     replaced: dict[str, Any] = {}
+    attributes = clean_attributes(span.attributes, changes)
+    if attributes is not None:
+        replaced["attributes"] = attributes
     name = span.name
     if type(name) is not str or not (name.isascii() or is_clean_text(name)):
         replaced["name"], reason = clean_name(name)
         _note(changes, reason)
-    attributes = clean_attributes(span.attributes, changes)
-    if attributes is not None:
-        replaced["attributes"] = attributes
-    events: list[Event] | None = None
-    for index, event in enumerate(span.events):
-        event_name, reason = clean_name(event.name)
-        hidden = clean_attributes(event.attributes, changes)
-        if hidden is not None or reason is not None:
-            _note(changes, reason)
-            if events is None:
-                events = list(span.events)
-            events[index] = Event(
-                event_name, hidden if hidden is not None else event.attributes, event.timestamp
-            )
-    if events is not None:
+
+    events = span.events and _each(span.events, lambda event: _clean_event(event, changes))
+    if events:
         replaced["events"] = events
-    links: list[Link] | None = None
-    for index, link in enumerate(span.links):
-        hidden = clean_attributes(link.attributes, changes)
-        if hidden is not None:
-            if links is None:
-                links = list(span.links)
-            links[index] = Link(link.context, hidden)
-    if links is not None:
+    links = span.links and _each(span.links, lambda link: _clean_link(link, changes))
+    if links:
         replaced["links"] = links
     description = span.status.description
     if description is not None and not is_clean_text(description):
@@ -292,81 +224,72 @@ def clean_span(span: ReadableSpan, changes: Changes) -> ReadableSpan:
         replaced["resource"] = resource
         for reason, count in resource_changes.items():
             changes[reason] = changes.get(reason, 0) + count
-    if not replaced:
-        return span
-    return _CleanSpan(span, **replaced)
+    return _CleanSpan(span, **replaced) if replaced else span
 
 
-def redact_span(span: ReadableSpan) -> ReadableSpan:
-    """Return *span* with redact-key text hidden in its span, event and link attributes.
+def _clean_event(event: Event, changes: Changes) -> Event | None:
+    name, reason = clean_name(event.name)
+    hidden = clean_attributes(event.attributes, changes)
+    if hidden is None and reason is None:
+        return None
+    _note(changes, reason)
+    return Event(name, event.attributes if hidden is None else hidden, event.timestamp)
 
-    Values no exporter could write are made exportable too (see
-    :func:`clean_span`). The same object comes back when there is nothing to change.
-    """
-    return clean_span(span, {})
+
+def _clean_link(link: Link, changes: Changes) -> Link | None:
+    hidden = clean_attributes(link.attributes, changes)
+    return None if hidden is None else Link(link.context, hidden)
 
 
-def _replace_points(points: Sequence[Any], changes: Changes) -> list[Any] | None:
-    replaced: list[Any] | None = None
-    for index, point in enumerate(points):
-        attributes = clean_attributes(point.attributes, changes)
-        exemplars = getattr(point, "exemplars", None) or ()
-        new_exemplars: list[Any] | None = None
-        for position, exemplar in enumerate(exemplars):
-            hidden = clean_attributes(exemplar.filtered_attributes, changes)
-            if hidden is not None:
-                if new_exemplars is None:
-                    new_exemplars = list(exemplars)
-                new_exemplars[position] = dataclasses.replace(exemplar, filtered_attributes=hidden)
-        if attributes is None and new_exemplars is None:
-            continue
-        fields: dict[str, Any] = {}
-        if attributes is not None:
-            fields["attributes"] = attributes
-        if new_exemplars is not None:
-            fields["exemplars"] = new_exemplars
-        if replaced is None:
-            replaced = list(points)
-        replaced[index] = dataclasses.replace(point, **fields)
-    return replaced
+_T = TypeVar("_T")
+
+
+def _each(items: Sequence[_T], clean: Callable[[_T], _T | None]) -> list[_T] | None:
+    """*items*, each replaced by ``clean(item)`` unless that is ``None``; ``None`` when
+    none was."""
+    cleaned: list[_T] | None = None
+    for index, item in enumerate(items):
+        new = clean(item)
+        if new is not None:
+            if cleaned is None:
+                cleaned = list(items)
+            cleaned[index] = new
+    return cleaned
+
+
+def _replace(item: _T, **fields: Any) -> _T | None:
+    """*item* (a dataclass) with the fields given not ``None``; ``None`` when there is none."""
+    given = {name: value for name, value in fields.items() if value is not None}
+    return dataclasses.replace(item, **given) if given else None  # type: ignore[type-var]
 
 
 def clean_metrics_data(data: MetricsData, changes: Changes) -> MetricsData:
-    """*data* with data point and exemplar attributes redacted and made exportable.
+    """*data* with data point and exemplar attributes redacted and made exportable (after
+    aggregation: series that differed only in a secret become points alike); the same
+    object when nothing had to change."""
 
-    Redaction happens at export, after aggregation: two series that differed
-    only in a secret become two points with the same ``[REDACTED]`` attributes.
-    The same object comes back when nothing had to change.
-    """
-    resource_metrics: list[Any] | None = None
-    for r_index, resource_metric in enumerate(data.resource_metrics):
-        scope_metrics: list[Any] | None = None
-        for s_index, scope_metric in enumerate(resource_metric.scope_metrics):
-            metrics: list[Any] | None = None
-            for m_index, metric in enumerate(scope_metric.metrics):
-                points = getattr(metric.data, "data_points", None)
-                new_points = _replace_points(points, changes) if points else None
-                if new_points is None:
-                    continue
-                if metrics is None:
-                    metrics = list(scope_metric.metrics)
-                points_of: Any = metric.data
-                metrics[m_index] = dataclasses.replace(
-                    metric, data=dataclasses.replace(points_of, data_points=new_points)
-                )
-            if metrics is not None:
-                if scope_metrics is None:
-                    scope_metrics = list(resource_metric.scope_metrics)
-                scope_metrics[s_index] = dataclasses.replace(scope_metric, metrics=metrics)
-        if scope_metrics is not None:
-            if resource_metrics is None:
-                resource_metrics = list(data.resource_metrics)
-            resource_metrics[r_index] = dataclasses.replace(
-                resource_metric, scope_metrics=scope_metrics
-            )
-    if resource_metrics is None:
-        return data
-    return dataclasses.replace(data, resource_metrics=resource_metrics)
+    def exemplar(exemplar: Any) -> Any:
+        hidden = clean_attributes(exemplar.filtered_attributes, changes)
+        return _replace(exemplar, filtered_attributes=hidden)
+
+    def point(point: Any) -> Any:
+        exemplars = getattr(point, "exemplars", None) or ()
+        attributes = clean_attributes(point.attributes, changes)
+        return _replace(point, attributes=attributes, exemplars=_each(exemplars, exemplar))
+
+    def metric(metric: Any) -> Any:
+        points = _each(getattr(metric.data, "data_points", None) or (), point)
+        data = None if points is None else dataclasses.replace(metric.data, data_points=points)
+        return _replace(metric, data=data)
+
+    def scope(scope: Any) -> Any:
+        return _replace(scope, metrics=_each(scope.metrics, metric))
+
+    def resource(resource: Any) -> Any:
+        return _replace(resource, scope_metrics=_each(resource.scope_metrics, scope))
+
+    cleaned = _replace(data, resource_metrics=_each(data.resource_metrics, resource))
+    return data if cleaned is None else cleaned
 
 
 def clean_log_record(record: ReadableLogRecord, changes: Changes) -> ReadableLogRecord:
@@ -390,3 +313,38 @@ def clean_log_record(record: ReadableLogRecord, changes: Changes) -> ReadableLog
         replaced.attributes = bounded
     replaced.body = body  # type: ignore[assignment]
     return dataclasses.replace(record, log_record=replaced)
+
+
+class HashedResource(Resource):
+    """A resource whose hash is computed once: the OTLP encoders hash the resource per
+    record, and the SDK's ``Resource`` writes all its attributes as JSON each time.
+    Equal to, and hashed as, the plain resource with the same attributes."""
+
+    _hash: int | None = None
+
+    def __hash__(self) -> int:
+        value = self._hash
+        if value is None:
+            value = self._hash = super().__hash__()
+        return value
+
+
+def exportable_resource(resource: Resource) -> tuple[HashedResource, tuple[Changes, str] | None]:
+    """The job's *resource* as the providers get it (exportable, hashed once) and, when a
+    value had to be made exportable, what changed with the warning that says so."""
+    cleaned, changes = clean_resource(resource)
+    report = None
+    if changes:
+        keys = sorted(
+            key
+            for key, value in resource.attributes.items()
+            if cleaned.attributes.get(key) != value
+        )
+        shown = ", ".join(repr(key) for key in keys) or "(keys that were not valid text)"
+        explanation = (
+            f"nemo.lens: resource attribute(s) {shown} held values no exporter can write as "
+            f"they are ({next(iter(changes))}); exported changed. They come from the job's "
+            "configuration or environment (SLURM_*, WANDB_*, OTEL_RESOURCE_ATTRIBUTES, ...)."
+        )
+        report = (changes, explanation)
+    return HashedResource(cleaned.attributes, cleaned.schema_url), report

@@ -1,35 +1,8 @@
 """The ``file`` exporter's layout: trace format 2 (``docs/trace-format.md``).
 
-Every line is one JSON object a reader can classify by its keys alone, and
-every line names the process lifetime that wrote it (``"lifetime"``, the
-resource's ``nemo.lifetime.id``), so relating lines to their lifetime never
-depends on their order. Four kinds:
-
-header (``trace_format``)
-    Once per lifetime and file, before its first other line: the format's
-    version, the writer and the lifetime's resource, which the other lines
-    then leave out (about 800 bytes a span, with a typical resource).
-span (``end_time_unix_nano``)
-    A finished span: format 1's line with ``"lifetime"`` where its
-    ``"resource"`` was.
-open span (``open_at_unix_nano``)
-    A span of a ``goodput``-category group that was still open when the export
-    thread looked (its name, ids, start and attributes then): if the process
-    dies before the span ends, a reader knows what was running. Written once
-    per span, at most :data:`~nemo.lens._sdk.open_records.RECORD_AFTER_MILLIS`
-    and one poll after it started; a span that ends sooner gets none.
-alive (``alive_at_unix_nano``)
-    The lifetime was still running then: written when a goodput span is open
-    and nothing else was written for a second, so that a dead process's last
-    recorded instant is never long before it died.
-
-A span whose lifetime wrote its open record and never its line was open when
-the process died; ``nemo-lens`` ends it at the lifetime's last recorded
-instant, marked truncated. After a normal shutdown every open record has its
-line (shutdown ends what is still open).
-
-A resource whose lifetime id is missing, not text, or shared with a different
-resource is written out on each of its spans' lines, as in format 1.
+Every line names the process lifetime that wrote it; the lifetime's resource is written
+once, in its header. Four kinds of line: header, span, open span (a goodput span still
+open when the export thread looked) and alive (the lifetime still ran then).
 """
 
 from __future__ import annotations
@@ -64,43 +37,26 @@ TRACE_FORMAT: Final = 2
 """The version a header announces: what a reader of this file must handle."""
 
 _WRITER: Final = f"nemo.lens {SCOPE_VERSION}"
-_TAILS_MAX: Final = 64
 
 
 class LifetimeLayout(LineLayout):
-    """Lines that end with their scope and their lifetime; the resource goes in a header.
-
-    :meth:`tail` is asked once per tracer (and per SDK span's resource and scope,
-    memoised here); the first time a lifetime is seen its header is made and kept
-    until :meth:`headers_written` says it is in the file, so that a failed write
-    does not leave lines whose header is nowhere.
-    """
+    """Lines that end with their scope and their lifetime; the resource goes in a header,
+    made the first time a lifetime is seen and kept pending until :meth:`headers_written`
+    says it is in the file (a failed write leaves no line whose header is nowhere)."""
 
     def __init__(self) -> None:
-        self._resources: dict[str, Resource] = {}
-        """Lifetime id -> the resource its header holds."""
-        self._headers: dict[str, str] = {}
-        """Lifetime id -> its header line."""
-        self._pending: set[str] = set()
-        """The lifetimes whose header is not written yet."""
-        self._tails: dict[tuple[int, int], tuple[object, object, str]] = {}
+        super().__init__()
+        self._resources: dict[str, Resource] = {}  # lifetime id -> its header's resource
+        self._headers: dict[str, str] = {}  # lifetime id -> its header line
+        self._pending: set[str] = set()  # the lifetimes whose header is not written yet
 
-    def tail(self, resource: Resource, scope: InstrumentationScope | None) -> str:
+    def ending(self, resource: Resource, scope: InstrumentationScope | None) -> str:
         """``"scope":{...},"lifetime":"<id>"}``, or the resource written out when it has
-        no lifetime of its own (see the module docstring)."""
-        key = (id(resource), id(scope))
-        entry = self._tails.get(key)
-        if entry is not None and entry[0] is resource and entry[1] is scope:
-            return entry[2]
+        no lifetime of its own (none, not text, or shared with another resource)."""
         lifetime = self._lifetime(resource)
         if lifetime is None:
-            text = super().tail(resource, scope)
-        else:
-            text = f'"scope":{scope_json(scope)},"lifetime":{encode_text(lifetime)}}}'
-        if len(self._tails) >= _TAILS_MAX:
-            self._tails.clear()
-        self._tails[key] = (resource, scope, text)
-        return text
+            return super().ending(resource, scope)
+        return f'"scope":{scope_json(scope)},"lifetime":{encode_text(lifetime)}}}'
 
     def _lifetime(self, resource: Resource) -> str | None:
         lifetime = resource.attributes.get(semconv.LIFETIME_ID)
