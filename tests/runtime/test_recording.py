@@ -298,7 +298,7 @@ def test_otlp_exporters_are_handed_recorded_spans_as_they_are_and_others_the_sdk
     from nemo.lens._core import state
     from nemo.lens._sdk.exporters.guard import SpanGuard
     from nemo.lens._sdk.exporters.health import ExportHealth
-    from nemo.lens._sdk.recorded_span import RecordingSpan
+    from nemo.lens._sdk.recording import RecordingSpan
 
     handle = setup_telemetry(_config(), span_exporter=InMemorySpanExporter())
     recorded: list[Any] = []
@@ -400,7 +400,7 @@ def test_the_batch_encoder_writes_each_line_as_the_sdk_span_would_be_written(
     )
     from nemo.lens._sdk.exporters.redaction import clean_span
     from nemo.lens._sdk.exporters.trace_file import LifetimeLayout
-    from nemo.lens._sdk.recorded_span import RecordingSpan
+    from nemo.lens._sdk.recording import RecordingSpan
 
     handle = setup_telemetry(_config(), span_exporter=InMemorySpanExporter())
     recorded: list[Any] = []

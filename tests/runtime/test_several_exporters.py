@@ -25,7 +25,7 @@ from nemo.lens._sdk.exporters.guard import SpanGuard
 from nemo.lens._sdk.exporters.health import ExportHealth
 from nemo.lens._sdk.exporters.jsonl import JsonLinesSpanExporter
 from nemo.lens._sdk.pipeline import Pipeline, fan_out
-from nemo.lens._sdk.recorded_span import RecordingSpan
+from nemo.lens._sdk.recording import RecordingSpan
 
 _CHOICES = "use one of: otlp, console, file, none; several at once separated by commas"
 

@@ -26,7 +26,7 @@ from nemo.lens._sdk.exporters.guard import SpanGuard
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
 
 if TYPE_CHECKING:
-    from nemo.lens._sdk.recorded_span import RecordingSpan
+    from nemo.lens._sdk.recording import RecordingSpan
 
 __all__ = [
     "DEFAULT_STALL_TIMEOUT_MILLIS",

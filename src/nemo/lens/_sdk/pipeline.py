@@ -40,8 +40,7 @@ from nemo.lens._sdk.processors import (
     run_bounded,
     span_processor,
 )
-from nemo.lens._sdk.recorded_span import RecordingSpan
-from nemo.lens._sdk.recording import LensTracerProvider
+from nemo.lens._sdk.recording import LensTracerProvider, RecordingSpan
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.resources import build_resource
 from nemo.lens.sampling import RankAwareSampler

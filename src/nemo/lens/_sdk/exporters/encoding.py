@@ -22,7 +22,7 @@ from nemo.lens import semconv
 from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, is_redact_key
 from nemo.lens._core.sanitize import INT64_MAX, INT64_MIN, clean_text, is_clean_text, safe_str
 from nemo.lens._sdk.exporters.redaction import Changes, clean_resource, clean_span
-from nemo.lens._sdk.recorded_span import UNSET_STATUS, RecordingSpan
+from nemo.lens._sdk.recording import UNSET_STATUS, RecordingSpan
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope

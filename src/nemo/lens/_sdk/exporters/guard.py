@@ -39,7 +39,7 @@ from nemo.lens._sdk.exporters.redaction import (
     clean_metrics_data,
     clean_span,
 )
-from nemo.lens._sdk.recorded_span import RecordingSpan
+from nemo.lens._sdk.recording import RecordingSpan
 
 __all__ = ["LogGuard", "MetricGuard", "SpanGuard", "exporter_loggers"]
 
