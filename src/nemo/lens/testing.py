@@ -1,38 +1,7 @@
 """Test support: reset nemo.lens's global state and capture the spans it emits.
 
-For test suites of code instrumented with ``nemo.lens`` (needs the ``sdk`` extra,
-which provides the in-memory exporter). In a ``conftest.py``::
-
-    import pytest
-    from nemo.lens import testing
-
-
-    @pytest.fixture(autouse=True)
-    def _clean_nemo_lens():
-        testing.reset()
-        yield
-        testing.reset()
-
-
-    @pytest.fixture
-    def spans():
-        with testing.capture_spans("per_step") as exporter:
-            yield exporter
-
-and in a test::
-
-    def test_step_is_traced(spans):
-        run_one_step()
-        (span,) = spans.get_finished_spans()
-        assert span.name == "train.step"
-
-:func:`capture_spans` routes the spans of ``nemo.lens``'s default tracer (the one
-used when a primitive gets ``tracer=None``) to an in-memory exporter and enables
-span groups; it leaves OpenTelemetry's global provider alone, so spans a test
-starts from its own tracers do not arrive there. Consumer groups resolve
-against their class: ``capture_spans("all", span_group_cls=MegatronSpanGroup)``
-(or several: ``span_group_cls=(RLSpanGroup, MegatronSpanGroup)``), which also
-decides the ``lens.span_category`` the spans carry.
+For test suites of code instrumented with ``nemo.lens`` (needs the ``sdk`` extra);
+docs/testing.md shows the fixtures.
 """
 
 from __future__ import annotations
