@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from opentelemetry import trace
+from opentelemetry import metrics, trace
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, Metric
@@ -557,7 +557,15 @@ def test_build_providers_installs_what_set_up_installs_on_an_exporting_rank(
     build_noop_providers()
     nemo.lens.get_tracer().start_span("after.noop").end()
     assert [span.name for span in exporter.get_finished_spans()] == ["through.the.provider"]
+    # As upstream's helper: OpenTelemetry's globals are its no-op providers now.
+    assert isinstance(trace.get_tracer_provider(), trace.NoOpTracerProvider)
+    assert isinstance(metrics.get_meter_provider(), metrics.NoOpMeterProvider)
     build_noop_providers()  # nothing installed: harmless
+    again = InMemorySpanExporter()
+    handle = build_providers(NemoLensConfig(metrics_enabled=False), span_exporter=again)
+    trace.get_tracer("next").start_span("after.the.next.set-up").end()
+    assert [span.name for span in again.get_finished_spans()] == ["after.the.next.set-up"]
+    handle.shutdown()
 
 
 # -- instruments -------------------------------------------------------------------------

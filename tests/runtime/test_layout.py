@@ -304,3 +304,40 @@ def test_the_package_has_one_fork_hook_and_one_version() -> None:
                     versions.append(module.name)
     assert hooks == ["nemo.lens._core.fork"], hooks
     assert versions == ["nemo.lens._version"], versions
+
+
+MODULE_DOCSTRING_LINES = 6
+"""A module docstring says what the module is; the essays are in docs/architecture.md."""
+
+
+def _docstring_problems(known: dict[str, Module]) -> list[str]:
+    problems = []
+    for module in known.values():
+        if module.generated:
+            continue
+        docstring = ast.get_docstring(module.tree, clean=False)
+        if docstring is None:
+            problems.append(f"{module.name}: no docstring")
+        elif (length := len(docstring.strip().splitlines())) > MODULE_DOCSTRING_LINES:
+            problems.append(f"{module.name}: {length} lines")
+    return problems
+
+
+def test_the_docstring_check_sees_a_long_and_a_missing_docstring() -> None:
+    essay = '"""' + "\n".join(["A line."] * (MODULE_DOCSTRING_LINES + 1)) + '"""\n'
+    made_up = {
+        "pkg.short": Module("pkg.short", '"""What it is."""\n'),
+        "pkg.essay": Module("pkg.essay", essay),
+        "pkg.bare": Module("pkg.bare", "x = 1\n"),
+    }
+    assert _docstring_problems(made_up) == [
+        f"pkg.essay: {MODULE_DOCSTRING_LINES + 1} lines",
+        "pkg.bare: no docstring",
+    ]
+
+
+def test_module_docstrings_are_a_few_lines() -> None:
+    assert not _docstring_problems(modules()), (
+        f"module docstrings of at most {MODULE_DOCSTRING_LINES} lines, essays in "
+        f"docs/architecture.md: {_docstring_problems(modules())}"
+    )

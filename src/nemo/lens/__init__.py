@@ -1,12 +1,7 @@
 """nemo.lens: OpenTelemetry instrumentation for distributed training, RL and inference jobs.
 
-Instrumentation sites tag spans with a span group; a job enables groups with
-``NEMO_LENS_SPAN_GROUPS`` (or ``NemoLensConfig.span_groups``) and a disabled group
-costs one ``frozenset`` test. See ``README.md`` for a quick start.
-
-This package only re-exports. The names are resolved lazily (PEP 562), so
-``import nemo.lens.fallbacks`` works in a process with no OpenTelemetry package at
-all, and ``import nemo.lens`` never imports the OpenTelemetry SDK.
+This package only re-exports, lazily (PEP 562): ``import nemo.lens.fallbacks`` works with no
+OpenTelemetry package installed, and ``import nemo.lens`` never imports the SDK.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
-"""Static group-checked signatures for nemo.lens's own primitives, at no run-time cost.
+"""Public names that look public, and static group-checked signatures at no run-time cost.
 
-The generated :mod:`nemo.lens._signatures` declares ``managed_span``,
-``trace_fn`` and ``is_span_group_enabled`` with the schema's group names as
-``Literal`` types (and ``@deprecated`` overloads for renamed groups), for type
-checkers only. :func:`signature_of` gives those declarations to the functions of
-:mod:`nemo.lens.helpers` and :mod:`nemo.lens.state`. The public pieces that
-generated code uses live in :mod:`nemo.lens.spec`.
+:func:`signature_of` gives the primitives the generated declarations of
+:mod:`nemo.lens._signatures` (the schema's group names as ``Literal`` types) for type checkers
+only; :func:`rehome` makes re-exported names say the module users import them from.
 """
 
 from __future__ import annotations

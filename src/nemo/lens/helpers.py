@@ -1,13 +1,7 @@
 """Instrumentation primitives: group-gated spans, a tracing decorator, attribute hygiene.
 
-Every gated primitive costs one ``frozenset`` membership test when its group is
-disabled, and then touches nothing of OpenTelemetry: :func:`managed_span` hands
-back one shared, pre-built no-op context manager and :func:`trace_fn` calls
-straight through to the wrapped function.
-
-The implementations live in :mod:`nemo.lens._core` (:mod:`~nemo.lens._core.spans`,
-:mod:`~nemo.lens._core.trace_fn`, :mod:`~nemo.lens._core.redaction`), which import
-only ``opentelemetry-api``; the SDK stays out of ``import nemo.lens``.
+A disabled primitive costs one ``frozenset`` test and touches nothing of OpenTelemetry. The
+implementations live in :mod:`nemo.lens._core`, which imports only ``opentelemetry-api``.
 """
 
 from __future__ import annotations

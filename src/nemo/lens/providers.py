@@ -1,11 +1,6 @@
 """Installing nemo.lens's providers by hand: 0.1.0's :func:`build_providers` and
-:func:`build_noop_providers`, for code that did so itself. Both go through set-up
-(:func:`nemo.lens.setup_telemetry`), so the rules are the same.
-
-:class:`SeedIndependentIdGenerator` (upstream v0.2.0's name) is the id generator
-set-up gives the tracer provider: ids ``random.seed`` cannot touch, distinct in
-forked children. This module imports the OpenTelemetry SDK.
-"""
+:func:`build_noop_providers`, through set-up, so the rules are the same. This module
+imports the OpenTelemetry SDK."""
 
 from __future__ import annotations
 
@@ -81,18 +76,20 @@ def build_providers(
 
 
 def build_noop_providers() -> None:
-    """Make nemo.lens's providers no-ops (0.1.0's helper for silent ranks).
+    """Make the global providers no-ops (0.1.0's helper for silent ranks).
 
-    Shuts down an active set-up (flushing what it buffered): nemo.lens's
-    tracer, meter and logger then forward to no-ops, as before any set-up.
-    OpenTelemetry's global providers that nemo.lens never claimed stay as the
-    application set them.
+    Shuts down an active set-up (flushing what it buffered) and makes OpenTelemetry's
+    global tracer and meter providers its no-op ones, as upstream's helper did; the next
+    set-up replaces them. Globals the application set itself stay as they are.
     """
-    from nemo.lens._core import state
+    from opentelemetry import metrics, trace
+
+    from nemo.lens._core import handle, state
 
     current = state.current_handle()
     if current is not None:
         current.shutdown()
+    handle.install_globals(trace.NoOpTracerProvider(), metrics.NoOpMeterProvider(), None)
 
 
 rehome(globals(), __all__)

@@ -1,11 +1,7 @@
 """The process-wide set of enabled span groups (public names; the state is in ``_core``).
 
-Set-up resolves the job owner's spec string once into a ``frozenset``; every
-instrumentation site then asks only whether its group is in it. Before set-up the
-set is empty: every group is disabled and instrumented code does no
-OpenTelemetry work at all. :func:`set_enabled_span_groups` replaces it (tests,
-run-time overrides); :func:`set_span_group_classes` says which classes' categories
-tag spans. Also here: the pipeline-parallel trace carrier of 0.1.0.
+Also the span-group classes whose categories tag spans, and 0.1.0's pipeline-parallel trace
+carrier.
 """
 
 from __future__ import annotations

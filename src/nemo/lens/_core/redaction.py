@@ -1,17 +1,8 @@
-"""Attribute hygiene: what a span attribute may hold, and which values are hidden.
+"""Attribute hygiene at the door: what a span attribute may hold, and which values are hidden.
 
-Redaction
-    A ``str`` value (or the ``str`` items of a list or tuple) is replaced with
-    ``"[REDACTED]"`` when its key is a redact key. Keys match case-insensitively,
-    either as a whole or by their last dot-separated segment, so ``prompt``,
-    ``Prompt`` and ``llm.prompt`` are all redacted while ``prompt_tokens`` and
-    ``cache_key`` are not.
-
-Cleaning
-    ``None`` values are skipped; ``bool``, ``int``, ``float`` and ``str`` values
-    kept; lists and tuples of one scalar type kept as lists; anything else is
-    dropped, counted (:func:`dropped_attribute_values`, in the shutdown summary)
-    and warned about once.
+A ``str`` under a redact key (matched case-insensitively, whole or by its last dotted segment:
+``llm.prompt`` but not ``prompt_tokens``) becomes ``"[REDACTED]"``; ``None`` is skipped; values
+no attribute can hold are dropped, counted and warned about once.
 """
 
 from __future__ import annotations
