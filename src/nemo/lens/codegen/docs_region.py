@@ -19,6 +19,7 @@ MAX_PAGE_BYTES = 8 << 20
 _LINE = re.compile(r"([^\r\n]*)(\r\n|\n|\r|\Z)")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
+_ONE_REGION = "a page holds one generated region: remove one of them"
 
 
 class RegionError(Exception):
@@ -131,38 +132,27 @@ def _problems(shown: str, lines: dict[str, list[int]], fenced: list[int]) -> lis
     found: list[tuple[int, str]] = []
     for marker, numbers in lines.items():
         for line in numbers[1:]:
-            found.append(
-                (
-                    line,
-                    f"{shown}:{line}: a second {marker} (the first is on line {numbers[0]}); "
-                    "a page holds one generated region: remove one of them",
-                )
-            )
-    in_fence = (
-        f" (the marker on line {fenced[0]} is inside a fenced code block, where it is text)"
-        if fenced
-        else ""
-    )
+            first = numbers[0]
+            found.append((line, f"a second {marker} (the first is on line {first}); {_ONE_REGION}"))
+    in_fence = ""
+    if fenced:
+        in_fence = (
+            f" (the marker on line {fenced[0]} is inside a fenced code block, where it is text)"
+        )
     for here, there, side, edge in (
         (START, END, "after", "ends"),
         (END, START, "before", "begins"),
     ):
         if lines[here] and not lines[there]:
-            line = lines[here][0]
             found.append(
                 (
-                    line,
-                    f"{shown}:{line}: {here} has no {there} {side} it; add that line where the "
-                    f"generated region {edge}{in_fence}",
+                    lines[here][0],
+                    f"{here} has no {there} {side} it; add that line where the generated region "
+                    f"{edge}{in_fence}",
                 )
             )
     starts, ends = lines[START], lines[END]
     if starts and ends and ends[0] < starts[0]:
-        found.append(
-            (
-                ends[0],
-                f"{shown}:{ends[0]}: {END} comes before {START} (line {starts[0]}); the start "
-                "marker goes first",
-            )
-        )
-    return [message for _, message in sorted(found)]
+        message = f"{END} comes before {START} (line {starts[0]}); the start marker goes first"
+        found.append((ends[0], message))
+    return [f"{shown}:{line}: {message}" for line, message in sorted(found)]
