@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nemo.lens.codegen.docs_region import END, START, RegionError, find_region
+from nemo.lens.codegen.json_schema import json_schema_text
 from nemo.lens.codegen.model import Problem, Schema
 
 if TYPE_CHECKING:
@@ -44,15 +45,6 @@ EXIT_STALE = 1
 EXIT_BREAKING = 1
 EXIT_USAGE = 2
 """A usage error, an invalid schema, or a file the generator must not replace."""
-
-_INSTALL_HINT = (
-    f"{PROG} needs the code generator's extra (Jinja2, and tomli on Python 3.10): "
-    "pip install 'nemo-lens[codegen]'"
-)
-_DIFF_INSTALL_HINT = (
-    f"{DIFF_PROG} needs the code generator's extra (tomli on Python 3.10): "
-    "pip install 'nemo-lens[codegen]'"
-)
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -180,10 +172,9 @@ def _write_atomically(files: dict[Path, str]) -> None:
             raise
 
 
-def _stale(files: dict[Path, str], read: Mapping[Path, str] | None = None) -> list[str]:
+def _stale(files: dict[Path, str], read: Mapping[Path, str]) -> list[str]:
     """The diff of each file that differs from what is on disk. *read* holds files already
     read exactly as they are (a page with a marked region: its line endings count)."""
-    read = read or {}
     diffs = []
     for path, content in sorted(files.items()):
         try:
@@ -201,7 +192,6 @@ def _stale(files: dict[Path, str], read: Mapping[Path, str] | None = None) -> li
                         tofile=f"{path.as_posix()} (from the schema)",
                     )
                 )
-                or f"{path.as_posix()}: missing\n"
             )
     return diffs
 
@@ -224,13 +214,8 @@ def _is_generated(path: Path, marker: str) -> bool:
 def _refusals(
     schema: Schema, plan: _Plan, files: dict[Path, str], *, docs_region: bool = False
 ) -> list[str]:
-    """Why a file must not be written: it exists and was not generated for the same thing.
-
-    A consumer's module must be a new module of that consumer: a hand-written module
-    (``module = "nemo.lens.helpers"``), a package of the same name, or another
-    consumer's generated module is never replaced. A page with a marked region
-    (*docs_region*) is the author's: only its region is written.
-    """
+    """Why a file must not be written: it exists and was not generated for the same class
+    (a hand-written module, a package, another consumer's module) or page."""
     from nemo.lens.codegen.render import module_path
 
     problems = []
@@ -271,15 +256,10 @@ def _nothing_written(*lines: str, status: int = EXIT_USAGE) -> int:
     return status
 
 
-def _json_schema_text() -> str | None:
-    """The JSON Schema of the format, or None after saying why it cannot be had."""
-    try:
-        from nemo.lens.codegen.json_schema import json_schema_text
-
-        return json_schema_text()
-    except ImportError as exc:
-        print(f"{PROG}: error: {_INSTALL_HINT} ({exc})", file=sys.stderr)
-    return None
+def _missing_extra(prog: str, needs: str, exc: ImportError) -> int:
+    hint = f"needs the code generator's extra ({needs}): pip install 'nemo-lens[codegen]'"
+    print(f"{prog}: error: {prog} {hint} ({exc})", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
@@ -297,10 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     if args.print_json_schema:
-        text = _json_schema_text()
-        if text is None:
-            return EXIT_USAGE
-        sys.stdout.write(text)
+        sys.stdout.write(json_schema_text())
         return EXIT_OK
     plan = _Plan(args)
     if plan.default and not plan.schema.exists():
@@ -314,8 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nemo.lens.codegen.render import render_all
         from nemo.lens.codegen.validate import SchemaError, load_schema
     except ImportError as exc:
-        print(f"{PROG}: error: {_INSTALL_HINT} ({exc})", file=sys.stderr)
-        return EXIT_USAGE
+        return _missing_extra(PROG, "Jinja2, and tomli on Python 3.10", exc)
 
     try:
         schema = load_schema(plan.schema, plan.shown)
@@ -345,10 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         read[plan.docs] = region.page
     if plan.default:
         # This repository's own schema names the JSON Schema beside it (its #:schema line).
-        text = _json_schema_text()
-        if text is None:
-            return EXIT_USAGE
-        files[plan.schema.with_name(JSON_SCHEMA_FILE)] = text
+        files[plan.schema.with_name(JSON_SCHEMA_FILE)] = json_schema_text()
     refusals = _refusals(schema, plan, files, docs_region=region is not None)
     if refusals:
         count = f"{len(refusals)} problem{'s' if len(refusals) != 1 else ''}"
@@ -487,8 +460,7 @@ def diff_schema(argv: Sequence[str] | None = None) -> int:
     try:
         from nemo.lens.codegen.compat import breaks, compare
     except ImportError as exc:
-        print(f"{DIFF_PROG}: error: {_DIFF_INSTALL_HINT} ({exc})", file=sys.stderr)
-        return EXIT_USAGE
+        return _missing_extra(DIFF_PROG, "tomli on Python 3.10", exc)
     old_shown, new_shown = args.old.as_posix(), args.new.as_posix()
     old = _load_side(args.old, old_shown, "OLD")
     new = _load_side(args.new, new_shown, "NEW")
