@@ -30,6 +30,7 @@ from nemo.lens.codegen.model import (
     NameCatalogue,
     Preset,
     Schema,
+    Section,
 )
 from nemo.lens.codegen.text import (
     decorator,
@@ -65,8 +66,6 @@ class GroupView:
     since: str
     description: str
     deprecated: str
-    renamed_to: str
-    """Expression of the new group's constant, for renamed groups."""
     category: str
     """The category literal; empty when it is the default (`profiling`)."""
     bucket: str
@@ -112,15 +111,13 @@ class PresetView:
     literal: str
     description: str
     members: tuple[str, ...]
-    """Member expressions (`JOB` or `SpanGroup.JOB`); empty for `all` and `profiling`."""
-    is_all: bool
+    """Member expressions (`JOB` or `SpanGroup.JOB`)."""
+    implicit: bool
     constant: str
     """The module-level `Final` frozenset of the preset (`PER_STEP_PRESET`)."""
-    is_goodput: bool
     same_as: str
     """Another preset constant with the very same members (`all` is `profiling`)."""
     every_group: bool
-    """A declared preset that enables every group of the class: rendered as ``ALL_GROUPS``."""
 
 
 @dataclass(frozen=True)
@@ -133,20 +130,17 @@ class ClassView:
     name_alias: str
     preset_alias: str
     group_names: tuple[str, ...]
-    preset_names: tuple[str, ...]
     groups: tuple[GroupView, ...]
+    """The class's own groups, renamed ones left out."""
     presets: tuple[PresetView, ...]
     goodput: tuple[str, ...]
     recategorized: tuple[tuple[str, str], ...]
     """(inherited group's expression, category literal): the class's own view of them."""
-    renames: tuple[tuple[str, str], ...]
-    renamed_constants: tuple[RenameView, ...]
+    renames: tuple[RenameView, ...]
     primitives: PrimitivesView
     exports: tuple[str, ...]
     any_names: tuple[str, ...]
     """Every group name of every class in the schema (the base module only)."""
-    own_constants: tuple[str, ...]
-    """The constants of the class's own current groups."""
 
 
 @dataclass(frozen=True)
@@ -193,7 +187,7 @@ class CatalogueView:
     exports: tuple[str, ...]
     sections: tuple[SectionView, ...]
     metrics: tuple[EntryView, ...] = ()
-    boundaries: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    boundaries: tuple[tuple[str, str], ...] = ()
 
 
 def group_doc(group: Group) -> str:
@@ -262,17 +256,15 @@ def preset_members(cls: GroupClass, name: str) -> frozenset[str]:
 
 
 def _preset_view(cls: GroupClass, name: str, members: list[str]) -> PresetView:
-    every = name in (ALL_PRESET, PROFILING)
     text = IMPLICIT_PRESET_TEXT.get(name) or cls.preset(name).description
     text = (text[0].upper() + text[1:]).rstrip(".")
     text = f"The {name!r} preset of {cls.class_name}. {text}."
     return PresetView(
         literal=pystr(name),
         description=docstring(text, 0),
-        members=() if every else tuple(_expr(cls, m) for m in members),
-        is_all=every,
+        members=tuple(_expr(cls, m) for m in members),
+        implicit=name in IMPLICIT_PRESETS,
         constant=f"{name.upper()}_PRESET",
-        is_goodput=name == GOODPUT,
         same_as=f"{PROFILING.upper()}_PRESET" if name == ALL_PRESET else "",
         every_group=len(members) == len(cls.all_groups),
     )
@@ -285,9 +277,8 @@ def _group_view(cls: GroupClass, g: Group) -> GroupView:
         doc=docstring(group_doc(g), 4),
         fires=pystr(g.fires),
         since=pystr(g.since),
-        description=pystr_block(g.description, 12, 0),
+        description=pystr_block(g.description, 12),
         deprecated=pystr(g.deprecated_note),
-        renamed_to=_expr(cls, g.renamed_to) if g.renamed_to else "",
         category=pystr(g.category) if g.category != PROFILING else "",
         bucket=pystr(g.bucket) if g.bucket else "",
     )
@@ -318,7 +309,6 @@ def class_view(
         _preset_view(cls, name, sorted(preset_members(cls, name), key=order.__getitem__))
         for name in ordered_presets(cls)
     ]
-    renamed = [g for g in cls.groups if g.renamed_to]
     # Every renamed group the class answers to, inherited ones included, by name.
     answers = sorted((g for g in cls.vocabulary.values() if g.renamed_to), key=lambda g: g.name)
     exports = {cls.class_name, f"{cls.class_name}Name", f"{cls.class_name}PresetName"}
@@ -338,15 +328,12 @@ def class_view(
         name_alias=f"{cls.class_name}Name",
         preset_alias=f"{cls.class_name}PresetName",
         group_names=tuple(pystr(g.name) for g in cls.all_groups),
-        preset_names=tuple(pystr(p) for p in ordered_presets(cls)),
-        groups=tuple(_group_view(cls, g) for g in cls.groups),
+        groups=tuple(_group_view(cls, g) for g in cls.current_groups),
         presets=tuple(presets),
         goodput=tuple(_expr(cls, g) for g in sorted(cls.goodput, key=order.__getitem__)),
         recategorized=tuple((_expr(cls, g), pystr(c)) for g, c in cls.recategorized),
-        renames=tuple((pystr(g.name), _expr(cls, g.renamed_to)) for g in renamed),
-        renamed_constants=tuple(_rename_view(cls, g) for g in renamed),
+        renames=tuple(_rename_view(cls, g) for g in cls.groups if g.renamed_to),
         any_names=any_names,
-        own_constants=tuple(g.constant for g in cls.current_groups),
         exports=ruff_sorted(exports),
         primitives=primitives_view(
             f"{cls.class_name}Name | DynamicSpanGroup",
@@ -419,17 +406,15 @@ def docs_class(cls: GroupClass) -> DocsClass:
 
 
 def _metric_view(metric: Metric, *, markdown: bool) -> EntryView:
-    unit = metric.unit or "1"
-    text = f"{metric.description.rstrip('.')}. A {metric.kind.replace('_', '-')} in `{unit}`"
+    kind = metric.kind.replace("_", "-")
+    text = f"{metric.description.rstrip('.')}. A {kind} in `{metric.unit or '1'}`"
     text += f", recorded from {metric.recorded_by}."
     if markdown:
-        kind = metric.kind.replace("_", "-")
         unit = f"`{metric.unit}`" if metric.unit else ""
         description = markdown_text(metric.description)
     else:
         kind, unit = pystr(metric.kind), pystr(metric.unit)
-        description = pystr_block(metric.description, 8, 0)
-    recorded_by = markdown_text(metric.recorded_by) if markdown else metric.recorded_by
+        description = pystr_block(metric.description, 8)
     return EntryView(
         constant=metric.constant,
         literal=pystr(metric.name),
@@ -440,39 +425,46 @@ def _metric_view(metric: Metric, *, markdown: bool) -> EntryView:
         unit=unit,
         boundaries=metric.boundaries,
         non_negative=metric.non_negative,
-        recorded_by=recorded_by,
+        recorded_by=markdown_text(metric.recorded_by) if markdown else metric.recorded_by,
     )
+
+
+def _section_view(
+    section: Section, module: str, entries: list[EntryView], *, markdown: bool
+) -> SectionView:
+    if markdown:
+        title, description = markdown_text(section.title), markdown_text(section.description)
+        return SectionView(title, description, module, tuple(entries))
+    return SectionView(section.title, section.description, module, tuple(entries))
 
 
 def catalogue_view(
     schema: Schema, catalogue: Catalogue, command: str, *, markdown: bool = False
 ) -> CatalogueView:
-    metrics = tuple(_metric_view(m, markdown=markdown) for m in catalogue.metrics)
-    by_key = {m.key: view for m, view in zip(catalogue.metrics, metrics, strict=True)}
+    metrics = {m.key: _metric_view(m, markdown=markdown) for m in catalogue.metrics}
     sections = tuple(
-        SectionView(
-            title=markdown_text(s.title) if markdown else s.title,
-            description=markdown_text(s.description) if markdown else s.description,
-            module=METRICS_MODULE,
-            entries=tuple(by_key[m.key] for m in catalogue.metrics if m.section == s.key),
+        _section_view(
+            s,
+            METRICS_MODULE,
+            [metrics[m.key] for m in catalogue.metrics if m.section == s.key],
+            markdown=markdown,
         )
         for s in catalogue.sections
     )
-    boundaries: tuple[tuple[str, tuple[str, ...]], ...]
     if markdown:
-        boundaries = tuple(
-            (n, (", ".join(f"{v:g}" for v in vs),)) for n, vs in catalogue.boundaries
-        )
+        boundaries = tuple((n, ", ".join(f"{v:g}" for v in vs)) for n, vs in catalogue.boundaries)
     else:
-        boundaries = tuple((n, tuple(f"{v!r}," for v in vs)) for n, vs in catalogue.boundaries)
+        boundaries = tuple(
+            (n, "\n".join(f"    {v!r}," for v in vs)) for n, vs in catalogue.boundaries
+        )
     return CatalogueView(
         header=header(schema, command, comment="<!--" if markdown else "#"),
         module_doc=docstring(
             "The metric catalogue of nemo.lens: every instrument its recorders create.", 0
         ),
-        exports=ruff_sorted({"INSTRUMENTS", *(m.constant for m in metrics)}),
+        exports=ruff_sorted({"INSTRUMENTS", *(m.constant for m in metrics.values())}),
         sections=sections,
-        metrics=metrics,
+        metrics=tuple(metrics.values()),
         boundaries=boundaries,
     )
 
@@ -513,15 +505,15 @@ def names_view(
     markdown = resource is None
     by_key = {n.key: n for n in catalogue.names}
     sections = tuple(
-        SectionView(
-            title=markdown_text(s.title) if markdown else s.title,
-            description=markdown_text(s.description) if markdown else s.description,
-            module=RESOURCE_MODULE if s.resource else ATTRIBUTES_MODULE,
-            entries=tuple(
+        _section_view(
+            s,
+            RESOURCE_MODULE if s.resource else ATTRIBUTES_MODULE,
+            [
                 _name_view(n, by_key, markdown=markdown)
                 for n in catalogue.names
                 if n.section == s.key
-            ),
+            ],
+            markdown=markdown,
         )
         for s in catalogue.sections
         if markdown or s.resource == resource
@@ -580,10 +572,7 @@ def render_all(
         if docs is not None:
             table = catalogue_view(schema, schema.catalogue, command, markdown=True)
             files[docs.with_name("metrics.md")] = env.get_template("metrics.md.j2").render(
-                header=table.header,
-                sections=table.sections,
-                boundaries=[(name, values[0]) for name, values in table.boundaries],
-                command=command,
+                view=table, command=command
             )
     if schema.names is not None:
         names = env.get_template("attributes.py.j2")
@@ -594,7 +583,7 @@ def render_all(
         if docs is not None:
             page = names_view(schema, schema.names, command, resource=None)
             files[docs.with_name("attributes.md")] = env.get_template("attributes.md.j2").render(
-                header=page.header, sections=page.sections, command=command
+                view=page, command=command
             )
     if docs is not None:
         files[docs] = env.get_template("span-groups.md.j2").render(
