@@ -533,12 +533,9 @@ def module_path(out_root: Path, module: str) -> Path:
 def render_all(
     schema: Schema, out_root: Path, docs: Path | None, command: str, *, docs_region: bool = False
 ) -> dict[Path, str]:
-    """Every generated file of *schema*: path -> exact content.
-
-    *command* is what the headers tell a reader to run to regenerate them. With
-    *docs_region*, what *docs* maps to is the region of a page the author keeps: no page
-    header or title, a note instead.
-    """
+    """Every generated file of *schema*: path -> exact content. *command* is what the headers
+    tell a reader to run to regenerate them. With *docs_region*, *docs* maps to the region of
+    a page the author keeps: no page header or title, a note instead."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,
@@ -547,52 +544,49 @@ def render_all(
         lstrip_blocks=True,
         autoescape=False,
     )
-    files: dict[Path, str] = {}
+
+    def render(template: str, **context: object) -> str:
+        return env.get_template(template).render(command=command, **context)
+
     classes = [] if schema.extends_base else [schema.base]
     classes += list(schema.consumers)
     every = tuple(pystr(n) for n in sorted({g.name for c in classes for g in c.all_groups}))
-    for cls in classes:
-        template = env.get_template("base.py.j2" if cls.base is None else "consumer.py.j2")
-        view = class_view(schema, cls, command, every if cls.base is None else ())
-        files[module_path(out_root, cls.module)] = template.render(view=view)
+    files = {
+        module_path(out_root, cls.module): render(
+            "consumer.py.j2" if cls.base else "base.py.j2",
+            view=class_view(schema, cls, command, () if cls.base else every),
+        )
+        for cls in classes
+    }
     if not schema.extends_base:
-        files[module_path(out_root, SIGNATURES_MODULE)] = env.get_template(
-            "signatures.py.j2"
-        ).render(
+        doc = "The group-checked signatures of nemo.lens's primitives, for type checkers."
+        files[module_path(out_root, SIGNATURES_MODULE)] = render(
+            "signatures.py.j2",
             header=header(schema, command),
-            module_doc=docstring(
-                "The group-checked signatures of nemo.lens's primitives, for type checkers.", 0
-            ),
+            module_doc=docstring(doc, 0),
             primitives=signatures_view(classes),
         )
     if schema.catalogue is not None:
-        files[module_path(out_root, METRICS_MODULE)] = env.get_template("metrics.py.j2").render(
-            view=catalogue_view(schema, schema.catalogue, command)
-        )
+        view = catalogue_view(schema, schema.catalogue, command)
+        files[module_path(out_root, METRICS_MODULE)] = render("metrics.py.j2", view=view)
         if docs is not None:
             table = catalogue_view(schema, schema.catalogue, command, markdown=True)
-            files[docs.with_name("metrics.md")] = env.get_template("metrics.md.j2").render(
-                view=table, command=command
-            )
+            files[docs.with_name("metrics.md")] = render("metrics.md.j2", view=table)
     if schema.names is not None:
-        names = env.get_template("attributes.py.j2")
         for resource, module in ((False, ATTRIBUTES_MODULE), (True, RESOURCE_MODULE)):
-            files[module_path(out_root, module)] = names.render(
-                view=names_view(schema, schema.names, command, resource=resource)
-            )
+            view = names_view(schema, schema.names, command, resource=resource)
+            files[module_path(out_root, module)] = render("attributes.py.j2", view=view)
         if docs is not None:
             page = names_view(schema, schema.names, command, resource=None)
-            files[docs.with_name("attributes.md")] = env.get_template("attributes.md.j2").render(
-                view=page, command=command
-            )
+            files[docs.with_name("attributes.md")] = render("attributes.md.j2", view=page)
     if docs is not None:
-        files[docs] = env.get_template("span-groups.md.j2").render(
+        files[docs] = render(
+            "span-groups.md.j2",
             header=region_note(schema, command)
             if docs_region
             else header(schema, command, comment="<!--"),
             region=docs_region,
             classes=[docs_class(c) for c in classes],
             tiers=tuple(TIER_MEANING.items()),
-            command=command,
         )
     return files
