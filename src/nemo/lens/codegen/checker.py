@@ -1,8 +1,5 @@
 """Reporting schema problems: where (file, line, key path), what, and what to write instead.
-
-:class:`Checker` collects the problems and warnings of one file and holds the checks every
-rule shares; :class:`Locator` finds the line of a key path, which ``tomllib`` forgets.
-"""
+:class:`Checker` holds the checks every rule shares; :class:`Locator` the lines tomllib forgets."""
 
 from __future__ import annotations
 
@@ -85,11 +82,8 @@ def _split_dotted(dotted: str) -> tuple[str, ...]:
 
 
 class Locator:
-    """Line numbers (1-based) of the key paths of one TOML document.
-
-    It reads the text line by line and never decides validity (the parser did): where it
-    cannot follow the syntax it records less, and :meth:`line` falls back to an ancestor.
-    """
+    """Line numbers (1-based) of the key paths of one TOML document that tomllib parsed; where
+    it cannot follow the syntax it records less, and :meth:`line` falls back to an ancestor."""
 
     def __init__(self, text: str) -> None:
         self._lines: dict[KeyPath, int] = {}
@@ -181,8 +175,7 @@ class Checker:
     def unknown(
         self, path: KeyPath, what: str, value: str, known: Collection[str], listed: str = ""
     ) -> None:
-        """Report *value* as an unknown *what*: the closest of *known*, and all of them when
-        *listed* names them (``"tiers"``)."""
+        """Report an unknown *what*, the closest of *known*, and all when *listed* names them."""
         listing = f" ({listed}: {', '.join(known)})" if listed else ""
         self.error(path, f"unknown {what} {value!r}{did_you_mean(value, known)}{listing}")
 
@@ -199,8 +192,7 @@ class Checker:
         allowed: tuple[str, ...],
         longest: int = MAX_NAME,
     ) -> Iterator[tuple[str, Mapping[str, Any], KeyPath]]:
-        """(key, table, its path) of each entry of the table *raw* that is a well-named
-        table, its keys checked against *allowed*; every other entry is reported."""
+        """(key, table, path) of each well-named table in *raw*, keys checked; others reported."""
         for key, body in self.table(raw, path).items():
             kpath = (*path, key)
             if self.name(key, kpath, what, longest) and self.expect(body, dict, kpath):
@@ -215,15 +207,15 @@ class Checker:
         allowed: Collection[str],
         what: tuple[str, str],
     ) -> str:
-        """The required text *key* of *table* when it is one of *allowed*; empty when it is
-        missing or after reporting it. *what* names one and all (``("frequency", "tiers")``)."""
+        """The required text *key* when it is one of *allowed*, else empty (reported)."""
         value = self.text(table, key, path, required=True)
         return self.one_of(value, (*path, key), allowed, what) if value else ""
 
     def one_of(
         self, value: object, path: KeyPath, allowed: Collection[str], what: tuple[str, str]
     ) -> str:
-        """*value* when it is one of *allowed*; empty after reporting why not."""
+        """*value* when it is one of *allowed*, else empty (reported); *what*: one and all
+        (``("frequency", "tiers")``)."""
         if not self.expect(value, str, path):
             return ""
         if value not in allowed:

@@ -1,9 +1,5 @@
-"""Compatibility of a schema against a baseline: every change from OLD to NEW, classified.
-
-:func:`compare` returns a :class:`Finding` for every change users of OLD could notice:
-``breaking``, ``warning`` or ``compatible``, each with its fix and both sides' file and line
-(docs/schema-compatibility.md lists every kind).
-"""
+"""Compatibility of a schema against a baseline: :func:`compare` returns a :class:`Finding`
+for every change from OLD to NEW that its users could notice (docs/schema-compatibility.md)."""
 
 from __future__ import annotations
 
@@ -32,11 +28,8 @@ from nemo.lens.codegen.validate import extended_schema, load_schema, read_docume
 __all__ = ["BREAKING", "COMPATIBLE", "SEVERITIES", "WARNING", "Finding", "Side", "compare"]
 
 BREAKING = "breaking"
-"""Users of the old schema break: a name they use is gone, or production loses spans."""
 WARNING = "warning"
-"""Nothing breaks, but what users see changes: more spans, or goodput figures that move."""
 COMPATIBLE = "compatible"
-"""An addition, a deprecation, or the end of one."""
 SEVERITIES: tuple[str, ...] = (BREAKING, WARNING, COMPATIBLE)
 """Most serious first: the order findings are listed in."""
 NOTHING_TO_DO = "nothing to do"
@@ -46,8 +39,6 @@ NAME_SIMILAR = 0.7
 
 @dataclass(frozen=True)
 class Location:
-    """Where one side of a finding is written: a file, a line, and the key found there."""
-
     file: str
     line: int | None
     key: str
@@ -58,11 +49,9 @@ class Location:
 
 @dataclass(frozen=True)
 class Finding:
-    """One change between the two schemas, classified (its fields, in order, are the
-    JSON report's)."""
+    """One change between the two schemas (its fields, in order, are the JSON report's)."""
 
     kind: str
-    """What changed, as a stable identifier (``group_removed``)."""
     severity: str
     subject: str
     """The key path the finding is about (``consumers.mylib.presets.default``)."""
@@ -73,7 +62,6 @@ class Finding:
 
     @property
     def where(self) -> Location | None:
-        """Where to point a reader: the new schema's line, else the old one's."""
         return self.new or self.old
 
     @property
@@ -84,33 +72,29 @@ class Finding:
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One schema file's parsed content and the lines of its keys."""
-
     shown: str
     data: Mapping[str, Any]
     locator: Locator
 
-    def node(self, path: KeyPath) -> tuple[bool, Any]:
-        """(whether this file writes *path*, what it holds there)."""
+    def node(self, path: KeyPath) -> Any:
+        """What this file holds at *path*; None where it writes nothing (TOML has no null)."""
         node: Any = self.data
         for part in path:
             if isinstance(part, int):
                 if not isinstance(node, list) or part >= len(node):
-                    return False, None
+                    return None
             elif not isinstance(node, dict) or part not in node:
-                return False, None
+                return None
             node = node[part]
-        return True, node
+        return node
 
     def locate(self, path: KeyPath) -> Location | None:
-        """The location of *path* when this file writes that key; None when it does not."""
-        if not path or not self.node(path)[0]:
+        if not path or self.node(path) is None:
             return None
         return Location(self.shown, self.locator.line(path), format_path(path))
 
     def array(self, path: KeyPath) -> list[Any]:
-        """The array at *path*; empty when this file writes none there."""
-        node = self.node(path)[1]
+        node = self.node(path)
         return node if isinstance(node, list) else []
 
 
@@ -126,8 +110,8 @@ class Side:
 
     @classmethod
     def load(cls, path: Path, shown: str, schema: Schema | None = None) -> Side:
-        """Load and validate the schema at *path* (raises ``SchemaError``) and read the
-        files it comes from; *schema* is what ``load_schema`` returned for it already."""
+        """Load and validate the schema at *path* (raises ``SchemaError``; *schema*: loaded
+        already) and read the files it comes from."""
         schema = schema or load_schema(path, shown)
         files = []
         while True:  # the named file, then each file it extends (the loader refused cycles)
@@ -142,23 +126,21 @@ class Side:
         return {c.key: c for c in self.schema.consumers}
 
     def prefix(self, cls: GroupClass) -> tuple[SourceFile, KeyPath]:
-        """The file and key path under which *cls* is written."""
         return (self.base, ()) if cls.base is None else (self.top, ("consumers", cls.key))
 
     def first(self, cls: GroupClass, *paths: KeyPath) -> Location | None:
-        """The first of *paths* (relative to *cls*'s table) that *cls*'s file writes."""
+        """The first of *paths*, relative to *cls*'s table, that its file writes."""
         source, prefix = self.prefix(cls)
         return next(filter(None, (source.locate((*prefix, *path)) for path in paths)), None)
 
     def group(self, cls: GroupClass, name: str, *keys: str) -> Location | None:
-        """Where group *name* of *cls* (or of the base it inherits) is written: its key
-        *keys* when it has it, else its table."""
+        """Group *name* of *cls* (or of its base): its key *keys* when it has it, else its table."""
         owner = cls if any(g.name == name for g in cls.groups) else (cls.base or cls)
         return self.first(owner, ("groups", name, *keys), ("groups", name))
 
     def preset(self, cls: GroupClass, name: str, member: str = "") -> Location | None:
-        """Where preset *name* of *cls* is written (at *member*'s listing when it names one);
-        a consumer preset inherited without a table of its own: its consumer's table."""
+        """Preset *name* of *cls* (*member*'s listing, when it lists it); one inherited
+        without a table of its own: its consumer's table."""
         source, prefix = self.prefix(cls)
         table = (*prefix, "presets", name)
         if member:
@@ -170,8 +152,7 @@ class Side:
         return source.locate(table) or source.locate(prefix)
 
     def lists(self, cls: GroupClass, name: str, member: str) -> bool:
-        """Whether preset *name* of *cls* lists group *member* itself (not through
-        ``extends`` or the base preset)."""
+        """Whether preset *name* of *cls* lists *member* itself, not by ``extends`` or its base."""
         source, prefix = self.prefix(cls)
         return member in source.array((*prefix, "presets", name, "groups"))
 
@@ -184,7 +165,7 @@ def _presets(cls: GroupClass) -> dict[str, Preset]:
 
 
 def _quoted(names: Iterable[str]) -> str:
-    """`group 'a'` or `groups 'a', 'b'`: sorted, so output is the same on every machine."""
+    """`group 'a'` or `groups 'a', 'b'`, sorted."""
     ordered = sorted(names)
     listing = ", ".join(f"{n!r}" for n in ordered)
     return f"group {listing}" if len(ordered) == 1 else f"groups {listing}"
@@ -212,11 +193,9 @@ class _Pair:
         return self.new_cls.class_name
 
     def subject(self, *path: str) -> str:
-        """The key path of *path* under this class's table, as messages write it."""
         return format_path(path if self.is_base else ("consumers", self.new_cls.key, *path))
 
     def groups(self, name: str, key: str = "") -> tuple[Location | None, Location | None]:
-        """Both sides' line of group *name* (of its *key*, when given)."""
         keys = (key,) if key else ()
         return self.old.group(self.old_cls, name, *keys), self.new.group(self.new_cls, name, *keys)
 
@@ -235,18 +214,15 @@ def compare(old: Side, new: Side) -> tuple[Finding, ...]:
 
 
 def counts(findings: Sequence[Finding]) -> dict[str, int]:
-    """How many findings of each severity, every severity listed."""
     return {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
 
 
 def breaks(findings: Sequence[Finding]) -> bool:
-    """Whether any finding breaks users of the old schema."""
     return any(f.severity == BREAKING for f in findings)
 
 
 def _similarity(old: Group, new: Group) -> float:
-    """How alike two groups' descriptions or names are (0 to 1); 0 when neither is alike
-    enough to suggest a rename."""
+    """How alike two groups' descriptions or names are (0 to 1); 0: not enough for a rename."""
     description = difflib.SequenceMatcher(
         None, old.description.lower(), new.description.lower()
     ).ratio()
@@ -264,9 +240,8 @@ def _similarity(old: Group, new: Group) -> float:
 def likely_renames(
     removed: list[Group], added: list[Group], old_cls: GroupClass, new_cls: GroupClass
 ) -> dict[str, Group]:
-    """``{removed name: added group}`` for the pairs that look like a rename: the same tier
-    and category, and a similar description or name. Each group pairs at most once, the
-    most similar pairs first."""
+    """``{removed name: added group}``: pairs of the same tier and category, similar enough
+    to look like a rename, each group in one pair at most, the most similar first."""
     candidates = []
     for old in removed:
         for new in added:
@@ -369,8 +344,7 @@ def _removed(pair: _Pair, group: Group, renamed: Group | None) -> Finding:
 
 
 def _holders(pair: _Pair, name: str) -> dict[str, list[str]]:
-    """``{preset: [class, ...]}``: the declared presets of the new schema that hold group
-    *name* (every class's, for a base group)."""
+    """``{preset: [class, ...]}``: the new schema's declared presets that hold group *name*."""
     classes = [pair.new_cls]
     if name in {g.name for g in pair.new.schema.base.groups}:
         classes = [pair.new.schema.base, *pair.new.schema.consumers]
@@ -504,7 +478,6 @@ def _deprecation(pair: _Pair, old: Group, new: Group) -> Iterator[Finding]:
 
 
 def _inherited_only(preset: Preset) -> bool:
-    """The consumer preset is the base preset of its name, with nothing of its own."""
     return preset.members == preset.from_base and not preset.replaces_base
 
 
@@ -517,9 +490,8 @@ def _inherit_note(pair: _Pair, name: str, them: str) -> str:
 
 
 def _preset_findings(pair: _Pair) -> Iterator[Finding]:
-    """Every change to the presets of one class, compared as a job owner gets them (a
-    consumer's with the members it inherits); a change of the base preset is reported once,
-    at the base."""
+    """Every change to the presets of one class as job owners get them (with what they
+    inherit); a change of a base preset is reported once, at the base."""
     old_presets, new_presets = _presets(pair.old_cls), _presets(pair.new_cls)
     base_old, base_new = _presets(pair.old.schema.base), _presets(pair.new.schema.base)
     for name in sorted(set(old_presets) - set(new_presets)):
@@ -617,7 +589,6 @@ def _members(
 
 
 def _consumer_findings(old: Side, new: Side) -> Iterator[Finding]:
-    """Consumers removed or added, and changes to the class and module users import."""
     old_classes, new_classes = old.consumers, new.consumers
     for key in sorted(set(old_classes) - set(new_classes)):
         cls = old_classes[key]
