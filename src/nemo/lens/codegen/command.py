@@ -5,9 +5,7 @@ docs/schema.md, docs/consumer-repositories.md and docs/schema-compatibility.md s
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import difflib
-import json
 import os
 import stat
 import sys
@@ -22,19 +20,16 @@ from nemo.lens.codegen.json_schema import json_schema_text
 from nemo.lens.codegen.model import Problem, Schema
 
 if TYPE_CHECKING:
-    from nemo.lens.codegen.compat import Finding, Side
+    from nemo.lens.codegen.compat import Side
 
 PROG = "nemo-lens generate"
 DIFF_PROG = "nemo-lens diff-schema"
 FORMATS: tuple[str, ...] = ("text", "json", "github")
-JSON_VERSION = 1
-"""The version of diff-schema's JSON object's shape: it changes only when a key changes meaning."""
 DEFAULT_SCHEMA = Path("schema/span_groups.toml")
 DEFAULT_OUT_ROOT = Path("src")
 DEFAULT_DOCS = Path("docs/span-groups.md")
 JSON_SCHEMA_FILE = "span_groups.schema.json"
-"""The JSON Schema of the format (``--print-json-schema``), written beside this repository's
-own schema, which names it on its first line; the package ships it beside the base schema."""
+"""The JSON Schema of the format, written beside this repository's own schema."""
 DEFAULT_COMMAND = "make generate"
 """What the headers of this repository's own generated files tell readers to run."""
 GENERATED_MARK = "DO NOT EDIT: generated from "
@@ -211,9 +206,7 @@ def _is_generated(path: Path, marker: str) -> bool:
     return GENERATED_MARK in head and marker in text
 
 
-def _refusals(
-    schema: Schema, plan: _Plan, files: dict[Path, str], *, docs_region: bool = False
-) -> list[str]:
+def _refusals(schema: Schema, plan: _Plan, docs_region: bool) -> list[str]:
     """Why a file must not be written: it exists and was not generated for the same class
     (a hand-written module, a package, another consumer's module) or page."""
     from nemo.lens.codegen.render import module_path
@@ -322,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if plan.default:
         # This repository's own schema names the JSON Schema beside it (its #:schema line).
         files[plan.schema.with_name(JSON_SCHEMA_FILE)] = json_schema_text()
-    refusals = _refusals(schema, plan, files, docs_region=region is not None)
+    refusals = _refusals(schema, plan, docs_region=region is not None)
     if refusals:
         count = f"{len(refusals)} problem{'s' if len(refusals) != 1 else ''}"
         return _nothing_written(f"error: {count} in the schema:", *refusals)
@@ -376,63 +369,6 @@ def diff_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def summary(findings: Sequence[Finding], old: str, new: str) -> str:
-    """`summary: 1 breaking, 2 warnings, 3 compatible (OLD -> NEW)`."""
-    from nemo.lens.codegen.compat import BREAKING, COMPATIBLE, WARNING, counts
-
-    count = counts(findings)
-    warnings = f"{count[WARNING]} warning{'' if count[WARNING] == 1 else 's'}"
-    return (
-        f"summary: {count[BREAKING]} breaking, {warnings}, {count[COMPATIBLE]} compatible "
-        f"({old} -> {new})"
-    )
-
-
-def _escape(text: str, property_: bool = False) -> str:
-    # What GitHub's workflow commands require of a message; a property value (file=,
-    # title=) also ends at ':' and ','.
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if property_ else text
-
-
-def report(findings: Sequence[Finding], fmt: str, old: str, new: str) -> str:
-    """The findings in format *fmt* (``text``, ``json`` or ``github``), *old* and *new*
-    naming the schemas as the user did; the same on every machine, the summary last."""
-    from nemo.lens.codegen.compat import COMPATIBLE, WARNING, breaks, counts
-
-    if fmt == "json":
-        document = {
-            "version": JSON_VERSION,
-            "old": old,
-            "new": new,
-            "findings": [dataclasses.asdict(f) for f in findings],
-            "summary": {**counts(findings), "breaks": breaks(findings)},
-        }
-        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    lines = []
-    for f in findings:
-        if f.severity == COMPATIBLE and fmt == "github":
-            continue  # counted in the summary, nothing to review
-        sides = [f"{side} ({side.key})" if side else "absent" for side in (f.old, f.new)]
-        if fmt == "text":
-            where = f"{f.where}: " if f.where else ""
-            lines.append(f"{where}{f.severity}: {f.subject}: {f.message}")
-            if f.severity != COMPATIBLE:
-                lines += [f"    old: {sides[0]}", f"    new: {sides[1]}", f"    fix: {f.fix}"]
-            continue
-        properties = []
-        if f.where:
-            properties.append(f"file={_escape(f.where.file, True)}")
-            if f.where.line:
-                properties.append(f"line={f.where.line}")
-        properties.append(f"title={_escape(f'{f.kind} ({f.severity})', True)}")
-        body = f"{f.subject}: {f.message}\nfix: {f.fix}\nold: {sides[0]}\nnew: {sides[1]}"
-        level = "warning" if f.severity == WARNING else "error"
-        lines.append(f"::{level} {','.join(properties)}::{_escape(body)}")
-    lines.append(summary(findings, old, new))
-    return "\n".join(lines) + "\n"
-
-
 def _load_side(path: Path, shown: str, role: str, schema: Schema | None = None) -> Side | None:
     """The side at *path*, or None after printing why it cannot be compared."""
     from nemo.lens.codegen.compat import Side
@@ -458,7 +394,7 @@ def diff_schema(argv: Sequence[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     try:
-        from nemo.lens.codegen.compat import breaks, compare
+        from nemo.lens.codegen.compat import breaks, compare, report
     except ImportError as exc:
         return _missing_extra(DIFF_PROG, "tomli on Python 3.10", exc)
     old_shown, new_shown = args.old.as_posix(), args.new.as_posix()
@@ -475,7 +411,7 @@ def check_baseline(baseline: Path, path: Path, shown: str, schema: Schema) -> in
     """``generate --baseline``: compare *schema* (loaded from *path*, named *shown*) with
     *baseline*, printing its breaking changes and warnings on stderr. The exit status when
     generation must stop (1: something breaks, 2: the baseline is not valid), else None."""
-    from nemo.lens.codegen.compat import COMPATIBLE, breaks, compare
+    from nemo.lens.codegen.compat import COMPATIBLE, breaks, compare, report, summary
 
     old_shown = baseline.as_posix()
     old = _load_side(baseline, old_shown, "the baseline")

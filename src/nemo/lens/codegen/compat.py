@@ -3,7 +3,9 @@ for every change from OLD to NEW that its users could notice (docs/schema-compat
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,8 @@ WARNING = "warning"
 COMPATIBLE = "compatible"
 SEVERITIES: tuple[str, ...] = (BREAKING, WARNING, COMPATIBLE)
 """Most serious first: the order findings are listed in."""
+JSON_VERSION = 1
+"""The version of diff-schema's JSON object's shape: it changes only when a key changes meaning."""
 NOTHING_TO_DO = "nothing to do"
 DESCRIPTION_SIMILAR = 0.75
 NAME_SIMILAR = 0.7
@@ -219,6 +223,59 @@ def counts(findings: Sequence[Finding]) -> dict[str, int]:
 
 def breaks(findings: Sequence[Finding]) -> bool:
     return any(f.severity == BREAKING for f in findings)
+
+
+def summary(findings: Sequence[Finding], old: str, new: str) -> str:
+    """`summary: 1 breaking, 2 warnings, 3 compatible (OLD -> NEW)`."""
+    count = counts(findings)
+    warnings = f"{count[WARNING]} warning{'' if count[WARNING] == 1 else 's'}"
+    return (
+        f"summary: {count[BREAKING]} breaking, {warnings}, {count[COMPATIBLE]} compatible "
+        f"({old} -> {new})"
+    )
+
+
+def _escape(text: str, property_: bool = False) -> str:
+    # What GitHub's workflow commands require of a message; a property value (file=,
+    # title=) also ends at ':' and ','.
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if property_ else text
+
+
+def report(findings: Sequence[Finding], fmt: str, old: str, new: str) -> str:
+    """The findings in format *fmt* (``text``, ``json`` or ``github``), *old* and *new*
+    naming the schemas as the user did; the same on every machine, the summary last."""
+    if fmt == "json":
+        document = {
+            "version": JSON_VERSION,
+            "old": old,
+            "new": new,
+            "findings": [dataclasses.asdict(f) for f in findings],
+            "summary": {**counts(findings), "breaks": breaks(findings)},
+        }
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    lines = []
+    for f in findings:
+        if f.severity == COMPATIBLE and fmt == "github":
+            continue  # counted in the summary, nothing to review
+        sides = [f"{side} ({side.key})" if side else "absent" for side in (f.old, f.new)]
+        if fmt == "text":
+            where = f"{f.where}: " if f.where else ""
+            lines.append(f"{where}{f.severity}: {f.subject}: {f.message}")
+            if f.severity != COMPATIBLE:
+                lines += [f"    old: {sides[0]}", f"    new: {sides[1]}", f"    fix: {f.fix}"]
+            continue
+        properties = []
+        if f.where:
+            properties.append(f"file={_escape(f.where.file, True)}")
+            if f.where.line:
+                properties.append(f"line={f.where.line}")
+        properties.append(f"title={_escape(f'{f.kind} ({f.severity})', True)}")
+        body = f"{f.subject}: {f.message}\nfix: {f.fix}\nold: {sides[0]}\nnew: {sides[1]}"
+        level = "warning" if f.severity == WARNING else "error"
+        lines.append(f"::{level} {','.join(properties)}::{_escape(body)}")
+    lines.append(summary(findings, old, new))
+    return "\n".join(lines) + "\n"
 
 
 def _similarity(old: Group, new: Group) -> float:
