@@ -1,9 +1,5 @@
-"""The rules of the two catalogues of ``nemo.lens.semconv``: metrics and attribute names.
-
-Both share one namespace of constants (a key upper-cased), so a constant of one may not be
-a constant of the other; two names may hold one value only when the second says
-``alias_of`` (upstream's ``GENAI_*`` beside ``GEN_AI_*``).
-"""
+"""The rules of the two catalogues of ``nemo.lens.semconv``, metrics and attribute names,
+which share one namespace of constants."""
 
 from __future__ import annotations
 
@@ -74,7 +70,6 @@ def read_metrics(chk: Checker, raw: object) -> Catalogue | None:
     path: KeyPath = ("metrics",)
     if not chk.expect(raw, dict, path):
         return None
-    assert isinstance(raw, dict)
     chk.known_keys(raw, keys(METRICS), path)
     boundaries = _boundaries(chk, raw.get("boundaries", {}), (*path, "boundaries"))
     sections = _sections(chk, raw.get("sections", {}), (*path, "sections"), keys(METRIC_SECTION))
@@ -192,8 +187,7 @@ def _check_references(
     broken: set[str],
     metrics: Catalogue | None,
 ) -> None:
-    """What an entry says about others: `of`, `alias_of`, a value held twice, a constant
-    the metric catalogue has. An entry naming a *broken* one (reported already) is not."""
+    """What an entry says about others (`of`, `alias_of`, a value or constant held twice)."""
     taken: dict[str, KeyPath] = {}
     if metrics is not None:
         taken = {m.constant: ("metrics", "instruments", m.key) for m in metrics.metrics}
@@ -247,11 +241,9 @@ def _check_alias(chk: Checker, name: Name, names: dict[str, Name], path: KeyPath
 
 
 def read_names(chk: Checker, raw: object, metrics: Catalogue | None) -> NameCatalogue | None:
-    """The attribute-name catalogue: sections and names."""
     path: KeyPath = ("attributes",)
     if not chk.expect(raw, dict, path):
         return None
-    assert isinstance(raw, dict)
     chk.known_keys(raw, keys(ATTRIBUTES), path)
     sections = _sections(chk, raw.get("sections", {}), (*path, "sections"), keys(NAME_SECTION))
     names: dict[str, Name] = {}

@@ -10,7 +10,7 @@ import re
 import unicodedata
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 from nemo.lens.codegen.model import IMPLICIT_PRESETS, KeyPath, Problem
 
@@ -28,6 +28,7 @@ RESERVED_NAMES = frozenset(
 _NOT_TEXT = frozenset({"Cc", "Cs", "Zl", "Zp", "Cf"})
 # Names whose constant (I, O) or whose own spelling (l) reads like a digit (ruff's E741).
 _AMBIGUOUS = frozenset({"i", "l", "o"})
+_T = TypeVar("_T")
 _TYPE_NAMES = {
     str: "a string",
     list: "an array",
@@ -157,9 +158,8 @@ class Checker:
     def warn(self, path: KeyPath, message: str) -> None:
         self.warnings.append(Problem(self.file, self.locator.line(path), path, message))
 
-    def expect(self, value: object, kind: type, path: KeyPath) -> bool:
-        # bool is an int subclass in Python; TOML keeps them apart, and so do we.
-        if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+    def expect(self, value: object, kind: type[_T], path: KeyPath) -> TypeGuard[_T]:
+        if isinstance(value, kind):
             return True
         got = _TYPE_NAMES.get(type(value), type(value).__name__)
         self.error(path, f"expected {_TYPE_NAMES[kind]}, got {got}")
@@ -167,10 +167,7 @@ class Checker:
 
     def table(self, raw: object, path: KeyPath) -> Mapping[str, Any]:
         """*raw* when it is a table; else an empty one, after reporting it."""
-        if isinstance(raw, dict):
-            return raw
-        self.expect(raw, dict, path)
-        return {}
+        return raw if self.expect(raw, dict, path) else {}
 
     def unknown(
         self, path: KeyPath, what: str, value: str, known: Collection[str], listed: str = ""

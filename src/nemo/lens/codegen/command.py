@@ -168,8 +168,7 @@ def _write_atomically(files: dict[Path, str]) -> None:
 
 
 def _stale(files: dict[Path, str], read: Mapping[Path, str]) -> list[str]:
-    """The diff of each file that differs from what is on disk. *read* holds files already
-    read exactly as they are (a page with a marked region: its line endings count)."""
+    """The diff of each file that differs from what is on disk (or in *read*, as read)."""
     diffs = []
     for path, content in sorted(files.items()):
         try:

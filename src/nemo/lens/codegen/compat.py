@@ -114,8 +114,7 @@ class Side:
 
     @classmethod
     def load(cls, path: Path, shown: str, schema: Schema | None = None) -> Side:
-        """Load and validate the schema at *path* (raises ``SchemaError``; *schema*: loaded
-        already) and read the files it comes from."""
+        """Load the schema at *path* (or take *schema*) and read the files it comes from."""
         schema = schema or load_schema(path, shown)
         files = []
         while True:  # the named file, then each file it extends (the loader refused cycles)
@@ -317,8 +316,7 @@ def likely_renames(
 
 
 def _group_findings(pair: _Pair) -> Iterator[Finding]:
-    """Every change to the groups of one class, reported at the class that made it: a base
-    group's once, at ``SpanGroup``; a consumer's view of a base group at that consumer."""
+    """Every change to the groups of one class, reported at the class that made it."""
     old_cls, new_cls = pair.old_cls, pair.new_cls
     old_vocabulary, new_vocabulary = old_cls.vocabulary, new_cls.vocabulary
     old_own = {g.name for g in old_cls.groups}
@@ -547,8 +545,8 @@ def _inherit_note(pair: _Pair, name: str, them: str) -> str:
 
 
 def _preset_findings(pair: _Pair) -> Iterator[Finding]:
-    """Every change to the presets of one class as job owners get them (with what they
-    inherit); a change of a base preset is reported once, at the base."""
+    """Every change to the presets of one class as job owners get them (inherited members
+    included); a change of a base preset is reported once, at the base."""
     old_presets, new_presets = _presets(pair.old_cls), _presets(pair.new_cls)
     base_old, base_new = _presets(pair.old.schema.base), _presets(pair.new.schema.base)
     for name in sorted(set(old_presets) - set(new_presets)):

@@ -217,8 +217,7 @@ def rename_message(owner: str, old: str, targets: list[tuple[str, str]]) -> str:
 def primitives_view(
     group_type: str, owner: str, renames: list[tuple[str, list[tuple[str, str]]]]
 ) -> PrimitivesView:
-    """The three primitives for one vocabulary; *renames* are (old name, [(class name, new
-    name), ...]) pairs, each a `@deprecated` overload that names the new group."""
+    """The three primitives for one vocabulary; *renames*: (old name, [(class, new name)])."""
 
     def doc(primitive: str) -> str:
         return docstring(

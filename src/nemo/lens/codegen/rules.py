@@ -170,7 +170,6 @@ def read_presets(
     of the same name add to (unless ``replace = true``) and which it otherwise inherits."""
     if not chk.expect(raw, dict, path):
         return ()
-    assert isinstance(raw, dict)
     base = inherited or {}
     declared: dict[str, _Declared] = {}
     for name, body in raw.items():

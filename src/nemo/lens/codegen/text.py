@@ -48,8 +48,7 @@ def _fit(
 
 
 def pystr_block(text: str, indent: int) -> str:
-    """A string literal at *indent*; too long for the line, parenthesized parts, which ruff
-    format keeps as they are."""
+    """A string literal at *indent*; too long for the line, parenthesized parts."""
     literal = pystr(text)
     if indent + len(literal) + 1 <= LINE:
         return literal
@@ -57,8 +56,7 @@ def pystr_block(text: str, indent: int) -> str:
 
 
 def _inert(line: str) -> str:
-    """*line* as docstring text that reads back as exactly *line*: it cannot end the string,
-    start an escape sequence or become code (applied after wrapping, so no break splits one)."""
+    """*line* as docstring text that cannot end the string or start an escape sequence."""
     return line.replace("\\", "\\\\").replace('"', '\\"')
 
 

@@ -92,8 +92,7 @@ def read_document(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
 
 
 def extended_schema(path: Path, extends: str) -> tuple[Path, str]:
-    """The file that the ``extends`` value of the schema at *path* names, and how messages
-    name it (``"nemo.lens"`` for the base schema bundled here)."""
+    """The file an ``extends`` value in the schema at *path* names, and how messages name it."""
     if extends == BUNDLED_BASE:
         return BUNDLED_BASE_PATH, BUNDLED_BASE
     return path.parent / extends, extends
@@ -103,12 +102,8 @@ def load_schema(
     path: Path, shown: str | None = None, *, _extending: tuple[Path, ...] = ()
 ) -> Schema:
     """Parse and validate the schema at *path*; raise :class:`SchemaError` on any problem.
-
-    *shown* is how the file is named in messages and headers (default: as given).
-    A schema with ``extends`` defines consumers only and builds on the base
-    vocabulary of another file (``"nemo.lens"`` names the one bundled here).
-    *_extending* lists the files that extend this one, to report a cycle.
-    """
+    *shown* is how messages and headers name the file (default: as given); *_extending*
+    lists the files that extend this one, to report a cycle."""
     shown = shown or path.as_posix()
     data, locator = read_document(path, shown)
     chk = Checker(shown, locator)
