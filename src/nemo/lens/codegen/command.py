@@ -292,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _nothing_written(f"error: {exc}")
     _print_warnings(schema.warnings)
     if args.baseline is not None:
-        status = check_baseline(args.baseline, plan.schema, plan.shown, schema)
+        status = check_baseline(args.baseline, plan.schema, plan.shown)
         if status is not None:
             return _nothing_written(status=status)
     if args.validate:
@@ -368,13 +368,13 @@ def diff_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _load_side(path: Path, shown: str, role: str, schema: Schema | None = None) -> Side | None:
+def _load_side(path: Path, shown: str, role: str) -> Side | None:
     """The side at *path*, or None after printing why it cannot be compared."""
     from nemo.lens.codegen.compat import Side
     from nemo.lens.codegen.validate import SchemaError
 
     try:
-        return Side.load(path, shown, schema)
+        return Side.load(path, shown)
     except SchemaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         print(
@@ -406,15 +406,15 @@ def diff_schema(argv: Sequence[str] | None = None) -> int:
     return EXIT_BREAKING if breaks(findings) else EXIT_OK
 
 
-def check_baseline(baseline: Path, path: Path, shown: str, schema: Schema) -> int | None:
-    """``generate --baseline``: compare *schema* (loaded from *path*, named *shown*) with
-    *baseline*, printing its breaking changes and warnings on stderr. The exit status when
-    generation must stop (1: something breaks, 2: the baseline is not valid), else None."""
+def check_baseline(baseline: Path, path: Path, shown: str) -> int | None:
+    """``generate --baseline``: compare the schema at *path* (named *shown*) with *baseline*,
+    printing its breaking changes and warnings on stderr. The exit status when generation
+    must stop (1: something breaks, 2: the baseline is not valid), else None."""
     from nemo.lens.codegen.compat import COMPATIBLE, breaks, compare, report, summary
 
     old_shown = baseline.as_posix()
     old = _load_side(baseline, old_shown, "the baseline")
-    new = _load_side(path, shown, "the schema", schema)
+    new = _load_side(path, shown, "the schema")
     if old is None or new is None:
         return EXIT_USAGE
     findings = compare(old, new)

@@ -25,7 +25,7 @@ from nemo.lens.codegen.model import (
     Schema,
     format_path,
 )
-from nemo.lens.codegen.validate import extended_schema, load_schema, read_document
+from nemo.lens.codegen.validate import load_schema
 
 __all__ = ["BREAKING", "COMPATIBLE", "SEVERITIES", "WARNING", "Finding", "Side", "compare"]
 
@@ -113,16 +113,11 @@ class Side:
     """The file that defines the base vocabulary: the named one, or the one it extends."""
 
     @classmethod
-    def load(cls, path: Path, shown: str, schema: Schema | None = None) -> Side:
-        """Load the schema at *path* (or take *schema*) and read the files it comes from."""
-        schema = schema or load_schema(path, shown)
-        files = []
-        while True:  # the named file, then each file it extends (the loader refused cycles)
-            data, locator = read_document(path, shown)
-            files.append(SourceFile(shown, data, locator))
-            if not isinstance(data.get("extends"), str):
-                return cls(schema, files[0], files[-1])
-            path, shown = extended_schema(path, data["extends"])
+    def load(cls, path: Path, shown: str) -> Side:
+        """Load the schema at *path* (raises ``SchemaError``), with the files it comes from."""
+        documents: list[tuple[str, dict[str, Any], Locator]] = []
+        schema = load_schema(path, shown, documents=documents)
+        return cls(schema, SourceFile(*documents[0]), SourceFile(*documents[-1]))
 
     @property
     def consumers(self) -> dict[str, GroupClass]:
