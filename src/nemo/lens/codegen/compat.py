@@ -568,25 +568,17 @@ def _preset_findings(pair: _Pair) -> Iterator[Finding]:
         subject = pair.subject("presets", name)
         yield Finding("preset_added", COMPATIBLE, subject, message, NOTHING_TO_DO, None, new_at)
     for name in sorted(set(old_presets) & set(new_presets)):
-        old, new = old_presets[name], new_presets[name]
-        # What the base preset lost or gained is reported at the base, not again here.
-        base_lost: frozenset[str] = frozenset()
-        base_gained = base_lost
-        inherits = name in base_old and name in base_new
-        if not pair.is_base and inherits and not (old.replaces_base or new.replaces_base):
-            before, after = base_old[name].members, base_new[name].members
-            base_lost, base_gained = before - after, after - before
-        yield from _members(pair, name, old, new, base_lost, base_gained)
+        yield from _members(pair, name, old_presets[name], new_presets[name])
 
 
-def _members(
-    pair: _Pair,
-    name: str,
-    old: Preset,
-    new: Preset,
-    base_lost: frozenset[str],
-    base_gained: frozenset[str],
-) -> Iterator[Finding]:
+def _members(pair: _Pair, name: str, old: Preset, new: Preset) -> Iterator[Finding]:
+    # What the base preset lost or gained is reported at the base, not again here.
+    base_lost = base_gained = frozenset[str]()
+    base_old, base_new = _presets(pair.old.schema.base), _presets(pair.new.schema.base)
+    inherits = name in base_old and name in base_new
+    if not pair.is_base and inherits and not (old.replaces_base or new.replaces_base):
+        before, after = base_old[name].members, base_new[name].members
+        base_lost, base_gained = before - after, after - before
     new_vocabulary = pair.new_cls.vocabulary
     lost = []
     for member in sorted(old.members - new.members - base_lost):

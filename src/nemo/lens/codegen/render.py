@@ -88,19 +88,12 @@ class RenameView:
 
 
 @dataclass(frozen=True)
-class DeprecatedNameView:
-    """A deprecated group name: one `@deprecated` overload of each group-taking primitive."""
-
-    literal: str
-    decorator: str
-
-
-@dataclass(frozen=True)
 class PrimitivesView:
     """The group-checked declarations of `managed_span`, `trace_fn`, `is_span_group_enabled`."""
 
     group_type: str
-    renamed: tuple[DeprecatedNameView, ...]
+    renamed: tuple[tuple[str, str], ...]
+    """(literal, decorator) of each deprecated name: an overload of each primitive."""
     managed_span_doc: str
     trace_fn_doc: str
     is_enabled_doc: str
@@ -230,7 +223,7 @@ def primitives_view(
         trace_fn_doc=doc("trace_fn"),
         is_enabled_doc=doc("is_span_group_enabled"),
         renamed=tuple(
-            DeprecatedNameView(pystr(old), decorator("deprecated", rename_message("", old, t), 4))
+            (pystr(old), decorator("deprecated", rename_message("", old, t), 4))
             for old, t in renames
         ),
     )
