@@ -96,7 +96,7 @@ class Locator:
             line = raw.split("#", 1)[0] if '"' not in raw and "'" not in raw else raw
             if open_array is not None:
                 for _ in _STRING.finditer(line):
-                    self._record((*open_array, element), number)
+                    self._lines.setdefault((*open_array, element), number)
                     element += 1
                 if "]" in _STRING.sub("", line):
                     open_array = None
@@ -107,38 +107,33 @@ class Locator:
                 if header.group(1) == "[[":
                     index = array_counts.get(table, 0)
                     array_counts[table] = index + 1
-                    self._record(table, number)
+                    self._lines.setdefault(table, number)
                     table = (*table, str(index))
                 for end in range(1, len(table) + 1):
-                    self._record(table[:end], number)
+                    self._lines.setdefault(table[:end], number)
                 continue
             assign = _ASSIGN.match(line)
             if not assign:
                 continue
             path = (*table, *_split_dotted(assign.group(1)))
-            self._record(path, number)
+            self._lines.setdefault(path, number)
             value = assign.group(2)
             if value.startswith("{"):
                 for key in _INLINE_KEY.finditer(value):
-                    self._record((*path, *_split_dotted(key.group(1))), number)
+                    self._lines.setdefault((*path, *_split_dotted(key.group(1))), number)
             elif value.startswith("["):
                 strings = list(_STRING.finditer(value))
                 for index in range(len(strings)):
-                    self._record((*path, index), number)
+                    self._lines.setdefault((*path, index), number)
                 element = len(strings)
                 if "]" not in _STRING.sub("", value):
                     open_array = path
 
-    def _record(self, path: KeyPath, line: int) -> None:
-        self._lines.setdefault(path, line)
-
     def line(self, path: KeyPath) -> int | None:
         """The line of *path*, or of its closest recorded ancestor."""
-        probe = tuple(path)
-        while probe:
-            if probe in self._lines:
-                return self._lines[probe]
-            probe = probe[:-1]
+        for end in range(len(path), 0, -1):
+            if path[:end] in self._lines:
+                return self._lines[path[:end]]
         return None
 
 

@@ -496,15 +496,12 @@ def names_view(
     docs page's, every section (``None``)."""
     markdown = resource is None
     by_key = {n.key: n for n in catalogue.names}
+    views = {n.key: _name_view(n, by_key, markdown=markdown) for n in catalogue.names}
     sections = tuple(
         _section_view(
             s,
             RESOURCE_MODULE if s.resource else ATTRIBUTES_MODULE,
-            [
-                _name_view(n, by_key, markdown=markdown)
-                for n in catalogue.names
-                if n.section == s.key
-            ],
+            [views[n.key] for n in catalogue.names if n.section == s.key],
             markdown=markdown,
         )
         for s in catalogue.sections
