@@ -1,9 +1,5 @@
-"""The rules of the two catalogues of ``nemo.lens.semconv``: metrics and attribute names.
-
-Both share one namespace of constants (a key upper-cased), so a constant of one may not be
-a constant of the other; two names may hold one value only when the second says
-``alias_of`` (upstream's ``GENAI_*`` beside ``GEN_AI_*``).
-"""
+"""The rules of the two catalogues of ``nemo.lens.semconv``, metrics and attribute names,
+which share one namespace of constants."""
 
 from __future__ import annotations
 
@@ -39,6 +35,7 @@ from nemo.lens.codegen.model import (
 
 RESERVED_CONSTANTS = frozenset({"INSTRUMENTS"})
 """Names of ``nemo.lens.semconv`` that are not catalogue constants."""
+_NAMES: KeyPath = ("attributes", "names")
 
 
 def _sections(
@@ -74,7 +71,6 @@ def read_metrics(chk: Checker, raw: object) -> Catalogue | None:
     path: KeyPath = ("metrics",)
     if not chk.expect(raw, dict, path):
         return None
-    assert isinstance(raw, dict)
     chk.known_keys(raw, keys(METRICS), path)
     boundaries = _boundaries(chk, raw.get("boundaries", {}), (*path, "boundaries"))
     sections = _sections(chk, raw.get("sections", {}), (*path, "sections"), keys(METRIC_SECTION))
@@ -186,20 +182,15 @@ def _name(
 
 
 def _check_references(
-    chk: Checker,
-    names: dict[str, Name],
-    paths: dict[str, KeyPath],
-    broken: set[str],
-    metrics: Catalogue | None,
+    chk: Checker, names: dict[str, Name], broken: set[str], metrics: Catalogue | None
 ) -> None:
-    """What an entry says about others: `of`, `alias_of`, a value held twice, a constant
-    the metric catalogue has. An entry naming a *broken* one (reported already) is not."""
+    """What an entry says about others (`of`, `alias_of`, a value or constant held twice)."""
     taken: dict[str, KeyPath] = {}
     if metrics is not None:
         taken = {m.constant: ("metrics", "instruments", m.key) for m in metrics.metrics}
     first: dict[tuple[str, str, str], str] = {}
     for key, name in names.items():
-        path = paths[key]
+        path = (*_NAMES, key)
         if name.constant in RESERVED_CONSTANTS:
             chk.error(path, f"constant {name.constant!r} is reserved: nemo.lens.semconv has one")
         elif name.constant in taken:
@@ -224,8 +215,8 @@ def _check_references(
             earlier = first[namespace]
             chk.error(
                 (*path, "value"),
-                f"{name.kind} {name.value!r} is already {format_path(paths[earlier])}; a second "
-                f"constant for it says alias_of = {earlier!r}",
+                f"{name.kind} {name.value!r} is already {format_path((*_NAMES, earlier))}; a "
+                f"second constant for it says alias_of = {earlier!r}",
             )
         else:
             first[namespace] = key
@@ -247,26 +238,21 @@ def _check_alias(chk: Checker, name: Name, names: dict[str, Name], path: KeyPath
 
 
 def read_names(chk: Checker, raw: object, metrics: Catalogue | None) -> NameCatalogue | None:
-    """The attribute-name catalogue: sections and names."""
     path: KeyPath = ("attributes",)
     if not chk.expect(raw, dict, path):
         return None
-    assert isinstance(raw, dict)
     chk.known_keys(raw, keys(ATTRIBUTES), path)
     sections = _sections(chk, raw.get("sections", {}), (*path, "sections"), keys(NAME_SECTION))
     names: dict[str, Name] = {}
-    paths: dict[str, KeyPath] = {}
     broken: set[str] = set()
-    npaths = (*path, "names")
-    for key, body, npath in chk.tables(
-        raw.get("names", {}), npaths, "entry", keys(NAME), LONG_NAME
-    ):
+    entries = chk.tables(raw.get("names", {}), _NAMES, "entry", keys(NAME), LONG_NAME)
+    for key, body, npath in entries:
         name = _name(chk, key, body, npath, sections)
         if name is None:
             broken.add(key)
         else:
-            names[key], paths[key] = name, npath
-    _check_references(chk, names, paths, broken, metrics)
+            names[key] = name
+    _check_references(chk, names, broken, metrics)
     return NameCatalogue(
         sections=tuple(sorted(sections.values(), key=lambda s: s.key)),
         names=tuple(sorted(names.values(), key=lambda n: n.constant)),

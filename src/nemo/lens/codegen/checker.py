@@ -1,8 +1,5 @@
 """Reporting schema problems: where (file, line, key path), what, and what to write instead.
-
-:class:`Checker` collects the problems and warnings of one file and holds the checks every
-rule shares; :class:`Locator` finds the line of a key path, which ``tomllib`` forgets.
-"""
+:class:`Checker` holds the checks every rule shares; :class:`Locator` the lines tomllib forgets."""
 
 from __future__ import annotations
 
@@ -13,7 +10,7 @@ import re
 import unicodedata
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 from nemo.lens.codegen.model import IMPLICIT_PRESETS, KeyPath, Problem
 
@@ -31,6 +28,7 @@ RESERVED_NAMES = frozenset(
 _NOT_TEXT = frozenset({"Cc", "Cs", "Zl", "Zp", "Cf"})
 # Names whose constant (I, O) or whose own spelling (l) reads like a digit (ruff's E741).
 _AMBIGUOUS = frozenset({"i", "l", "o"})
+_T = TypeVar("_T")
 _TYPE_NAMES = {
     str: "a string",
     list: "an array",
@@ -85,11 +83,8 @@ def _split_dotted(dotted: str) -> tuple[str, ...]:
 
 
 class Locator:
-    """Line numbers (1-based) of the key paths of one TOML document.
-
-    It reads the text line by line and never decides validity (the parser did): where it
-    cannot follow the syntax it records less, and :meth:`line` falls back to an ancestor.
-    """
+    """Line numbers (1-based) of the key paths of one TOML document that tomllib parsed; where
+    it cannot follow the syntax it records less, and :meth:`line` falls back to an ancestor."""
 
     def __init__(self, text: str) -> None:
         self._lines: dict[KeyPath, int] = {}
@@ -101,7 +96,7 @@ class Locator:
             line = raw.split("#", 1)[0] if '"' not in raw and "'" not in raw else raw
             if open_array is not None:
                 for _ in _STRING.finditer(line):
-                    self._record((*open_array, element), number)
+                    self._lines.setdefault((*open_array, element), number)
                     element += 1
                 if "]" in _STRING.sub("", line):
                     open_array = None
@@ -112,38 +107,33 @@ class Locator:
                 if header.group(1) == "[[":
                     index = array_counts.get(table, 0)
                     array_counts[table] = index + 1
-                    self._record(table, number)
+                    self._lines.setdefault(table, number)
                     table = (*table, str(index))
                 for end in range(1, len(table) + 1):
-                    self._record(table[:end], number)
+                    self._lines.setdefault(table[:end], number)
                 continue
             assign = _ASSIGN.match(line)
             if not assign:
                 continue
             path = (*table, *_split_dotted(assign.group(1)))
-            self._record(path, number)
+            self._lines.setdefault(path, number)
             value = assign.group(2)
             if value.startswith("{"):
                 for key in _INLINE_KEY.finditer(value):
-                    self._record((*path, *_split_dotted(key.group(1))), number)
+                    self._lines.setdefault((*path, *_split_dotted(key.group(1))), number)
             elif value.startswith("["):
                 strings = list(_STRING.finditer(value))
                 for index in range(len(strings)):
-                    self._record((*path, index), number)
+                    self._lines.setdefault((*path, index), number)
                 element = len(strings)
                 if "]" not in _STRING.sub("", value):
                     open_array = path
 
-    def _record(self, path: KeyPath, line: int) -> None:
-        self._lines.setdefault(path, line)
-
     def line(self, path: KeyPath) -> int | None:
         """The line of *path*, or of its closest recorded ancestor."""
-        probe = tuple(path)
-        while probe:
-            if probe in self._lines:
-                return self._lines[probe]
-            probe = probe[:-1]
+        for end in range(len(path), 0, -1):
+            if path[:end] in self._lines:
+                return self._lines[path[:end]]
         return None
 
 
@@ -163,9 +153,8 @@ class Checker:
     def warn(self, path: KeyPath, message: str) -> None:
         self.warnings.append(Problem(self.file, self.locator.line(path), path, message))
 
-    def expect(self, value: object, kind: type, path: KeyPath) -> bool:
-        # bool is an int subclass in Python; TOML keeps them apart, and so do we.
-        if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+    def expect(self, value: object, kind: type[_T], path: KeyPath) -> TypeGuard[_T]:
+        if isinstance(value, kind):
             return True
         got = _TYPE_NAMES.get(type(value), type(value).__name__)
         self.error(path, f"expected {_TYPE_NAMES[kind]}, got {got}")
@@ -173,16 +162,12 @@ class Checker:
 
     def table(self, raw: object, path: KeyPath) -> Mapping[str, Any]:
         """*raw* when it is a table; else an empty one, after reporting it."""
-        if isinstance(raw, dict):
-            return raw
-        self.expect(raw, dict, path)
-        return {}
+        return raw if self.expect(raw, dict, path) else {}
 
     def unknown(
         self, path: KeyPath, what: str, value: str, known: Collection[str], listed: str = ""
     ) -> None:
-        """Report *value* as an unknown *what*: the closest of *known*, and all of them when
-        *listed* names them (``"tiers"``)."""
+        """Report an unknown *what*, the closest of *known*, and all when *listed* names them."""
         listing = f" ({listed}: {', '.join(known)})" if listed else ""
         self.error(path, f"unknown {what} {value!r}{did_you_mean(value, known)}{listing}")
 
@@ -199,8 +184,7 @@ class Checker:
         allowed: tuple[str, ...],
         longest: int = MAX_NAME,
     ) -> Iterator[tuple[str, Mapping[str, Any], KeyPath]]:
-        """(key, table, its path) of each entry of the table *raw* that is a well-named
-        table, its keys checked against *allowed*; every other entry is reported."""
+        """(key, table, path) of each well-named table in *raw*, keys checked; others reported."""
         for key, body in self.table(raw, path).items():
             kpath = (*path, key)
             if self.name(key, kpath, what, longest) and self.expect(body, dict, kpath):
@@ -215,15 +199,15 @@ class Checker:
         allowed: Collection[str],
         what: tuple[str, str],
     ) -> str:
-        """The required text *key* of *table* when it is one of *allowed*; empty when it is
-        missing or after reporting it. *what* names one and all (``("frequency", "tiers")``)."""
+        """The required text *key* when it is one of *allowed*, else empty (reported)."""
         value = self.text(table, key, path, required=True)
         return self.one_of(value, (*path, key), allowed, what) if value else ""
 
     def one_of(
         self, value: object, path: KeyPath, allowed: Collection[str], what: tuple[str, str]
     ) -> str:
-        """*value* when it is one of *allowed*; empty after reporting why not."""
+        """*value* when it is one of *allowed*, else empty (reported); *what*: one and all
+        (``("frequency", "tiers")``)."""
         if not self.expect(value, str, path):
             return ""
         if value not in allowed:

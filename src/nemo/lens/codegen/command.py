@@ -5,9 +5,7 @@ docs/schema.md, docs/consumer-repositories.md and docs/schema-compatibility.md s
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import difflib
-import json
 import os
 import stat
 import sys
@@ -18,22 +16,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nemo.lens.codegen.docs_region import END, START, RegionError, find_region
+from nemo.lens.codegen.json_schema import json_schema_text
 from nemo.lens.codegen.model import Problem, Schema
 
 if TYPE_CHECKING:
-    from nemo.lens.codegen.compat import Finding, Side
+    from nemo.lens.codegen.compat import Side
 
 PROG = "nemo-lens generate"
 DIFF_PROG = "nemo-lens diff-schema"
 FORMATS: tuple[str, ...] = ("text", "json", "github")
-JSON_VERSION = 1
-"""The version of diff-schema's JSON object's shape: it changes only when a key changes meaning."""
 DEFAULT_SCHEMA = Path("schema/span_groups.toml")
 DEFAULT_OUT_ROOT = Path("src")
 DEFAULT_DOCS = Path("docs/span-groups.md")
 JSON_SCHEMA_FILE = "span_groups.schema.json"
-"""The JSON Schema of the format (``--print-json-schema``), written beside this repository's
-own schema, which names it on its first line; the package ships it beside the base schema."""
+"""The JSON Schema of the format, written beside this repository's own schema."""
 DEFAULT_COMMAND = "make generate"
 """What the headers of this repository's own generated files tell readers to run."""
 GENERATED_MARK = "DO NOT EDIT: generated from "
@@ -44,15 +40,6 @@ EXIT_STALE = 1
 EXIT_BREAKING = 1
 EXIT_USAGE = 2
 """A usage error, an invalid schema, or a file the generator must not replace."""
-
-_INSTALL_HINT = (
-    f"{PROG} needs the code generator's extra (Jinja2, and tomli on Python 3.10): "
-    "pip install 'nemo-lens[codegen]'"
-)
-_DIFF_INSTALL_HINT = (
-    f"{DIFF_PROG} needs the code generator's extra (tomli on Python 3.10): "
-    "pip install 'nemo-lens[codegen]'"
-)
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -180,10 +167,8 @@ def _write_atomically(files: dict[Path, str]) -> None:
             raise
 
 
-def _stale(files: dict[Path, str], read: Mapping[Path, str] | None = None) -> list[str]:
-    """The diff of each file that differs from what is on disk. *read* holds files already
-    read exactly as they are (a page with a marked region: its line endings count)."""
-    read = read or {}
+def _stale(files: dict[Path, str], read: Mapping[Path, str]) -> list[str]:
+    """The diff of each file that differs from what is on disk (or in *read*, as read)."""
     diffs = []
     for path, content in sorted(files.items()):
         try:
@@ -201,7 +186,6 @@ def _stale(files: dict[Path, str], read: Mapping[Path, str] | None = None) -> li
                         tofile=f"{path.as_posix()} (from the schema)",
                     )
                 )
-                or f"{path.as_posix()}: missing\n"
             )
     return diffs
 
@@ -221,16 +205,9 @@ def _is_generated(path: Path, marker: str) -> bool:
     return GENERATED_MARK in head and marker in text
 
 
-def _refusals(
-    schema: Schema, plan: _Plan, files: dict[Path, str], *, docs_region: bool = False
-) -> list[str]:
-    """Why a file must not be written: it exists and was not generated for the same thing.
-
-    A consumer's module must be a new module of that consumer: a hand-written module
-    (``module = "nemo.lens.helpers"``), a package of the same name, or another
-    consumer's generated module is never replaced. A page with a marked region
-    (*docs_region*) is the author's: only its region is written.
-    """
+def _refusals(schema: Schema, plan: _Plan, docs_region: bool) -> list[str]:
+    """Why a file must not be written: it exists and was not generated for the same class
+    (a hand-written module, a package, another consumer's module) or page."""
     from nemo.lens.codegen.render import module_path
 
     problems = []
@@ -271,15 +248,10 @@ def _nothing_written(*lines: str, status: int = EXIT_USAGE) -> int:
     return status
 
 
-def _json_schema_text() -> str | None:
-    """The JSON Schema of the format, or None after saying why it cannot be had."""
-    try:
-        from nemo.lens.codegen.json_schema import json_schema_text
-
-        return json_schema_text()
-    except ImportError as exc:
-        print(f"{PROG}: error: {_INSTALL_HINT} ({exc})", file=sys.stderr)
-    return None
+def _missing_extra(prog: str, needs: str, exc: ImportError) -> int:
+    hint = f"needs the code generator's extra ({needs}): pip install 'nemo-lens[codegen]'"
+    print(f"{prog}: error: {prog} {hint} ({exc})", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace | int:
@@ -297,10 +269,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     if args.print_json_schema:
-        text = _json_schema_text()
-        if text is None:
-            return EXIT_USAGE
-        sys.stdout.write(text)
+        sys.stdout.write(json_schema_text())
         return EXIT_OK
     plan = _Plan(args)
     if plan.default and not plan.schema.exists():
@@ -314,8 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nemo.lens.codegen.render import render_all
         from nemo.lens.codegen.validate import SchemaError, load_schema
     except ImportError as exc:
-        print(f"{PROG}: error: {_INSTALL_HINT} ({exc})", file=sys.stderr)
-        return EXIT_USAGE
+        return _missing_extra(PROG, "Jinja2, and tomli on Python 3.10", exc)
 
     try:
         schema = load_schema(plan.schema, plan.shown)
@@ -324,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _nothing_written(f"error: {exc}")
     _print_warnings(schema.warnings)
     if args.baseline is not None:
-        status = check_baseline(args.baseline, plan.schema, plan.shown, schema)
+        status = check_baseline(args.baseline, plan.schema, plan.shown)
         if status is not None:
             return _nothing_written(status=status)
     if args.validate:
@@ -345,11 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         read[plan.docs] = region.page
     if plan.default:
         # This repository's own schema names the JSON Schema beside it (its #:schema line).
-        text = _json_schema_text()
-        if text is None:
-            return EXIT_USAGE
-        files[plan.schema.with_name(JSON_SCHEMA_FILE)] = text
-    refusals = _refusals(schema, plan, files, docs_region=region is not None)
+        files[plan.schema.with_name(JSON_SCHEMA_FILE)] = json_schema_text()
+    refusals = _refusals(schema, plan, docs_region=region is not None)
     if refusals:
         count = f"{len(refusals)} problem{'s' if len(refusals) != 1 else ''}"
         return _nothing_written(f"error: {count} in the schema:", *refusals)
@@ -403,70 +368,13 @@ def diff_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def summary(findings: Sequence[Finding], old: str, new: str) -> str:
-    """`summary: 1 breaking, 2 warnings, 3 compatible (OLD -> NEW)`."""
-    from nemo.lens.codegen.compat import BREAKING, COMPATIBLE, WARNING, counts
-
-    count = counts(findings)
-    warnings = f"{count[WARNING]} warning{'' if count[WARNING] == 1 else 's'}"
-    return (
-        f"summary: {count[BREAKING]} breaking, {warnings}, {count[COMPATIBLE]} compatible "
-        f"({old} -> {new})"
-    )
-
-
-def _escape(text: str, property_: bool = False) -> str:
-    # What GitHub's workflow commands require of a message; a property value (file=,
-    # title=) also ends at ':' and ','.
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if property_ else text
-
-
-def report(findings: Sequence[Finding], fmt: str, old: str, new: str) -> str:
-    """The findings in format *fmt* (``text``, ``json`` or ``github``), *old* and *new*
-    naming the schemas as the user did; the same on every machine, the summary last."""
-    from nemo.lens.codegen.compat import COMPATIBLE, WARNING, breaks, counts
-
-    if fmt == "json":
-        document = {
-            "version": JSON_VERSION,
-            "old": old,
-            "new": new,
-            "findings": [dataclasses.asdict(f) for f in findings],
-            "summary": {**counts(findings), "breaks": breaks(findings)},
-        }
-        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    lines = []
-    for f in findings:
-        if f.severity == COMPATIBLE and fmt == "github":
-            continue  # counted in the summary, nothing to review
-        sides = [f"{side} ({side.key})" if side else "absent" for side in (f.old, f.new)]
-        if fmt == "text":
-            where = f"{f.where}: " if f.where else ""
-            lines.append(f"{where}{f.severity}: {f.subject}: {f.message}")
-            if f.severity != COMPATIBLE:
-                lines += [f"    old: {sides[0]}", f"    new: {sides[1]}", f"    fix: {f.fix}"]
-            continue
-        properties = []
-        if f.where:
-            properties.append(f"file={_escape(f.where.file, True)}")
-            if f.where.line:
-                properties.append(f"line={f.where.line}")
-        properties.append(f"title={_escape(f'{f.kind} ({f.severity})', True)}")
-        body = f"{f.subject}: {f.message}\nfix: {f.fix}\nold: {sides[0]}\nnew: {sides[1]}"
-        level = "warning" if f.severity == WARNING else "error"
-        lines.append(f"::{level} {','.join(properties)}::{_escape(body)}")
-    lines.append(summary(findings, old, new))
-    return "\n".join(lines) + "\n"
-
-
-def _load_side(path: Path, shown: str, role: str, schema: Schema | None = None) -> Side | None:
+def _load_side(path: Path, shown: str, role: str) -> Side | None:
     """The side at *path*, or None after printing why it cannot be compared."""
     from nemo.lens.codegen.compat import Side
     from nemo.lens.codegen.validate import SchemaError
 
     try:
-        return Side.load(path, shown, schema)
+        return Side.load(path, shown)
     except SchemaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         print(
@@ -485,10 +393,9 @@ def diff_schema(argv: Sequence[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     try:
-        from nemo.lens.codegen.compat import breaks, compare
+        from nemo.lens.codegen.compat import breaks, compare, report
     except ImportError as exc:
-        print(f"{DIFF_PROG}: error: {_DIFF_INSTALL_HINT} ({exc})", file=sys.stderr)
-        return EXIT_USAGE
+        return _missing_extra(DIFF_PROG, "tomli on Python 3.10", exc)
     old_shown, new_shown = args.old.as_posix(), args.new.as_posix()
     old = _load_side(args.old, old_shown, "OLD")
     new = _load_side(args.new, new_shown, "NEW")
@@ -499,15 +406,15 @@ def diff_schema(argv: Sequence[str] | None = None) -> int:
     return EXIT_BREAKING if breaks(findings) else EXIT_OK
 
 
-def check_baseline(baseline: Path, path: Path, shown: str, schema: Schema) -> int | None:
-    """``generate --baseline``: compare *schema* (loaded from *path*, named *shown*) with
-    *baseline*, printing its breaking changes and warnings on stderr. The exit status when
-    generation must stop (1: something breaks, 2: the baseline is not valid), else None."""
-    from nemo.lens.codegen.compat import COMPATIBLE, breaks, compare
+def check_baseline(baseline: Path, path: Path, shown: str) -> int | None:
+    """``generate --baseline``: compare the schema at *path* (named *shown*) with *baseline*,
+    printing its breaking changes and warnings on stderr. The exit status when generation
+    must stop (1: something breaks, 2: the baseline is not valid), else None."""
+    from nemo.lens.codegen.compat import COMPATIBLE, breaks, compare, report, summary
 
     old_shown = baseline.as_posix()
     old = _load_side(baseline, old_shown, "the baseline")
-    new = _load_side(path, shown, "the schema", schema)
+    new = _load_side(path, shown, "the schema")
     if old is None or new is None:
         return EXIT_USAGE
     findings = compare(old, new)

@@ -1,13 +1,11 @@
-"""Compatibility of a schema against a baseline: every change from OLD to NEW, classified.
-
-:func:`compare` returns a :class:`Finding` for every change users of OLD could notice:
-``breaking``, ``warning`` or ``compatible``, each with its fix and both sides' file and line
-(docs/schema-compatibility.md lists every kind).
-"""
+"""Compatibility of a schema against a baseline: :func:`compare` returns a :class:`Finding`
+for every change from OLD to NEW that its users could notice (docs/schema-compatibility.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,18 +25,17 @@ from nemo.lens.codegen.model import (
     Schema,
     format_path,
 )
-from nemo.lens.codegen.validate import extended_schema, load_schema, read_document
+from nemo.lens.codegen.validate import load_schema
 
 __all__ = ["BREAKING", "COMPATIBLE", "SEVERITIES", "WARNING", "Finding", "Side", "compare"]
 
 BREAKING = "breaking"
-"""Users of the old schema break: a name they use is gone, or production loses spans."""
 WARNING = "warning"
-"""Nothing breaks, but what users see changes: more spans, or goodput figures that move."""
 COMPATIBLE = "compatible"
-"""An addition, a deprecation, or the end of one."""
 SEVERITIES: tuple[str, ...] = (BREAKING, WARNING, COMPATIBLE)
 """Most serious first: the order findings are listed in."""
+JSON_VERSION = 1
+"""The version of diff-schema's JSON object's shape: it changes only when a key changes meaning."""
 NOTHING_TO_DO = "nothing to do"
 DESCRIPTION_SIMILAR = 0.75
 NAME_SIMILAR = 0.7
@@ -46,8 +43,6 @@ NAME_SIMILAR = 0.7
 
 @dataclass(frozen=True)
 class Location:
-    """Where one side of a finding is written: a file, a line, and the key found there."""
-
     file: str
     line: int | None
     key: str
@@ -58,11 +53,9 @@ class Location:
 
 @dataclass(frozen=True)
 class Finding:
-    """One change between the two schemas, classified (its fields, in order, are the
-    JSON report's)."""
+    """One change between the two schemas (its fields, in order, are the JSON report's)."""
 
     kind: str
-    """What changed, as a stable identifier (``group_removed``)."""
     severity: str
     subject: str
     """The key path the finding is about (``consumers.mylib.presets.default``)."""
@@ -73,7 +66,6 @@ class Finding:
 
     @property
     def where(self) -> Location | None:
-        """Where to point a reader: the new schema's line, else the old one's."""
         return self.new or self.old
 
     @property
@@ -84,33 +76,29 @@ class Finding:
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One schema file's parsed content and the lines of its keys."""
-
     shown: str
     data: Mapping[str, Any]
     locator: Locator
 
-    def node(self, path: KeyPath) -> tuple[bool, Any]:
-        """(whether this file writes *path*, what it holds there)."""
+    def node(self, path: KeyPath) -> Any:
+        """What this file holds at *path*; None where it writes nothing (TOML has no null)."""
         node: Any = self.data
         for part in path:
             if isinstance(part, int):
                 if not isinstance(node, list) or part >= len(node):
-                    return False, None
+                    return None
             elif not isinstance(node, dict) or part not in node:
-                return False, None
+                return None
             node = node[part]
-        return True, node
+        return node
 
     def locate(self, path: KeyPath) -> Location | None:
-        """The location of *path* when this file writes that key; None when it does not."""
-        if not path or not self.node(path)[0]:
+        if not path or self.node(path) is None:
             return None
         return Location(self.shown, self.locator.line(path), format_path(path))
 
     def array(self, path: KeyPath) -> list[Any]:
-        """The array at *path*; empty when this file writes none there."""
-        node = self.node(path)[1]
+        node = self.node(path)
         return node if isinstance(node, list) else []
 
 
@@ -125,40 +113,32 @@ class Side:
     """The file that defines the base vocabulary: the named one, or the one it extends."""
 
     @classmethod
-    def load(cls, path: Path, shown: str, schema: Schema | None = None) -> Side:
-        """Load and validate the schema at *path* (raises ``SchemaError``) and read the
-        files it comes from; *schema* is what ``load_schema`` returned for it already."""
-        schema = schema or load_schema(path, shown)
-        files = []
-        while True:  # the named file, then each file it extends (the loader refused cycles)
-            data, locator = read_document(path, shown)
-            files.append(SourceFile(shown, data, locator))
-            if not isinstance(data.get("extends"), str):
-                return cls(schema, files[0], files[-1])
-            path, shown = extended_schema(path, data["extends"])
+    def load(cls, path: Path, shown: str) -> Side:
+        """Load the schema at *path* (raises ``SchemaError``), with the files it comes from."""
+        documents: list[tuple[str, dict[str, Any], Locator]] = []
+        schema = load_schema(path, shown, documents=documents)
+        return cls(schema, SourceFile(*documents[0]), SourceFile(*documents[-1]))
 
     @property
     def consumers(self) -> dict[str, GroupClass]:
         return {c.key: c for c in self.schema.consumers}
 
     def prefix(self, cls: GroupClass) -> tuple[SourceFile, KeyPath]:
-        """The file and key path under which *cls* is written."""
         return (self.base, ()) if cls.base is None else (self.top, ("consumers", cls.key))
 
     def first(self, cls: GroupClass, *paths: KeyPath) -> Location | None:
-        """The first of *paths* (relative to *cls*'s table) that *cls*'s file writes."""
+        """The first of *paths*, relative to *cls*'s table, that its file writes."""
         source, prefix = self.prefix(cls)
         return next(filter(None, (source.locate((*prefix, *path)) for path in paths)), None)
 
     def group(self, cls: GroupClass, name: str, *keys: str) -> Location | None:
-        """Where group *name* of *cls* (or of the base it inherits) is written: its key
-        *keys* when it has it, else its table."""
+        """Group *name* of *cls* (or of its base): its key *keys* when it has it, else its table."""
         owner = cls if any(g.name == name for g in cls.groups) else (cls.base or cls)
         return self.first(owner, ("groups", name, *keys), ("groups", name))
 
     def preset(self, cls: GroupClass, name: str, member: str = "") -> Location | None:
-        """Where preset *name* of *cls* is written (at *member*'s listing when it names one);
-        a consumer preset inherited without a table of its own: its consumer's table."""
+        """Preset *name* of *cls* (*member*'s listing, when it lists it); one inherited
+        without a table of its own: its consumer's table."""
         source, prefix = self.prefix(cls)
         table = (*prefix, "presets", name)
         if member:
@@ -170,8 +150,7 @@ class Side:
         return source.locate(table) or source.locate(prefix)
 
     def lists(self, cls: GroupClass, name: str, member: str) -> bool:
-        """Whether preset *name* of *cls* lists group *member* itself (not through
-        ``extends`` or the base preset)."""
+        """Whether preset *name* of *cls* lists *member* itself, not by ``extends`` or its base."""
         source, prefix = self.prefix(cls)
         return member in source.array((*prefix, "presets", name, "groups"))
 
@@ -184,7 +163,7 @@ def _presets(cls: GroupClass) -> dict[str, Preset]:
 
 
 def _quoted(names: Iterable[str]) -> str:
-    """`group 'a'` or `groups 'a', 'b'`: sorted, so output is the same on every machine."""
+    """`group 'a'` or `groups 'a', 'b'`, sorted."""
     ordered = sorted(names)
     listing = ", ".join(f"{n!r}" for n in ordered)
     return f"group {listing}" if len(ordered) == 1 else f"groups {listing}"
@@ -212,11 +191,9 @@ class _Pair:
         return self.new_cls.class_name
 
     def subject(self, *path: str) -> str:
-        """The key path of *path* under this class's table, as messages write it."""
         return format_path(path if self.is_base else ("consumers", self.new_cls.key, *path))
 
     def groups(self, name: str, key: str = "") -> tuple[Location | None, Location | None]:
-        """Both sides' line of group *name* (of its *key*, when given)."""
         keys = (key,) if key else ()
         return self.old.group(self.old_cls, name, *keys), self.new.group(self.new_cls, name, *keys)
 
@@ -235,18 +212,68 @@ def compare(old: Side, new: Side) -> tuple[Finding, ...]:
 
 
 def counts(findings: Sequence[Finding]) -> dict[str, int]:
-    """How many findings of each severity, every severity listed."""
     return {s: sum(1 for f in findings if f.severity == s) for s in SEVERITIES}
 
 
 def breaks(findings: Sequence[Finding]) -> bool:
-    """Whether any finding breaks users of the old schema."""
     return any(f.severity == BREAKING for f in findings)
 
 
+def summary(findings: Sequence[Finding], old: str, new: str) -> str:
+    """`summary: 1 breaking, 2 warnings, 3 compatible (OLD -> NEW)`."""
+    count = counts(findings)
+    warnings = f"{count[WARNING]} warning{'' if count[WARNING] == 1 else 's'}"
+    return (
+        f"summary: {count[BREAKING]} breaking, {warnings}, {count[COMPATIBLE]} compatible "
+        f"({old} -> {new})"
+    )
+
+
+def _escape(text: str, property_: bool = False) -> str:
+    # What GitHub's workflow commands require of a message; a property value (file=,
+    # title=) also ends at ':' and ','.
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if property_ else text
+
+
+def report(findings: Sequence[Finding], fmt: str, old: str, new: str) -> str:
+    """The findings in format *fmt* (``text``, ``json`` or ``github``), *old* and *new*
+    naming the schemas as the user did; the same on every machine, the summary last."""
+    if fmt == "json":
+        document = {
+            "version": JSON_VERSION,
+            "old": old,
+            "new": new,
+            "findings": [dataclasses.asdict(f) for f in findings],
+            "summary": {**counts(findings), "breaks": breaks(findings)},
+        }
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    lines = []
+    for f in findings:
+        if f.severity == COMPATIBLE and fmt == "github":
+            continue  # counted in the summary, nothing to review
+        sides = [f"{side} ({side.key})" if side else "absent" for side in (f.old, f.new)]
+        if fmt == "text":
+            where = f"{f.where}: " if f.where else ""
+            lines.append(f"{where}{f.severity}: {f.subject}: {f.message}")
+            if f.severity != COMPATIBLE:
+                lines += [f"    old: {sides[0]}", f"    new: {sides[1]}", f"    fix: {f.fix}"]
+            continue
+        properties = []
+        if f.where:
+            properties.append(f"file={_escape(f.where.file, True)}")
+            if f.where.line:
+                properties.append(f"line={f.where.line}")
+        properties.append(f"title={_escape(f'{f.kind} ({f.severity})', True)}")
+        body = f"{f.subject}: {f.message}\nfix: {f.fix}\nold: {sides[0]}\nnew: {sides[1]}"
+        level = "warning" if f.severity == WARNING else "error"
+        lines.append(f"::{level} {','.join(properties)}::{_escape(body)}")
+    lines.append(summary(findings, old, new))
+    return "\n".join(lines) + "\n"
+
+
 def _similarity(old: Group, new: Group) -> float:
-    """How alike two groups' descriptions or names are (0 to 1); 0 when neither is alike
-    enough to suggest a rename."""
+    """How alike two groups' descriptions or names are (0 to 1); 0: not enough for a rename."""
     description = difflib.SequenceMatcher(
         None, old.description.lower(), new.description.lower()
     ).ratio()
@@ -264,9 +291,8 @@ def _similarity(old: Group, new: Group) -> float:
 def likely_renames(
     removed: list[Group], added: list[Group], old_cls: GroupClass, new_cls: GroupClass
 ) -> dict[str, Group]:
-    """``{removed name: added group}`` for the pairs that look like a rename: the same tier
-    and category, and a similar description or name. Each group pairs at most once, the
-    most similar pairs first."""
+    """``{removed name: added group}``: pairs of the same tier and category, similar enough
+    to look like a rename, each group in one pair at most, the most similar first."""
     candidates = []
     for old in removed:
         for new in added:
@@ -285,8 +311,7 @@ def likely_renames(
 
 
 def _group_findings(pair: _Pair) -> Iterator[Finding]:
-    """Every change to the groups of one class, reported at the class that made it: a base
-    group's once, at ``SpanGroup``; a consumer's view of a base group at that consumer."""
+    """Every change to the groups of one class, reported at the class that made it."""
     old_cls, new_cls = pair.old_cls, pair.new_cls
     old_vocabulary, new_vocabulary = old_cls.vocabulary, new_cls.vocabulary
     old_own = {g.name for g in old_cls.groups}
@@ -369,8 +394,7 @@ def _removed(pair: _Pair, group: Group, renamed: Group | None) -> Finding:
 
 
 def _holders(pair: _Pair, name: str) -> dict[str, list[str]]:
-    """``{preset: [class, ...]}``: the declared presets of the new schema that hold group
-    *name* (every class's, for a base group)."""
+    """``{preset: [class, ...]}``: the new schema's declared presets that hold group *name*."""
     classes = [pair.new_cls]
     if name in {g.name for g in pair.new.schema.base.groups}:
         classes = [pair.new.schema.base, *pair.new.schema.consumers]
@@ -504,7 +528,6 @@ def _deprecation(pair: _Pair, old: Group, new: Group) -> Iterator[Finding]:
 
 
 def _inherited_only(preset: Preset) -> bool:
-    """The consumer preset is the base preset of its name, with nothing of its own."""
     return preset.members == preset.from_base and not preset.replaces_base
 
 
@@ -517,9 +540,8 @@ def _inherit_note(pair: _Pair, name: str, them: str) -> str:
 
 
 def _preset_findings(pair: _Pair) -> Iterator[Finding]:
-    """Every change to the presets of one class, compared as a job owner gets them (a
-    consumer's with the members it inherits); a change of the base preset is reported once,
-    at the base."""
+    """Every change to the presets of one class as job owners get them (inherited members
+    included); a change of a base preset is reported once, at the base."""
     old_presets, new_presets = _presets(pair.old_cls), _presets(pair.new_cls)
     base_old, base_new = _presets(pair.old.schema.base), _presets(pair.new.schema.base)
     for name in sorted(set(old_presets) - set(new_presets)):
@@ -546,25 +568,17 @@ def _preset_findings(pair: _Pair) -> Iterator[Finding]:
         subject = pair.subject("presets", name)
         yield Finding("preset_added", COMPATIBLE, subject, message, NOTHING_TO_DO, None, new_at)
     for name in sorted(set(old_presets) & set(new_presets)):
-        old, new = old_presets[name], new_presets[name]
-        # What the base preset lost or gained is reported at the base, not again here.
-        base_lost: frozenset[str] = frozenset()
-        base_gained = base_lost
-        inherits = name in base_old and name in base_new
-        if not pair.is_base and inherits and not (old.replaces_base or new.replaces_base):
-            before, after = base_old[name].members, base_new[name].members
-            base_lost, base_gained = before - after, after - before
-        yield from _members(pair, name, old, new, base_lost, base_gained)
+        yield from _members(pair, name, old_presets[name], new_presets[name])
 
 
-def _members(
-    pair: _Pair,
-    name: str,
-    old: Preset,
-    new: Preset,
-    base_lost: frozenset[str],
-    base_gained: frozenset[str],
-) -> Iterator[Finding]:
+def _members(pair: _Pair, name: str, old: Preset, new: Preset) -> Iterator[Finding]:
+    # What the base preset lost or gained is reported at the base, not again here.
+    base_lost = base_gained = frozenset[str]()
+    base_old, base_new = _presets(pair.old.schema.base), _presets(pair.new.schema.base)
+    inherits = name in base_old and name in base_new
+    if not pair.is_base and inherits and not (old.replaces_base or new.replaces_base):
+        before, after = base_old[name].members, base_new[name].members
+        base_lost, base_gained = before - after, after - before
     new_vocabulary = pair.new_cls.vocabulary
     lost = []
     for member in sorted(old.members - new.members - base_lost):
@@ -617,7 +631,6 @@ def _members(
 
 
 def _consumer_findings(old: Side, new: Side) -> Iterator[Finding]:
-    """Consumers removed or added, and changes to the class and module users import."""
     old_classes, new_classes = old.consumers, new.consumers
     for key in sorted(set(old_classes) - set(new_classes)):
         cls = old_classes[key]

@@ -5,7 +5,6 @@ fenced code block); the rest of the page is kept byte for byte."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ MAX_PAGE_BYTES = 8 << 20
 _LINE = re.compile(r"([^\r\n]*)(\r\n|\n|\r|\Z)")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
+_ONE_REGION = "a page holds one generated region: remove one of them"
 
 
 class RegionError(Exception):
@@ -31,16 +31,14 @@ class RegionError(Exception):
 
 @dataclass(frozen=True)
 class Region:
-    """Where the generated lines go in a page, and the page as it was read."""
+    """The *page* as read (line endings untranslated); the generated lines go from *start*,
+    after the start marker's line, to *end*, the end marker's line, ending in *newline* as
+    the start marker's line does."""
 
     page: str
-    """The whole page, exactly as read (no line endings translated)."""
     start: int
-    """Offset of the first generated character: just after the start marker's line."""
     end: int
-    """Offset of the end marker's line."""
     newline: str
-    """The line ending of the start marker's line, which the generated lines take."""
 
     def with_body(self, body: str) -> str:
         """The page with *body* (lines ending in ``\\n``) between the markers, and a blank
@@ -49,18 +47,6 @@ class Region:
         if self.newline != "\n":
             body = body.replace("\n", self.newline)
         return self.page[: self.start] + body + self.page[self.end :]
-
-
-def _lines(text: str) -> Iterator[tuple[int, int, str, str]]:
-    """(line number, offset, content, line ending) of each line of *text*."""
-    offset = 0
-    number = 0
-    while offset < len(text):
-        match = _LINE.match(text, offset)
-        assert match is not None  # the pattern matches at every offset
-        number += 1
-        yield number, offset, match.group(1), match.group(2)
-        offset = match.end()
 
 
 def _read(path: Path, shown: str) -> str:
@@ -92,7 +78,9 @@ def find_region(path: Path, shown: str) -> Region | None:
     ends: list[tuple[int, int]] = []  # (line, offset of the line)
     fenced: list[int] = []
     fence = ""
-    for number, offset, content, newline in _lines(page):
+    # The last match is an empty line at the very end, which changes nothing.
+    for number, line in enumerate(_LINE.finditer(page), start=1):
+        content, newline = line.groups()
         marker = content.strip()
         if fence:
             close = _FENCE_CLOSE.fullmatch(content)
@@ -105,9 +93,9 @@ def find_region(path: Path, shown: str) -> Region | None:
         if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
             fence = opening.group(1)
         elif marker == START:
-            starts.append((number, offset + len(content) + len(newline), newline))
+            starts.append((number, line.end(), newline))
         elif marker == END:
-            ends.append((number, offset))
+            ends.append((number, line.start()))
     if not starts and not ends:
         if fenced:
             raise RegionError(
@@ -131,38 +119,27 @@ def _problems(shown: str, lines: dict[str, list[int]], fenced: list[int]) -> lis
     found: list[tuple[int, str]] = []
     for marker, numbers in lines.items():
         for line in numbers[1:]:
-            found.append(
-                (
-                    line,
-                    f"{shown}:{line}: a second {marker} (the first is on line {numbers[0]}); "
-                    "a page holds one generated region: remove one of them",
-                )
-            )
-    in_fence = (
-        f" (the marker on line {fenced[0]} is inside a fenced code block, where it is text)"
-        if fenced
-        else ""
-    )
+            first = numbers[0]
+            found.append((line, f"a second {marker} (the first is on line {first}); {_ONE_REGION}"))
+    in_fence = ""
+    if fenced:
+        in_fence = (
+            f" (the marker on line {fenced[0]} is inside a fenced code block, where it is text)"
+        )
     for here, there, side, edge in (
         (START, END, "after", "ends"),
         (END, START, "before", "begins"),
     ):
         if lines[here] and not lines[there]:
-            line = lines[here][0]
             found.append(
                 (
-                    line,
-                    f"{shown}:{line}: {here} has no {there} {side} it; add that line where the "
-                    f"generated region {edge}{in_fence}",
+                    lines[here][0],
+                    f"{here} has no {there} {side} it; add that line where the generated region "
+                    f"{edge}{in_fence}",
                 )
             )
     starts, ends = lines[START], lines[END]
     if starts and ends and ends[0] < starts[0]:
-        found.append(
-            (
-                ends[0],
-                f"{shown}:{ends[0]}: {END} comes before {START} (line {starts[0]}); the start "
-                "marker goes first",
-            )
-        )
-    return [message for _, message in sorted(found)]
+        message = f"{END} comes before {START} (line {starts[0]}); the start marker goes first"
+        found.append((ends[0], message))
+    return [f"{shown}:{line}: {message}" for line, message in sorted(found)]

@@ -84,8 +84,7 @@ def _names(description: str, **extra: Any) -> JSON:
 def _map(
     description: str, value: JSON, longest: int = MAX_NAME, reserved: Sequence[str] = ()
 ) -> JSON:
-    """A table whose keys are names the author chooses (groups, presets, ...), spelled as the
-    loader wants a name; none of *reserved*."""
+    """A table whose keys are names the author chooses (groups, presets, ...)."""
     names: JSON = {"type": "string", "pattern": _pattern(NAME_RE), "maxLength": longest}
     if reserved:
         names["not"] = {"enum": list(reserved)}

@@ -1,4 +1,5 @@
-"""The validated schema as plain, immutable data, and a problem found in a schema."""
+"""The validated schema as plain, immutable data (each field's meaning: json_schema.py), and a
+problem found in a schema."""
 
 from __future__ import annotations
 
@@ -33,7 +34,6 @@ ALL_PRESET = "all"
 GOODPUT = "goodput"
 PROFILING = "profiling"
 CATEGORIES: tuple[str, ...] = (GOODPUT, PROFILING)
-"""A group is `profiling` unless the schema says `goodput` (upstream's rule)."""
 BUCKETS: dict[str, str] = {
     "productive": "time that trained the model (a step whose iteration was not run again)",
     "initialization": "start-up: building the model, loading a checkpoint, set-up phases",
@@ -45,15 +45,12 @@ IMPLICIT_PRESETS: tuple[str, ...] = (GOODPUT, PROFILING, ALL_PRESET)
 """Presets every class has without declaring them, in the order they are listed."""
 METRIC_KINDS: tuple[str, ...] = ("counter", "up_down_counter", "histogram", "gauge")
 NAME_KINDS: tuple[str, ...] = ("attribute", "value", "event", "field", "scope", "version")
-"""What a catalogue name is: an attribute key (the default), a fixed value of one, a span
-event, a field of ``logging.LogRecord``, an instrumentation scope, or a version."""
 ATTRIBUTE_TYPES: dict[str, str] = {
     "string": "str",
     "int": "int",
     "double": "float",
     "boolean": "bool",
 }
-"""The attribute types a catalogue entry may state (OpenTelemetry's spelling), as Python types."""
 
 BASE_CLASS = "SpanGroup"
 BASE_MODULE = "nemo.lens.groups"
@@ -95,7 +92,6 @@ class Group:
     renamed_to: str = ""
     category: str = PROFILING
     bucket: str = ""
-    """The goodput bucket the group's time feeds (goodput groups only); empty: none."""
 
     @property
     def constant(self) -> str:
@@ -172,8 +168,6 @@ class GroupClass:
 
 @dataclass(frozen=True)
 class Metric:
-    """One metric instrument of the catalogue."""
-
     key: str
     """The schema key; its upper case is the constant (`gen_ai_client_token_usage`)."""
     name: str
@@ -184,9 +178,7 @@ class Metric:
     section: str
     recorded_by: str
     boundaries: str = ""
-    """The named histogram boundaries (histograms only)."""
     non_negative: bool = True
-    """Negative values are bad input and skipped (durations, counts)."""
 
     @property
     def constant(self) -> str:
@@ -204,13 +196,9 @@ class Name:
     kind: str = "attribute"
     type: str = ""
     of: str = ""
-    """For a `value`: the key of the attribute it is a value of."""
     alias_of: str = ""
-    """The key of the entry this one repeats under another constant (same value)."""
     upstream: str = ""
-    """The upstream release whose `nemo.lens.semconv` defines this constant with this value."""
     upstream_resource: str = ""
-    """The upstream release that sends this key in every signal's resource, as this type."""
 
     @property
     def constant(self) -> str:
@@ -225,7 +213,6 @@ class Section:
     title: str
     description: str
     resource: bool = False
-    """Its names are resource attributes (generated into the resource module)."""
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from nemo.lens.codegen.model import (
     NameCatalogue,
     Preset,
     Schema,
+    Section,
 )
 from nemo.lens.codegen.text import (
     decorator,
@@ -65,8 +66,6 @@ class GroupView:
     since: str
     description: str
     deprecated: str
-    renamed_to: str
-    """Expression of the new group's constant, for renamed groups."""
     category: str
     """The category literal; empty when it is the default (`profiling`)."""
     bucket: str
@@ -89,19 +88,12 @@ class RenameView:
 
 
 @dataclass(frozen=True)
-class DeprecatedNameView:
-    """A deprecated group name: one `@deprecated` overload of each group-taking primitive."""
-
-    literal: str
-    decorator: str
-
-
-@dataclass(frozen=True)
 class PrimitivesView:
     """The group-checked declarations of `managed_span`, `trace_fn`, `is_span_group_enabled`."""
 
     group_type: str
-    renamed: tuple[DeprecatedNameView, ...]
+    renamed: tuple[tuple[str, str], ...]
+    """(literal, decorator) of each deprecated name: an overload of each primitive."""
     managed_span_doc: str
     trace_fn_doc: str
     is_enabled_doc: str
@@ -112,15 +104,13 @@ class PresetView:
     literal: str
     description: str
     members: tuple[str, ...]
-    """Member expressions (`JOB` or `SpanGroup.JOB`); empty for `all` and `profiling`."""
-    is_all: bool
+    """Member expressions (`JOB` or `SpanGroup.JOB`)."""
+    implicit: bool
     constant: str
     """The module-level `Final` frozenset of the preset (`PER_STEP_PRESET`)."""
-    is_goodput: bool
     same_as: str
     """Another preset constant with the very same members (`all` is `profiling`)."""
     every_group: bool
-    """A declared preset that enables every group of the class: rendered as ``ALL_GROUPS``."""
 
 
 @dataclass(frozen=True)
@@ -133,20 +123,17 @@ class ClassView:
     name_alias: str
     preset_alias: str
     group_names: tuple[str, ...]
-    preset_names: tuple[str, ...]
     groups: tuple[GroupView, ...]
+    """The class's own groups, renamed ones left out."""
     presets: tuple[PresetView, ...]
     goodput: tuple[str, ...]
     recategorized: tuple[tuple[str, str], ...]
     """(inherited group's expression, category literal): the class's own view of them."""
-    renames: tuple[tuple[str, str], ...]
-    renamed_constants: tuple[RenameView, ...]
+    renames: tuple[RenameView, ...]
     primitives: PrimitivesView
     exports: tuple[str, ...]
     any_names: tuple[str, ...]
     """Every group name of every class in the schema (the base module only)."""
-    own_constants: tuple[str, ...]
-    """The constants of the class's own current groups."""
 
 
 @dataclass(frozen=True)
@@ -193,7 +180,7 @@ class CatalogueView:
     exports: tuple[str, ...]
     sections: tuple[SectionView, ...]
     metrics: tuple[EntryView, ...] = ()
-    boundaries: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    boundaries: tuple[tuple[str, str], ...] = ()
 
 
 def group_doc(group: Group) -> str:
@@ -223,8 +210,7 @@ def rename_message(owner: str, old: str, targets: list[tuple[str, str]]) -> str:
 def primitives_view(
     group_type: str, owner: str, renames: list[tuple[str, list[tuple[str, str]]]]
 ) -> PrimitivesView:
-    """The three primitives for one vocabulary; *renames* are (old name, [(class name, new
-    name), ...]) pairs, each a `@deprecated` overload that names the new group."""
+    """The three primitives for one vocabulary; *renames*: (old name, [(class, new name)])."""
 
     def doc(primitive: str) -> str:
         return docstring(
@@ -237,7 +223,7 @@ def primitives_view(
         trace_fn_doc=doc("trace_fn"),
         is_enabled_doc=doc("is_span_group_enabled"),
         renamed=tuple(
-            DeprecatedNameView(pystr(old), decorator("deprecated", rename_message("", old, t), 4))
+            (pystr(old), decorator("deprecated", rename_message("", old, t), 4))
             for old, t in renames
         ),
     )
@@ -262,17 +248,15 @@ def preset_members(cls: GroupClass, name: str) -> frozenset[str]:
 
 
 def _preset_view(cls: GroupClass, name: str, members: list[str]) -> PresetView:
-    every = name in (ALL_PRESET, PROFILING)
     text = IMPLICIT_PRESET_TEXT.get(name) or cls.preset(name).description
     text = (text[0].upper() + text[1:]).rstrip(".")
     text = f"The {name!r} preset of {cls.class_name}. {text}."
     return PresetView(
         literal=pystr(name),
         description=docstring(text, 0),
-        members=() if every else tuple(_expr(cls, m) for m in members),
-        is_all=every,
+        members=tuple(_expr(cls, m) for m in members),
+        implicit=name in IMPLICIT_PRESETS,
         constant=f"{name.upper()}_PRESET",
-        is_goodput=name == GOODPUT,
         same_as=f"{PROFILING.upper()}_PRESET" if name == ALL_PRESET else "",
         every_group=len(members) == len(cls.all_groups),
     )
@@ -285,9 +269,8 @@ def _group_view(cls: GroupClass, g: Group) -> GroupView:
         doc=docstring(group_doc(g), 4),
         fires=pystr(g.fires),
         since=pystr(g.since),
-        description=pystr_block(g.description, 12, 0),
+        description=pystr_block(g.description, 12),
         deprecated=pystr(g.deprecated_note),
-        renamed_to=_expr(cls, g.renamed_to) if g.renamed_to else "",
         category=pystr(g.category) if g.category != PROFILING else "",
         bucket=pystr(g.bucket) if g.bucket else "",
     )
@@ -318,7 +301,6 @@ def class_view(
         _preset_view(cls, name, sorted(preset_members(cls, name), key=order.__getitem__))
         for name in ordered_presets(cls)
     ]
-    renamed = [g for g in cls.groups if g.renamed_to]
     # Every renamed group the class answers to, inherited ones included, by name.
     answers = sorted((g for g in cls.vocabulary.values() if g.renamed_to), key=lambda g: g.name)
     exports = {cls.class_name, f"{cls.class_name}Name", f"{cls.class_name}PresetName"}
@@ -338,15 +320,12 @@ def class_view(
         name_alias=f"{cls.class_name}Name",
         preset_alias=f"{cls.class_name}PresetName",
         group_names=tuple(pystr(g.name) for g in cls.all_groups),
-        preset_names=tuple(pystr(p) for p in ordered_presets(cls)),
-        groups=tuple(_group_view(cls, g) for g in cls.groups),
+        groups=tuple(_group_view(cls, g) for g in cls.current_groups),
         presets=tuple(presets),
         goodput=tuple(_expr(cls, g) for g in sorted(cls.goodput, key=order.__getitem__)),
         recategorized=tuple((_expr(cls, g), pystr(c)) for g, c in cls.recategorized),
-        renames=tuple((pystr(g.name), _expr(cls, g.renamed_to)) for g in renamed),
-        renamed_constants=tuple(_rename_view(cls, g) for g in renamed),
+        renames=tuple(_rename_view(cls, g) for g in cls.groups if g.renamed_to),
         any_names=any_names,
-        own_constants=tuple(g.constant for g in cls.current_groups),
         exports=ruff_sorted(exports),
         primitives=primitives_view(
             f"{cls.class_name}Name | DynamicSpanGroup",
@@ -419,17 +398,15 @@ def docs_class(cls: GroupClass) -> DocsClass:
 
 
 def _metric_view(metric: Metric, *, markdown: bool) -> EntryView:
-    unit = metric.unit or "1"
-    text = f"{metric.description.rstrip('.')}. A {metric.kind.replace('_', '-')} in `{unit}`"
+    kind = metric.kind.replace("_", "-")
+    text = f"{metric.description.rstrip('.')}. A {kind} in `{metric.unit or '1'}`"
     text += f", recorded from {metric.recorded_by}."
     if markdown:
-        kind = metric.kind.replace("_", "-")
         unit = f"`{metric.unit}`" if metric.unit else ""
         description = markdown_text(metric.description)
     else:
         kind, unit = pystr(metric.kind), pystr(metric.unit)
-        description = pystr_block(metric.description, 8, 0)
-    recorded_by = markdown_text(metric.recorded_by) if markdown else metric.recorded_by
+        description = pystr_block(metric.description, 8)
     return EntryView(
         constant=metric.constant,
         literal=pystr(metric.name),
@@ -440,39 +417,46 @@ def _metric_view(metric: Metric, *, markdown: bool) -> EntryView:
         unit=unit,
         boundaries=metric.boundaries,
         non_negative=metric.non_negative,
-        recorded_by=recorded_by,
+        recorded_by=markdown_text(metric.recorded_by) if markdown else metric.recorded_by,
     )
+
+
+def _section_view(
+    section: Section, module: str, entries: list[EntryView], *, markdown: bool
+) -> SectionView:
+    if markdown:
+        title, description = markdown_text(section.title), markdown_text(section.description)
+        return SectionView(title, description, module, tuple(entries))
+    return SectionView(section.title, section.description, module, tuple(entries))
 
 
 def catalogue_view(
     schema: Schema, catalogue: Catalogue, command: str, *, markdown: bool = False
 ) -> CatalogueView:
-    metrics = tuple(_metric_view(m, markdown=markdown) for m in catalogue.metrics)
-    by_key = {m.key: view for m, view in zip(catalogue.metrics, metrics, strict=True)}
+    metrics = {m.key: _metric_view(m, markdown=markdown) for m in catalogue.metrics}
     sections = tuple(
-        SectionView(
-            title=markdown_text(s.title) if markdown else s.title,
-            description=markdown_text(s.description) if markdown else s.description,
-            module=METRICS_MODULE,
-            entries=tuple(by_key[m.key] for m in catalogue.metrics if m.section == s.key),
+        _section_view(
+            s,
+            METRICS_MODULE,
+            [metrics[m.key] for m in catalogue.metrics if m.section == s.key],
+            markdown=markdown,
         )
         for s in catalogue.sections
     )
-    boundaries: tuple[tuple[str, tuple[str, ...]], ...]
     if markdown:
-        boundaries = tuple(
-            (n, (", ".join(f"{v:g}" for v in vs),)) for n, vs in catalogue.boundaries
-        )
+        boundaries = tuple((n, ", ".join(f"{v:g}" for v in vs)) for n, vs in catalogue.boundaries)
     else:
-        boundaries = tuple((n, tuple(f"{v!r}," for v in vs)) for n, vs in catalogue.boundaries)
+        boundaries = tuple(
+            (n, "\n".join(f"    {v!r}," for v in vs)) for n, vs in catalogue.boundaries
+        )
     return CatalogueView(
         header=header(schema, command, comment="<!--" if markdown else "#"),
         module_doc=docstring(
             "The metric catalogue of nemo.lens: every instrument its recorders create.", 0
         ),
-        exports=ruff_sorted({"INSTRUMENTS", *(m.constant for m in metrics)}),
+        exports=ruff_sorted({"INSTRUMENTS", *(m.constant for m in metrics.values())}),
         sections=sections,
-        metrics=metrics,
+        metrics=tuple(metrics.values()),
         boundaries=boundaries,
     )
 
@@ -512,16 +496,13 @@ def names_view(
     docs page's, every section (``None``)."""
     markdown = resource is None
     by_key = {n.key: n for n in catalogue.names}
+    views = {n.key: _name_view(n, by_key, markdown=markdown) for n in catalogue.names}
     sections = tuple(
-        SectionView(
-            title=markdown_text(s.title) if markdown else s.title,
-            description=markdown_text(s.description) if markdown else s.description,
-            module=RESOURCE_MODULE if s.resource else ATTRIBUTES_MODULE,
-            entries=tuple(
-                _name_view(n, by_key, markdown=markdown)
-                for n in catalogue.names
-                if n.section == s.key
-            ),
+        _section_view(
+            s,
+            RESOURCE_MODULE if s.resource else ATTRIBUTES_MODULE,
+            [views[n.key] for n in catalogue.names if n.section == s.key],
+            markdown=markdown,
         )
         for s in catalogue.sections
         if markdown or s.resource == resource
@@ -541,12 +522,9 @@ def module_path(out_root: Path, module: str) -> Path:
 def render_all(
     schema: Schema, out_root: Path, docs: Path | None, command: str, *, docs_region: bool = False
 ) -> dict[Path, str]:
-    """Every generated file of *schema*: path -> exact content.
-
-    *command* is what the headers tell a reader to run to regenerate them. With
-    *docs_region*, what *docs* maps to is the region of a page the author keeps: no page
-    header or title, a note instead.
-    """
+    """Every generated file of *schema*: path -> exact content. *command* is what the headers
+    tell a reader to run to regenerate them. With *docs_region*, *docs* maps to the region of
+    a page the author keeps: no page header or title, a note instead."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,
@@ -555,55 +533,49 @@ def render_all(
         lstrip_blocks=True,
         autoescape=False,
     )
-    files: dict[Path, str] = {}
+
+    def render(template: str, **context: object) -> str:
+        return env.get_template(template).render(command=command, **context)
+
     classes = [] if schema.extends_base else [schema.base]
     classes += list(schema.consumers)
     every = tuple(pystr(n) for n in sorted({g.name for c in classes for g in c.all_groups}))
-    for cls in classes:
-        template = env.get_template("base.py.j2" if cls.base is None else "consumer.py.j2")
-        view = class_view(schema, cls, command, every if cls.base is None else ())
-        files[module_path(out_root, cls.module)] = template.render(view=view)
+    files = {
+        module_path(out_root, cls.module): render(
+            "consumer.py.j2" if cls.base else "base.py.j2",
+            view=class_view(schema, cls, command, () if cls.base else every),
+        )
+        for cls in classes
+    }
     if not schema.extends_base:
-        files[module_path(out_root, SIGNATURES_MODULE)] = env.get_template(
-            "signatures.py.j2"
-        ).render(
+        doc = "The group-checked signatures of nemo.lens's primitives, for type checkers."
+        files[module_path(out_root, SIGNATURES_MODULE)] = render(
+            "signatures.py.j2",
             header=header(schema, command),
-            module_doc=docstring(
-                "The group-checked signatures of nemo.lens's primitives, for type checkers.", 0
-            ),
+            module_doc=docstring(doc, 0),
             primitives=signatures_view(classes),
         )
     if schema.catalogue is not None:
-        files[module_path(out_root, METRICS_MODULE)] = env.get_template("metrics.py.j2").render(
-            view=catalogue_view(schema, schema.catalogue, command)
-        )
+        view = catalogue_view(schema, schema.catalogue, command)
+        files[module_path(out_root, METRICS_MODULE)] = render("metrics.py.j2", view=view)
         if docs is not None:
             table = catalogue_view(schema, schema.catalogue, command, markdown=True)
-            files[docs.with_name("metrics.md")] = env.get_template("metrics.md.j2").render(
-                header=table.header,
-                sections=table.sections,
-                boundaries=[(name, values[0]) for name, values in table.boundaries],
-                command=command,
-            )
+            files[docs.with_name("metrics.md")] = render("metrics.md.j2", view=table)
     if schema.names is not None:
-        names = env.get_template("attributes.py.j2")
         for resource, module in ((False, ATTRIBUTES_MODULE), (True, RESOURCE_MODULE)):
-            files[module_path(out_root, module)] = names.render(
-                view=names_view(schema, schema.names, command, resource=resource)
-            )
+            view = names_view(schema, schema.names, command, resource=resource)
+            files[module_path(out_root, module)] = render("attributes.py.j2", view=view)
         if docs is not None:
             page = names_view(schema, schema.names, command, resource=None)
-            files[docs.with_name("attributes.md")] = env.get_template("attributes.md.j2").render(
-                header=page.header, sections=page.sections, command=command
-            )
+            files[docs.with_name("attributes.md")] = render("attributes.md.j2", view=page)
     if docs is not None:
-        files[docs] = env.get_template("span-groups.md.j2").render(
+        files[docs] = render(
+            "span-groups.md.j2",
             header=region_note(schema, command)
             if docs_region
             else header(schema, command, comment="<!--"),
             region=docs_region,
             classes=[docs_class(c) for c in classes],
             tiers=tuple(TIER_MEANING.items()),
-            command=command,
         )
     return files

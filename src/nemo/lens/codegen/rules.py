@@ -1,8 +1,5 @@
-"""The rules of the span-group vocabulary: groups, presets, the base class and consumers.
-
-Each rule reads its part of the parsed TOML, reports every problem through a
-:class:`~nemo.lens.codegen.checker.Checker`, and returns the model of what is valid.
-"""
+"""The rules of the span-group vocabulary (groups, presets, the base class, consumers): each
+reads its part of the TOML, reports through the Checker and returns the model of what is valid."""
 
 from __future__ import annotations
 
@@ -169,12 +166,10 @@ def read_presets(
     groups: Mapping[str, Group],
     inherited: Mapping[str, Preset] | None = None,
 ) -> tuple[Preset, ...]:
-    """The presets of one class. *inherited* holds the base presets when the class is a
-    consumer: a consumer preset with a base preset's name adds to its groups unless it says
-    ``replace = true``, and a base preset the consumer does not mention is inherited as is."""
+    """The presets of one class; *inherited*: the base presets, which a consumer's presets
+    of the same name add to (unless ``replace = true``) and which it otherwise inherits."""
     if not chk.expect(raw, dict, path):
         return ()
-    assert isinstance(raw, dict)
     base = inherited or {}
     declared: dict[str, _Declared] = {}
     for name, body in raw.items():
@@ -304,8 +299,8 @@ def check_contract(
     allow: Mapping[str, str],
     groups: Mapping[str, Group],
 ) -> None:
-    """The preset contract: `default` holds only quiet groups, or says why. The preset's own
-    ``allow_frequent`` is checked for sense; *allow* adds what its base preset stated."""
+    """The preset contract: `default` holds only quiet groups, or says why (*allow*, with
+    what its base preset stated)."""
     for group in sorted(preset.allow):
         apath = (*path, "allow_frequent", group)
         if name != PRODUCTION_PRESET:
@@ -406,9 +401,8 @@ def read_categories(
 def read_consumers(
     chk: Checker, raw: object, base: GroupClass, taken: dict[str, KeyPath], base_source: str
 ) -> tuple[GroupClass, ...]:
-    """The consumers of *raw*, subclasses of *base*; *base_source* names the file the base
-    comes from when it is not this one (``extends``): then a consumer may still define a
-    group the base has since taken in (promoted), with a warning."""
+    """The consumers of *raw*; *base_source*: the file *base* comes from when it is not this
+    one, and a consumer may still define a group the base has since taken in (a warning)."""
     inherited = {g.name: g for g in base.groups}
     base_presets = {p.name: p for p in base.presets}
     consumers = []
@@ -478,10 +472,8 @@ def warn_promoted(
     overrides: Mapping[str, str],
     base_source: str,
 ) -> None:
-    """Warn about *local*, *consumer*'s definition (at *path*) of a group that *base_class*,
-    the base vocabulary of *base_source*, defines too; *overrides* are the consumer's
-    categories of inherited groups. The base definition wins; the warning says where the
-    two differ in what changes behaviour."""
+    """Warn that *local*, a consumer's group, is a group of *base_class* now, which wins; say
+    where the two differ in behaviour (*overrides*: the consumer's categories)."""
     table = f"consumers.{consumer}"
     name = local.name
     base = next(g for g in base_class.groups if g.name == name)

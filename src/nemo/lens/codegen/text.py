@@ -24,36 +24,21 @@ def pystr(text: str) -> str:
         elif char == quote:
             out.append("\\" + char)
         elif not char.isprintable():
-            code = ord(char)
-            out.append(
-                f"\\x{code:02x}"
-                if code < 0x100
-                else f"\\u{code:04x}"
-                if code < 0x10000
-                else f"\\U{code:08x}"
-            )
+            out.append(char.encode("unicode_escape").decode("ascii"))
         else:
             out.append(char)
     return quote + "".join(out) + quote
 
 
 def _fit(
-    text: str,
-    width: int,
-    limit: int,
-    render: Callable[[str], str],
-    *,
-    drop_whitespace: bool = True,
-    break_on_hyphens: bool = True,
+    text: str, width: int, limit: int, render: Callable[[str], str], literal: bool
 ) -> list[str]:
     """Wrap *text* at *width* so that every rendered line is at most *limit* characters
-    (escapes make a rendered line longer than its text: wrap narrower until it fits)."""
+    (escapes make a rendered line longer than its text: wrap narrower until it fits). The
+    lines of a *literal* join up again: they keep every space and never split a word."""
     while True:
         chunks = textwrap.wrap(
-            text,
-            width=width,
-            drop_whitespace=drop_whitespace,
-            break_on_hyphens=break_on_hyphens,
+            text, width=width, drop_whitespace=not literal, break_on_hyphens=not literal
         )
         lines = [render(chunk) for chunk in chunks]
         longest = max((len(line) for line in lines), default=0)
@@ -62,35 +47,23 @@ def _fit(
         width -= longest - limit
 
 
-def pystr_block(text: str, indent: int, prefix: int) -> str:
-    """A string literal that fits the line after *prefix* characters of code; too long, it
-    becomes parenthesized parts, which ruff format keeps as they are."""
+def pystr_block(text: str, indent: int) -> str:
+    """A string literal at *indent*; too long for the line, parenthesized parts."""
     literal = pystr(text)
-    if indent + prefix + len(literal) + 1 <= LINE:
+    if indent + len(literal) + 1 <= LINE:
         return literal
-    pad = " " * (indent + 4)
-    chunks = _fit(
-        text,
-        LINE - indent - 8,
-        LINE - indent - 6,
-        pystr,
-        drop_whitespace=False,
-        break_on_hyphens=False,
-    )
-    body = "\n".join(pad + chunk for chunk in chunks)
-    return "(\n" + body + "\n" + " " * indent + ")"
+    return "(\n" + "\n".join(string_lines(text, indent + 4)) + "\n" + " " * indent + ")"
 
 
 def _inert(line: str) -> str:
-    """*line* as docstring text that reads back as exactly *line*: it cannot end the string,
-    start an escape sequence or become code (applied after wrapping, so no break splits one)."""
+    """*line* as docstring text that cannot end the string or start an escape sequence."""
     return line.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def docstring(text: str, indent: int) -> str:
     """A triple-quoted docstring wrapped to the line length; its text is always inert."""
     pad = " " * indent
-    lines = _fit(text, LINE - indent - 6, LINE - indent - 6, _inert) or [""]
+    lines = _fit(text, LINE - indent - 6, LINE - indent - 6, _inert, literal=False) or [""]
     if len(lines) == 1:
         return f'{pad}"""{lines[0]}"""'
     body = "\n".join(pad + line for line in lines[1:])
@@ -112,7 +85,7 @@ def string_lines(text: str, indent: int) -> tuple[str, ...]:
     pad = " " * indent
     if indent + len(pystr(text)) + 1 <= LINE:
         return (pad + pystr(text),)
-    chunks = _fit(text, LINE - indent - 4, LINE - indent - 2, pystr, drop_whitespace=False)
+    chunks = _fit(text, LINE - indent - 4, LINE - indent - 2, pystr, literal=True)
     return tuple(pad + chunk for chunk in chunks)
 
 
@@ -133,8 +106,7 @@ def header(schema: Schema, command: str, comment: str = "#") -> str:
 
 
 def region_note(schema: Schema, command: str) -> str:
-    """The first line of a generated region in a page the author keeps (which is not
-    generated, so it gets no header): an invisible note of where the region comes from."""
+    """The invisible first line of a region in a page the author keeps (a page with no header)."""
     return (
         f"<!-- Generated from {one_line(schema.source)} by nemo-lens generate, up to the end "
         f"marker: edit the schema, not this region, then run `{one_line(command)}`. -->"

@@ -36,9 +36,7 @@ __all__ = [
     "MAX_SCHEMA_BYTES",
     "Problem",
     "SchemaError",
-    "extended_schema",
     "load_schema",
-    "read_document",
 ]
 
 BUNDLED_BASE_PATH = Path(__file__).resolve().parent / "schema" / "span_groups.toml"
@@ -91,26 +89,20 @@ def read_document(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
     return data, Locator(text)
 
 
-def extended_schema(path: Path, extends: str) -> tuple[Path, str]:
-    """The file that the ``extends`` value of the schema at *path* names, and how messages
-    name it (``"nemo.lens"`` for the base schema bundled here)."""
-    if extends == BUNDLED_BASE:
-        return BUNDLED_BASE_PATH, BUNDLED_BASE
-    return path.parent / extends, extends
-
-
 def load_schema(
-    path: Path, shown: str | None = None, *, _extending: tuple[Path, ...] = ()
+    path: Path,
+    shown: str | None = None,
+    *,
+    documents: list[tuple[str, dict[str, Any], Locator]] | None = None,
+    _extending: tuple[Path, ...] = (),
 ) -> Schema:
     """Parse and validate the schema at *path*; raise :class:`SchemaError` on any problem.
-
-    *shown* is how the file is named in messages and headers (default: as given).
-    A schema with ``extends`` defines consumers only and builds on the base
-    vocabulary of another file (``"nemo.lens"`` names the one bundled here).
-    *_extending* lists the files that extend this one, to report a cycle.
-    """
+    *shown* is how messages and headers name the file (default: as given); *documents* gets
+    each file read, this one first; *_extending* lists the files that extend this one."""
     shown = shown or path.as_posix()
     data, locator = read_document(path, shown)
+    if documents is not None:
+        documents.append((shown, data, locator))
     chk = Checker(shown, locator)
     chk.known_keys(data, keys(TOP), ())
     version = data.get("schema_version")
@@ -135,7 +127,7 @@ def load_schema(
                     f"a schema that extends another defines consumers only; move [{key}] "
                     "into a consumer table or into the base schema",
                 )
-        base_path, base_shown = extended_schema(path, extends)
+        base_path = BUNDLED_BASE_PATH if extends == BUNDLED_BASE else path.parent / extends
         try:
             chain = (*_extending, path.resolve())
             cycle = base_path.resolve() in chain
@@ -150,7 +142,7 @@ def load_schema(
             )
             raise SchemaError(chk.problems)
         try:
-            parent = load_schema(base_path, base_shown, _extending=chain)
+            parent = load_schema(base_path, extends, documents=documents, _extending=chain)
         except SchemaError as exc:
             raise SchemaError([*chk.problems, *exc.problems]) from None
         base, base_digest = parent.base, parent.digest
