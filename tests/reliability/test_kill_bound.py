@@ -9,8 +9,8 @@ losing it.
 
 The truth is the job's own, kept apart from the exporter: after each span ends
 (and as each goodput span starts) the job appends its id and time to a side
-file with one unbuffered ``os.write``; the test notes the instant it sends the
-kill. Jobs are forked from a warm interpreter that imported nemo.lens and the
+file, stored into a shared mapping of it; the test notes the instant it sends
+the kill. Jobs are forked from a warm interpreter that imported nemo.lens and the
 SDK once (so each kill costs milliseconds of set-up, not an interpreter start),
 while a busy process the test starts competes for the CPU.
 """
@@ -52,11 +52,12 @@ KILLS = 24
 # to crash, until it crashes itself after CRASH_AFTER_S).
 _ZYGOTE = textwrap.dedent(
     """
-    import ctypes, faulthandler, os, resource, signal, sys, time
+    import ctypes, faulthandler, mmap, os, resource, signal, sys, time
     from nemo.lens import NemoLensConfig, managed_span, setup_telemetry
     from nemo.lens._sdk import pipeline  # what set-up imports: imported once, here
 
     CRASH_AFTER_S = 0.4
+    TRUTH_BYTES = 1 << 22
 
     def busy(seconds):
         end = time.perf_counter() + seconds
@@ -64,13 +65,26 @@ _ZYGOTE = textwrap.dedent(
             pass
 
     def job(trace, truth, how):
-        out = os.open(truth, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        # The truth is stored in a shared mapping of its file, which outlives the process
+        # as a write(2) would. A write releases the GIL, and one every few hundred
+        # microseconds keeps the export thread from getting it (CPython's convoy effect):
+        # the test's doing, not the job's, which (as a Python loop) holds it and yields it
+        # every 5 ms.
+        fd = os.open(truth, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.ftruncate(fd, TRUTH_BYTES)
+        out = mmap.mmap(fd, TRUTH_BYTES)
+        size = 0
+
+        def note(line):
+            nonlocal size
+            out[size : size + len(line)] = line
+            size += len(line)
 
         def started(span):
-            os.write(out, b"S %016x %d\\n" % (span.get_span_context().span_id, span.start_time))
+            note(b"S %016x %d\\n" % (span.get_span_context().span_id, span.start_time))
 
         def ended(span):
-            os.write(out, b"E %016x %d\\n" % (span.get_span_context().span_id, span.end_time))
+            note(b"E %016x %d\\n" % (span.get_span_context().span_id, span.end_time))
 
         if how != "kill":
             faulthandler.enable()  # the application's own crash handler
@@ -81,7 +95,7 @@ _ZYGOTE = textwrap.dedent(
             metrics_enabled=False, run_id="kill", handle_signals=True,
         ))
         after = [signal.getsignal(s) for s in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS)]
-        os.write(out, b"H %d %d\\n" % (before == after, faulthandler.is_enabled()))
+        note(b"H %d %d\\n" % (before == after, faulthandler.is_enabled()))
         os.write(1, b"started\\n")
         deadline = time.perf_counter() + CRASH_AFTER_S
         with managed_span("job", "train.job") as root:
@@ -104,7 +118,7 @@ _ZYGOTE = textwrap.dedent(
                 ended(step)
                 iteration += 1
                 if how != "kill" and time.perf_counter() > deadline:
-                    os.write(out, b"C 0 %d\\n" % time.time_ns())
+                    note(b"C 0 %d\\n" % time.time_ns())
                     if how == "sigsegv":
                         os.kill(os.getpid(), signal.SIGSEGV)
                     elif how == "null-pointer":
@@ -199,7 +213,10 @@ class Job:
     pid: int = 0
 
     def truth_lines(self) -> Iterator[tuple[str, str, int]]:
-        for line in self.truth.read_text().splitlines():
+        # What the job stored, up to the zeros after it; a kill in mid-store can leave the
+        # last line cut short, and that line is left out (the one after the last newline).
+        stored = self.truth.read_bytes().split(b"\0", 1)[0].decode("ascii")
+        for line in stored.split("\n")[:-1]:
             kind, span_id, value = line.split()
             yield kind, span_id, int(value)
 
