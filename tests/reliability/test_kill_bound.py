@@ -4,7 +4,8 @@ The promise of docs/reliability.md for SIGKILL and crashes in native code: every
 ended, and every goodput span that started, over :data:`BOUND_NS` before the process died is
 in its file (a goodput span finished or recorded as open). The truth is the job's own, kept
 apart from the exporter; jobs fork from a warm interpreter; the bound is checked in the
-time the machine gave the job (:class:`CpuWaits`).
+time the machine gave the job (:class:`CpuWaits`), and a writer with a fault injected must
+fail it.
 """
 
 from __future__ import annotations
@@ -56,7 +57,22 @@ _ZYGOTE = textwrap.dedent(
         while time.perf_counter() < end:
             pass
 
-    def job(trace, truth, how):
+    def inject(fault):
+        # Test-only faults, at the one call every trace line goes through: a writer half
+        # a second late, or one whose open-span records no reader takes for what they are
+        # (the same length, so the writer's own accounting of the file stays right).
+        write = os.write
+
+        def faulty(fd, data):
+            if bytes(data[:1]) == b"{" and fault == "late":
+                time.sleep(0.5)
+            elif bytes(data[:1]) == b"{":
+                data = bytes(data).replace(b'"open_at_unix_nano"', b'"shut_at_unix_nano"')
+            return write(fd, data)
+
+        os.write = faulty
+
+    def job(trace, truth, how, fault):
         # The truth is stored in a shared mapping of its file, which outlives the process
         # as a write(2) would. A write releases the GIL, and one every few hundred
         # microseconds keeps the export thread from getting it (CPython's convoy effect):
@@ -71,6 +87,9 @@ _ZYGOTE = textwrap.dedent(
             nonlocal size
             out[size : size + len(line)] = line
             size += len(line)
+
+        if fault != "none":
+            inject(fault)
 
         def started(span):
             note(b"S %016x %d\\n" % (span.get_span_context().span_id, span.start_time))
@@ -120,12 +139,12 @@ _ZYGOTE = textwrap.dedent(
                     os._exit(3)  # the crash did not end the process: say so
 
     for request in sys.stdin:
-        trace, truth, how, stderr = request.split()
+        trace, truth, how, fault, stderr = request.split()
         pid = os.fork()
         if pid == 0:
             os.dup2(os.open(stderr, os.O_WRONLY | os.O_CREAT, 0o644), 2)
             try:
-                job(trace, truth, how)
+                job(trace, truth, how, fault)
             finally:
                 os._exit(0)
         os.write(1, b"pid %d\\n" % pid)
@@ -161,12 +180,13 @@ class Zygote:
         except queue.Empty:
             raise AssertionError("the forked job did not answer within 20 s") from None
 
-    def run(self, directory: Path, name: str, how: str) -> Job:
+    def run(self, directory: Path, name: str, how: str, fault: str = "none") -> Job:
+        """Fork a job that ends as *how* says, its writer broken as *fault* says."""
         job = Job(
             directory / f"{name}.jsonl", directory / f"{name}.truth", directory / f"{name}.err"
         )
         assert self.process.stdin is not None
-        self.process.stdin.write(f"{job.trace} {job.truth} {how} {job.stderr}\n")
+        self.process.stdin.write(f"{job.trace} {job.truth} {how} {fault} {job.stderr}\n")
         self.process.stdin.flush()
         pid_line = self.line()
         assert pid_line.startswith("pid "), pid_line
@@ -300,13 +320,15 @@ def zygote() -> Iterator[Zygote]:
         forks.close()
 
 
-def kill(zygote: Zygote, directory: Path, name: str, after_s: float) -> Verdict:
+def kill(
+    zygote: Zygote, directory: Path, name: str, after_s: float, fault: str = "none"
+) -> Verdict:
     """Fork a job, SIGKILL it once it has run *after_s* seconds, and judge its file.
 
     The seconds are the job's: wall time less the machine's delay, so a kill lands at
     the same point of a job's life on a busy machine as on an idle one.
     """
-    job = zygote.run(directory, name, "kill")
+    job = zygote.run(directory, name, "kill", fault)
     waits = CpuWaits(job.pid)
     try:
         waits.wait_until_ran(waits.sample(), after_s)
@@ -357,6 +379,19 @@ def test_sigkill_at_any_moment_keeps_what_ended_100_ms_before(
         f"had ended {max(v.oldest_lost_ns for v in verdicts) / 1e6:.1f} ms before its kill; "
         f"the machine's delay in a kill's last 100 ms: at most {stretched / 1e6:.0f} ms"
     )
+
+
+@pytest.mark.parametrize(
+    ("fault", "finding"), [("late", "ended_missing"), ("no-open", "started_missing")]
+)
+def test_a_writer_that_breaks_the_bound_fails_the_check(
+    tmp_path: Path, zygote: Zygote, fault: str, finding: str
+) -> None:
+    # The machine's delay is tolerated, never more: a writer half a second late, or one
+    # whose open records are lost, is caught by every kill 0.4 s into a job.
+    for number in range(3):
+        verdict = kill(zygote, tmp_path, f"{fault}{number}", 0.4, fault)
+        assert getattr(verdict, finding), vars(verdict)
 
 
 @pytest.mark.parametrize("how", ["sigsegv", "null-pointer", "abort"])
