@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -31,6 +32,7 @@ class CpuWaits:
     """
 
     def __init__(self, pid: int, every_s: float | None = 0.002) -> None:
+        self.pid = pid
         self._tasks = Path(f"/proc/{pid}/task")
         # (instant, {"task <tid>" or "cpu<n>": its wait or steal so far}), in ns
         self._samples: list[tuple[int, dict[str, int]]] = []
@@ -96,6 +98,36 @@ class CpuWaits:
                 return
             time.sleep(0.001)
         raise AssertionError(f"the process did not get {seconds} s of a CPU in {timeout} s")
+
+    def stop(self, timeout: float = 60) -> int:
+        """Stop the process (SIGSTOP) and, once every thread has, take the last sample;
+        return the instant the signal was sent, after which the process runs no code.
+
+        The kernel counts a thread's wait for a CPU only when it gets one, which a process
+        killed while waiting never does. To stop, every thread gets one: the last sample
+        holds every wait up to the stop (and what a thread waited after it, until it
+        stopped: the delay is never undercounted).
+        """
+        sent = time.time_ns()
+        os.kill(self.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + timeout
+        while not self._stopped():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"process {self.pid} did not stop within {timeout} s")
+            time.sleep(0.0005)
+        self.sample()
+        return sent
+
+    def _stopped(self) -> bool:
+        try:
+            for task in os.listdir(self._tasks):
+                with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                    stat = (self._tasks / task / "stat").read_text()
+                    if stat[stat.rindex(")") + 2] not in "TtZX":
+                        return False
+        except (FileNotFoundError, ProcessLookupError):
+            pass  # gone altogether
+        return True
 
     def _at(self, instant_ns: int, *, after: bool) -> dict[str, int]:
         # The sample before or after the instant, whichever counts more of the delay: a

@@ -88,9 +88,11 @@ def test_a_killed_and_resumed_run_shows_the_crash_as_wasted_progress_and_restart
     try:
         # 0.3 s of the step in the job's own time: the machine's delay does not count.
         waits.wait_until_ran(waits.sample(), 0.3)
-        kill_sent_ns = waits.sample()
+        # Stopped, then killed: the machine's delay is known up to the stop, and nothing
+        # is recorded after it.
+        kill_sent_ns = waits.stop()
+        killed_ns = time.time_ns()
         first.process.send_signal(signal.SIGKILL)
-        killed_ns = time.time_ns()  # the kill has landed: nothing is recorded after this
     finally:
         waits.close()
     killed = first.finish()

@@ -332,7 +332,9 @@ def kill(
     waits = CpuWaits(job.pid)
     try:
         waits.wait_until_ran(waits.sample(), after_s)
-        died_ns = waits.sample()  # the last sample, just before the kill
+        # Stopped first, so that the machine's delay is known up to that instant; the
+        # file is what a kill would leave there, since the job runs nothing after it.
+        died_ns = waits.stop()
         os.kill(job.pid, signal.SIGKILL)
     finally:
         waits.close()
