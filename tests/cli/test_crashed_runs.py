@@ -11,8 +11,8 @@ lines (exact times) here; real killed processes in tests/reliability.
 from __future__ import annotations
 
 import json
+import os
 import random
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ import pytest
 from nemo.lens import NemoLensConfig, managed_span, semconv, setup_telemetry
 from nemo.lens.groups import SpanGroup
 from tests.cli.conftest import EPOCH, MS, Result, line, span_dict, write_lines
+from tests.cpu_waits import CpuWaits
 from tests.trace_file import records_in
 
 Run = Callable[..., Result]
@@ -212,8 +213,11 @@ def test_a_normal_shutdown_leaves_no_span_to_reconstruct(run: Run, tmp_path: Pat
             metrics_enabled=False,
         )
     )
+    waits = CpuWaits(os.getpid(), every_s=None)
     with managed_span(SpanGroup.JOB, "train.job"), managed_span(SpanGroup.STEP, "train.step"):
-        time.sleep(0.15)  # long enough for the open records to be written
+        # Long enough for the open records to be written, in the time the machine gave
+        # this process (on a busy one, longer by its delay).
+        waits.wait_until_ran(waits.sample(), 0.15)
     assert handle.shutdown() is True
     records = records_in(path)
     opened = {r["span_id"] for r in records if "open_at_unix_nano" in r}

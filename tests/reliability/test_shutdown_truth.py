@@ -196,7 +196,12 @@ def test_threads_still_emitting_at_shutdown_lose_no_span_uncounted() -> None:
         thread.start()
     time.sleep(0.2)
     assert processor.close(timeout_millis=10_000) is True  # it finishes despite them
-    time.sleep(0.05)
+    # Until the threads have ended spans after it: one each may have ended before it
+    # returned and not yet counted, so one more than there are threads.
+    closed_at = sum(ended)
+    deadline = time.monotonic() + 60
+    while sum(ended) <= closed_at + len(threads) and time.monotonic() < deadline:
+        time.sleep(0.005)
     stop.set()
     for thread in threads:
         thread.join()
