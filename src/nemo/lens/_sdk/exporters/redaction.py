@@ -32,7 +32,6 @@ from nemo.lens._core.sanitize import (
     clean_text,
     clean_value,
     is_clean_text,
-    needs_cleaning,
 )
 
 __all__ = [
@@ -116,7 +115,7 @@ def clean_attributes(attributes: Attributes, changes: Changes) -> dict[str, Any]
             if not INT64_MIN <= value <= INT64_MAX:
                 break
         elif (kind is not float and kind is not bool) and (
-            _redact_deep(key, value) is not value or needs_cleaning(value)
+            _redact_deep(key, value) is not value or clean_value(value)[1] is not None
         ):
             break
     else:
