@@ -123,7 +123,7 @@ class Pipeline:
                 timeout_ms,
                 ", ".join(pending),
             )
-        lost = self.health.lost_total()
+        lost = sum(self.health.lost().values())
         lost_since, self._lost_at_flush = lost - self._lost_at_flush, lost
         return not pending and not lost_since
 

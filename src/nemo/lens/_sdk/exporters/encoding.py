@@ -1,9 +1,7 @@
-"""The one encoder of a span's JSON line, for every exporter that writes lines.
-
-The ``file`` exporter's line and the console's ``lens`` line (:func:`encode_span`, a batch
-by :func:`span_lines`; how a line ends is its :class:`LineLayout`), and the console's
-default, the SDK's own ``to_json`` (:func:`sdk_json_line`). Shapes in
-``docs/trace-format.md``; how it is fast in ``docs/architecture.md``.
+"""The one encoder of a span's JSON line: the ``file`` exporter's and the console's ``lens``
+line (:func:`encode_span`, a batch by :func:`span_lines`, ended as a :class:`LineLayout`
+says), and the console's default, the SDK's own ``to_json`` (:func:`sdk_json_line`).
+Shapes in ``docs/trace-format.md``; how it is fast in ``docs/architecture.md``.
 """
 
 from __future__ import annotations
@@ -16,12 +14,11 @@ from typing import TYPE_CHECKING, Any, Final
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import Link, SpanContext, SpanKind, format_span_id, format_trace_id
-from opentelemetry.trace.status import StatusCode
 
 from nemo.lens import semconv
 from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, is_redact_key
 from nemo.lens._core.sanitize import INT64_MAX, INT64_MIN, clean_text, is_clean_text, safe_str
-from nemo.lens._sdk.exporters.redaction import Changes, clean_resource, clean_span
+from nemo.lens._sdk.exporters.redaction import Changes, SpanCopy, clean_resource, clean_span
 from nemo.lens._sdk.recorded_span import UNSET_STATUS, RecordingSpan
 
 if TYPE_CHECKING:
@@ -53,7 +50,6 @@ encode_text: Final = json.encoder.encode_basestring
 _MEMO_MAX: Final = 4096  # entries of each memo below: a program's names, keys, texts are few
 _PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 _INTERNAL: Final = SpanKind.INTERNAL
-_UNSET: Final = StatusCode.UNSET
 _UNSET_STATUS_JSON: Final = '{"code":"UNSET","description":null}'
 
 
@@ -130,7 +126,7 @@ def _memo(memo: dict[Any, str], key: object, text: str) -> str:
 
 
 def _key_json(key: object) -> str:
-    """``"key":`` for a key written as it is (str, valid text, not a redact key), else ``""``."""
+    # '"key":' for a key written as it is (str, valid text, not a redact key), else "".
     text = _KEYS.get(key)
     if text is None:
         plain = (
@@ -141,8 +137,7 @@ def _key_json(key: object) -> str:
 
 
 def _value_json(value: Any) -> str:
-    """A plain value's JSON, else ``""`` (a sequence, ``None``, invalid text, a big int,
-    a non-finite float, another type): the general path writes those."""
+    # A plain value's JSON, else "" (for the general path to write).
     kind = type(value)
     if kind is str:
         text = _TEXTS.get(value)
@@ -159,7 +154,7 @@ def _value_json(value: Any) -> str:
 
 
 def _plain_members(attributes: Mapping[str, Any]) -> str | None:
-    """The members of *attributes*' JSON object, when every key and value is plain."""
+    # The members of the attributes' JSON object, when every key and value is plain.
     parts = []
     for key, value in attributes.items():
         prefix, text = _key_json(key), _value_json(value)
@@ -219,12 +214,9 @@ def ids_json(context: SpanContext | None, parent: SpanContext | None) -> str:
 
 
 class LineLayout:
-    """How a span's line ends after its own fields: here, with its resource and scope
-    written out (trace format 1; the console's ``lens`` line). The ``file`` exporter's
-    layout is a subclass (:class:`~nemo.lens._sdk.exporters.trace_file.LifetimeLayout`).
-
-    It also keeps, per tracer of the recording path, the fixed pieces of each shape of
-    line its spans take (see :func:`span_lines`).
+    """How a span's line ends after its own fields: here, with its resource and scope written
+    out (the console's ``lens`` line; the ``file``'s is a subclass). It also keeps, per
+    tracer, the fixed pieces of each shape of line its spans take (see :func:`span_lines`).
     """
 
     def __init__(self) -> None:
@@ -233,7 +225,7 @@ class LineLayout:
         self._shapes: dict[int, tuple[object, dict[tuple[object, ...], Any]]] = {}
 
     def ending(self, resource: Resource, scope: InstrumentationScope | None) -> str:
-        """The end of the line of every span of *resource* and *scope*, its ``}`` included."""
+        """The end of the line of every span of *resource* and *scope*, ``}`` included."""
         return f'"resource":{attributes_json(resource.attributes)},"scope":{scope_json(scope)}}}'
 
     def tail(self, resource: Resource, scope: InstrumentationScope | None) -> str:
@@ -262,7 +254,7 @@ class LineLayout:
 
 
 RESOURCE_ON_EVERY_LINE: Final = LineLayout()
-"""Every line carries its resource: self-contained lines (the console's ``lens`` layout)."""
+"""Every line carries its resource (the console's ``lens`` layout)."""
 
 
 # -- one span -------------------------------------------------------------------------------
@@ -337,8 +329,7 @@ _PIECES: Final = {
 
 
 class _Shape:
-    """What every recorded span of one shape (name, tags, attribute keys) writes alike: the
-    line's start, each attribute's key, and what follows the attributes."""
+    # What every recorded span of one shape (name, tags, attribute keys) writes alike.
 
     __slots__ = ("closing", "head", "keys", "seen", "write")
 
@@ -375,10 +366,9 @@ def _parent_json(parent: RecordingSpan | SpanContext | None) -> str:
 
 
 def _compiled(shape: _Shape) -> Callable[[RecordingSpan, dict[str, Any] | None], str | None]:
-    # The one exec of the export path: a shape's line as one f-string of its values, the
-    # pieces read from the writer's globals (no text of theirs is parsed as code). Measured
-    # (issue 32, valgrind): a 50,000-span file burst took 3.30 G instructions with these
-    # writers, 3.61 G with _join alone (about 6,000 more a span, a tenth of its cost).
+    # The one exec of the export path, kept for a measured tenth of a span's cost
+    # (docs/architecture.md, the encoder): a shape's line as one f-string of its values,
+    # the pieces read from the writer's globals (no text of theirs is parsed as code).
     count = len(shape.keys)
     names: dict[str, Any] = {"value_json": _value_json, "parent_json": _parent_json, **_PIECES}
     names |= {"HEAD": shape.head, "CLOSING": shape.closing, "MIN": INT64_MIN, "MAX": INT64_MAX}
@@ -427,11 +417,9 @@ def span_lines(
     spans: Sequence[ReadableSpan | RecordingSpan], layout: LineLayout, changes: Changes
 ) -> list[str]:
     """Each span redacted, made exportable (what changed counted in *changes*) and encoded
-    as :func:`encode_span` would encode the SDK's span it stands for.
-
-    A recorded span of a common shape -- its name, tags and attribute keys plain, no
-    events, links or status -- is written from its shape's pieces and its values.
-    """
+    as :func:`encode_span` would encode the SDK's span it stands for. A recorded span of a
+    common shape (name, tags and keys plain; no events, links or status) is written from
+    its shape's pieces and its values."""
     lines: list[str] = []
     tracer: object = None
     shapes: dict[tuple[object, ...], Any] = {}
@@ -477,7 +465,7 @@ def span_lines(
 
 
 def _is_native(value: Any) -> bool:
-    """Whether ``json.dumps`` writes *value* as strict JSON, as it is."""
+    # Whether json.dumps writes the value as strict JSON, as it is.
     kind = type(value)
     if kind is float:
         return math.isfinite(value)
@@ -491,8 +479,7 @@ def _is_native(value: Any) -> bool:
 
 
 def _native(value: Any) -> Any:
-    """*value* as strict JSON holds it: a non-finite float, ``bytes`` or another object
-    written as the lens line writes it."""
+    # The value as strict JSON holds it: what is not, written as the lens line writes it.
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else _json_value(value)
     if type(value) in _PLAIN:
@@ -507,15 +494,15 @@ def _native(value: Any) -> Any:
 
 
 def _strict(attributes: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """*attributes* made strict JSON, or ``None`` when they already are."""
+    # The attributes made strict JSON, or None when they already are.
     if not attributes or all(_is_native(value) for value in attributes.values()):
         return None
     return {key: _native(value) for key, value in attributes.items()}
 
 
 def sdk_json_line(span: ReadableSpan) -> str:
-    """*span* as ``span.to_json(indent=None)`` writes it: one line, always strict JSON
-    (see :func:`_native`)."""
+    """*span* as ``span.to_json(indent=None)`` writes it: one line, always strict JSON (a
+    non-finite float, ``bytes`` or another object written as the lens line writes it)."""
     attributes, resource = _strict(span.attributes), _strict(span.resource.attributes)
     events = [(e, _strict(e.attributes)) for e in span.events]
     links = [(link, _strict(link.attributes)) for link in span.links]
@@ -524,10 +511,8 @@ def sdk_json_line(span: ReadableSpan) -> str:
         or resource is not None
         or any(fixed is not None for _, fixed in [*events, *links])
     ):
-        span = ReadableSpan(
-            name=span.name,
-            context=span.context,
-            parent=span.parent,
+        span = SpanCopy(
+            span,
             resource=span.resource
             if resource is None
             else Resource(resource, span.resource.schema_url),
@@ -536,11 +521,6 @@ def sdk_json_line(span: ReadableSpan) -> str:
                 e if fixed is None else Event(e.name, fixed, e.timestamp) for e, fixed in events
             ],
             links=[link if fixed is None else Link(link.context, fixed) for link, fixed in links],
-            kind=span.kind,
-            status=span.status,
-            start_time=span.start_time,
-            end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
         )
     line: str = span.to_json(indent=None)
     return line
