@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.sdk.metrics.export import MetricExporter
@@ -28,7 +28,6 @@ __all__ = [
     "create_metric_exporter",
     "create_span_exporter",
     "is_otlp_span_exporter",
-    "otlp_exporter_class",
 ]
 
 # Signal -> (module, class) of opentelemetry-exporter-otlp-proto-{grpc,http}; the log
@@ -45,25 +44,6 @@ def _otlp_module(protocol: str, signal: Signal) -> str:
     return f"opentelemetry.exporter.otlp.proto.{transport}.{_OTLP_CLASSES[signal][0]}"
 
 
-def otlp_exporter_class(signal: Signal) -> type[Any]:
-    """The OTLP exporter class for *signal* under the configured protocol.
-
-    Raises :class:`ValueError` for an unsupported protocol and :class:`ImportError` (with
-    the package to install) when the exporter package is missing.
-    """
-    protocol = otlp_protocol(signal)
-    try:
-        module = importlib.import_module(_otlp_module(protocol, signal))
-    except ImportError as exc:
-        package = "opentelemetry-exporter-otlp-proto-" + ("grpc" if protocol == "grpc" else "http")
-        raise ImportError(
-            f"the otlp exporter over {protocol} needs {package}; install it with "
-            f"pip install 'nemo-lens[sdk]' (or choose another exporter)"
-        ) from exc
-    found: type[Any] = getattr(module, _OTLP_CLASSES[signal][1])
-    return found
-
-
 _X = TypeVar("_X")
 
 
@@ -71,12 +51,22 @@ def _create(
     signal: Signal, name: str, path: str | None, json_lines: Callable[[LineSink], _X]
 ) -> _X | None:
     # The exporter of *signal* called *name*; for ``file``, *path* is the span file (the
-    # other signals' are its siblings).
+    # other signals' are its siblings). An unsupported OTLP protocol raises ValueError.
     key = name.strip().lower()
     if key not in EXPORTER_NAMES:
         raise ValueError(f"unknown exporter {name!r}; use one of: {', '.join(EXPORTER_NAMES)}")
     if key == "otlp":
-        exporter: _X = otlp_exporter_class(signal)()
+        protocol = otlp_protocol(signal)
+        try:
+            module = importlib.import_module(_otlp_module(protocol, signal))
+        except ImportError as exc:
+            transport = "grpc" if protocol == "grpc" else "http"
+            raise ImportError(
+                f"the otlp exporter over {protocol} needs opentelemetry-exporter-otlp-proto-"
+                f"{transport}; install it with pip install 'nemo-lens[sdk]' (or choose "
+                "another exporter)"
+            ) from exc
+        exporter: _X = getattr(module, _OTLP_CLASSES[signal][1])()
         return exporter
     if key == "console":
         return json_lines(StdoutSink())

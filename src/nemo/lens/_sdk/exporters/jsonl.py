@@ -278,7 +278,6 @@ class JsonLinesSpanExporter(_SinkWriter, SpanExporter):
     """How each line ends (the export guard encodes spans with it)."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Write one line per span."""
         return self.export_lines([encode_span(span, self.line_layout) for span in spans])
 
     def export_lines(self, lines: Sequence[str]) -> SpanExportResult:
@@ -313,7 +312,6 @@ class SdkJsonSpanExporter(_SinkWriter, SpanExporter):
     the ``console`` exporter's default (upstream v0.2.0's, which log pipelines parse)."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Write one line per span."""
         if self._attempt(
             lambda: self.sink.write("".join(sdk_json_line(span) + "\n" for span in spans)),
             "writing %d span(s) as JSON lines failed",
@@ -333,7 +331,6 @@ class JsonLinesMetricExporter(_SinkWriter, MetricExporter):
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
-        """Write one line for this collection."""
         if self._attempt(
             lambda: self.sink.write(metrics_data.to_json(indent=None) + "\n"),
             "writing metrics as JSON lines failed",
@@ -346,7 +343,6 @@ class JsonLinesLogExporter(_SinkWriter, LogRecordExporter):
     """Writes each log record as one JSON object per line (the SDK's own record shape)."""
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        """Write one line per record."""
         if self._attempt(
             lambda: self.sink.write(
                 "".join(record.to_json(indent=None) + "\n" for record in batch)
