@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, cast
 
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import LogRecordExporter
@@ -21,12 +21,9 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.types import AttributeValue
 
 from nemo.lens import semconv
+from nemo.lens._core.destinations import Signal
 from nemo.lens._sdk.batching import BatchingSpanProcessor, bounded_timeout_ms
-from nemo.lens._sdk.exporters.factory import (
-    create_log_exporter,
-    create_metric_exporter,
-    create_span_exporter,
-)
+from nemo.lens._sdk.exporters.factory import create_exporter
 from nemo.lens._sdk.exporters.guard import MetricGuard
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
 from nemo.lens._sdk.exporters.redaction import exportable_resource
@@ -46,12 +43,6 @@ from nemo.lens.sampling import RankAwareSampler
 
 __all__ = ["Pipeline", "build_pipeline", "fan_out"]
 
-
-class _Exporter(Protocol):
-    def shutdown(self) -> None: ...
-
-
-_X = TypeVar("_X", bound=_Exporter)
 
 # The logger keeps the name users configure it by (this code's module before it moved).
 _logger = logging.getLogger("nemo.lens.providers")
@@ -208,13 +199,14 @@ def build_pipeline(
     # created here are released on failure: a corrected call can reuse the caller's.
     created: list[Callable[[], object]] = []
 
-    def create(make: Callable[..., _X | None]) -> list[tuple[str, _X]]:
+    def create(signal: Signal) -> list[tuple[str, Any]]:
         made = []
         for name in names:
-            exporter = make(name, path=trace_path)
-            if exporter is not None:
-                created.append(exporter.shutdown)
-                made.append((name, exporter))
+            exporter = create_exporter(
+                signal, name, path=trace_path, console_format=config.console_format
+            )
+            created.append(exporter.shutdown)
+            made.append((name, exporter))
         return made
 
     span_exps: list[tuple[str, SpanExporter]] = []
@@ -223,18 +215,12 @@ def build_pipeline(
     try:
         if exporting and config.traces_enabled:
             span_exps = (
-                [(caller_name, span_exporter)]
-                if span_exporter is not None
-                else create(partial(create_span_exporter, console_format=config.console_format))
+                [(caller_name, span_exporter)] if span_exporter is not None else create("traces")
             )
         if exporting and config.metrics_enabled and metric_reader is None:
-            metric_exps = create(create_metric_exporter)
+            metric_exps = create("metrics")
         if exporting and config.logs_enabled:
-            log_exps = (
-                [(caller_name, log_exporter)]
-                if log_exporter is not None
-                else create(create_log_exporter)
-            )
+            log_exps = [(caller_name, log_exporter)] if log_exporter is not None else create("logs")
     except BaseException:
         run_bounded({f"discard exporter {i}": fn for i, fn in enumerate(created)}, 1.0)
         raise

@@ -24,12 +24,7 @@ from nemo.lens._core.destinations import Signal, otlp_protocol
 from nemo.lens._core.sanitize import safe_str
 from nemo.lens._core.secrets import scrub
 from nemo.lens._sdk.exporters.encoding import span_lines
-from nemo.lens._sdk.exporters.factory import (
-    create_log_exporter,
-    create_metric_exporter,
-    create_span_exporter,
-    is_otlp_span_exporter,
-)
+from nemo.lens._sdk.exporters.factory import create_exporter, is_otlp_span_exporter
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
 from nemo.lens._sdk.exporters.redaction import (
     Changes,
@@ -70,11 +65,6 @@ _TRANSPORT_LOGGERS: Final = {
         "grpc._common",
         "grpc._plugin_wrapping",
     ),
-}
-_CREATE: Final[dict[Signal, Callable[[str], Any]]] = {
-    "traces": create_span_exporter,
-    "metrics": create_metric_exporter,
-    "logs": create_log_exporter,
 }
 
 
@@ -187,7 +177,7 @@ class _Guard(Generic[_E]):
     def _own_inner(self) -> _E:
         if self._inherited and self._own_after_fork and self._name is not None:
             self._inherited = False
-            made = _CREATE[self._signal](self._name)
+            made = create_exporter(self._signal, self._name)
             self.inner = made if made is not None else self.inner
         return self.inner
 
