@@ -6,6 +6,7 @@ Imports nothing of OpenTelemetry: the primitives use :func:`safe_str` too.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from typing import Final
@@ -86,13 +87,9 @@ def safe_str(value: object) -> str:
 def clean_name(name: object) -> tuple[str, str | None]:
     """*name* (a span, event or scope name, an attribute key) as clean text, and why it had
     to change (``None``: it did not)."""
-    if type(name) is str:
-        if name.isascii() or is_clean_text(name):
-            return name, None
-        return clean_text(name), SURROGATES
     if isinstance(name, str):
-        text = str.__str__(name)
-        if is_clean_text(text):
+        text = name if type(name) is str else str.__str__(name)
+        if text.isascii() or is_clean_text(text):
             return name, None
         return clean_text(text), SURROGATES
     if isinstance(name, bytes):
@@ -102,12 +99,11 @@ def clean_name(name: object) -> tuple[str, str | None]:
 
 def _clean_int(value: int) -> str:
     bits = value.bit_length()
-    if bits > _MAX_INT_BITS:
-        return f"<integer of {bits} bits>"
-    try:
-        return str(int(value))
-    except ValueError:  # sys.set_int_max_str_digits set lower than _MAX_INT_BITS needs
-        return f"<integer of {bits} bits>"
+    if bits <= _MAX_INT_BITS:
+        # ValueError: sys.set_int_max_str_digits set lower than _MAX_INT_BITS needs.
+        with contextlib.suppress(ValueError):
+            return str(int(value))
+    return f"<integer of {bits} bits>"
 
 
 def clean_value(value: object) -> tuple[object, str | None]:

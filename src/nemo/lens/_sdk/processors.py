@@ -144,13 +144,8 @@ def _env_int(variable: str, default: int) -> int:
 
 
 def _in_multiprocessing_child() -> bool:
-    module = sys.modules.get("multiprocessing")
-    if module is None:
-        return False
-    try:
-        return module.parent_process() is not None
-    except Exception:  # pragma: no cover - a multiprocessing without parent_process
-        return False
+    module = sys.modules.get("multiprocessing")  # not imported: not its child
+    return module is not None and module.parent_process() is not None
 
 
 def span_processor(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
@@ -47,9 +47,9 @@ encode_json: Final = _ENCODER.encode
 encode_text: Final = json.encoder.encode_basestring
 """A ``str`` as a JSON string, spelled as :data:`encode_json` spells it."""
 
-_MEMO_MAX: Final = 4096  # entries of each memo below: a program's names, keys, texts are few
 _PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 _INTERNAL: Final = SpanKind.INTERNAL
+_V = TypeVar("_V")
 _UNSET_STATUS_JSON: Final = '{"code":"UNSET","description":null}'
 
 
@@ -118,11 +118,12 @@ _KEYS: dict[object, str] = {}
 _TEXTS: dict[str, str] = {}
 
 
-def _memo(memo: dict[Any, str], key: object, text: str) -> str:
-    if len(memo) >= _MEMO_MAX:
+def _memo(memo: dict[Any, _V], key: object, value: _V, most: int = 4096) -> _V:
+    # Every memo is bounded: a program's names, keys and texts are few, its spans are not.
+    if len(memo) >= most:
         memo.clear()
-    memo[key] = text
-    return text
+    memo[key] = value
+    return value
 
 
 def _key_json(key: object) -> str:
@@ -237,19 +238,15 @@ class LineLayout:
             exportable = clean_resource(resource)[0] is resource and (
                 scope is None or (scope.name.isascii() and (scope.version or "").isascii())
             )
-            if len(self._tails) >= 64:
-                self._tails.clear()
             text = self.ending(resource, scope) if exportable else ""
-            entry = self._tails[key] = (resource, scope, text)
+            entry = _memo(self._tails, key, (resource, scope, text), 64)
         return entry[2]
 
     def shapes(self, tracer: object) -> dict[tuple[object, ...], Any]:
         """The shapes of line *tracer*'s spans take (see :func:`span_lines`)."""
         entry = self._shapes.get(id(tracer))
         if entry is None or entry[0] is not tracer:
-            if len(self._shapes) >= 64:
-                self._shapes.clear()
-            entry = self._shapes[id(tracer)] = (tracer, {})
+            entry = _memo(self._shapes, id(tracer), (tracer, {}), 64)
         return entry[1]
 
 
@@ -444,9 +441,7 @@ def span_lines(
                 key = (span._name, id(tags), *attributes) if attributes else (span._name, id(tags))
                 entry = shapes.get(key)
                 if entry is None:
-                    if len(shapes) >= 1024:
-                        shapes.clear()
-                    entry = shapes[key] = (tags, _shape(span, tail) if tail else None)
+                    entry = _memo(shapes, key, (tags, _shape(span, tail) if tail else None), 1024)
                 shape = entry[1]
                 if shape is not None:
                     try:

@@ -162,7 +162,6 @@ class _Guard(Generic[_E]):
         otlp = name == "otlp"
         self.usable_after_fork = not (otlp and otlp_protocol(self._signal) == "grpc")
         self._own_after_fork = otlp and self.usable_after_fork
-        self._name = name
         self._inherited = self._disabled = self._shut_down = False
         _fork.register(self)
 
@@ -175,10 +174,10 @@ class _Guard(Generic[_E]):
         self._disabled = not self.usable_after_fork
 
     def _own_inner(self) -> _E:
-        if self._inherited and self._own_after_fork and self._name is not None:
+        if self._inherited and self._own_after_fork:
+            # OTLP/HTTP: the copy's keep-alive connection is the parent's.
             self._inherited = False
-            made = create_exporter(self._signal, self._name)
-            self.inner = made if made is not None else self.inner
+            self.inner = create_exporter(self._signal, "otlp")
         return self.inner
 
     @contextmanager

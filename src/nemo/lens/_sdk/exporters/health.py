@@ -231,15 +231,12 @@ class ExportHealth:
                 )
             _logger.warning("%s", explanation)
 
-    def changes(self) -> dict[str, int]:
-        """How many names and values were changed or dropped to be exported, by reason."""
+    def changes_summary(self) -> str | None:
+        """One line totalling the names and values changed or dropped to be exported, by
+        reason, or ``None`` when nothing was."""
         totals = {reason: tally.value for reason, tally in list(self._changed.items())}
         totals[DROPPED_AT_THE_DOOR] = dropped_attribute_values() - self._door_baseline
-        return {reason: totals[reason] for reason in REASONS if totals.get(reason)}
-
-    def changes_summary(self) -> str | None:
-        """One line totalling :meth:`changes`, or ``None`` when nothing was changed."""
-        parts = [f"{count} {reason}" for reason, count in self.changes().items()]
+        parts = [f"{totals[reason]} {reason}" for reason in REASONS if totals.get(reason)]
         return "nemo.lens: telemetry exported with changes: " + "; ".join(parts) if parts else None
 
     def lost(self) -> dict[str, int]:

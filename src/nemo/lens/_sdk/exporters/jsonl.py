@@ -282,11 +282,10 @@ class JsonLinesSpanExporter(_SinkWriter, SpanExporter):
 
     def export_lines(self, lines: Sequence[str]) -> SpanExportResult:
         """Write *lines*, spans already encoded (each without its newline)."""
-        if self._attempt(
+        written = self._attempt(
             lambda: self._write_lines(lines), "writing %d span(s) as JSON lines failed", len(lines)
-        ):
-            return SpanExportResult.SUCCESS
-        return SpanExportResult.FAILURE
+        )
+        return SpanExportResult.SUCCESS if written else SpanExportResult.FAILURE
 
     def _write_lines(self, lines: Sequence[str]) -> None:
         write_texts: Callable[[Iterable[str]], None] | None = getattr(
@@ -312,13 +311,12 @@ class SdkJsonSpanExporter(_SinkWriter, SpanExporter):
     the ``console`` exporter's default (upstream v0.2.0's, which log pipelines parse)."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        if self._attempt(
+        written = self._attempt(
             lambda: self.sink.write("".join(sdk_json_line(span) + "\n" for span in spans)),
             "writing %d span(s) as JSON lines failed",
             len(spans),
-        ):
-            return SpanExportResult.SUCCESS
-        return SpanExportResult.FAILURE
+        )
+        return SpanExportResult.SUCCESS if written else SpanExportResult.FAILURE
 
 
 class JsonLinesMetricExporter(_SinkWriter, MetricExporter):
@@ -331,24 +329,22 @@ class JsonLinesMetricExporter(_SinkWriter, MetricExporter):
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
-        if self._attempt(
+        written = self._attempt(
             lambda: self.sink.write(metrics_data.to_json(indent=None) + "\n"),
             "writing metrics as JSON lines failed",
-        ):
-            return MetricExportResult.SUCCESS
-        return MetricExportResult.FAILURE
+        )
+        return MetricExportResult.SUCCESS if written else MetricExportResult.FAILURE
 
 
 class JsonLinesLogExporter(_SinkWriter, LogRecordExporter):
     """Writes each log record as one JSON object per line (the SDK's own record shape)."""
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        if self._attempt(
+        written = self._attempt(
             lambda: self.sink.write(
                 "".join(record.to_json(indent=None) + "\n" for record in batch)
             ),
             "writing %d log record(s) failed",
             len(batch),
-        ):
-            return LogRecordExportResult.SUCCESS
-        return LogRecordExportResult.FAILURE
+        )
+        return LogRecordExportResult.SUCCESS if written else LogRecordExportResult.FAILURE
