@@ -91,12 +91,8 @@ def fork_unsafe() -> Iterator[None]:
 
 
 def _before_fork_in_parent() -> None:
-    hooks = list(_before)
-    for obj in list(_objects):
-        hook = getattr(obj, "_before_fork_in_parent", None)
-        if hook is not None:
-            hooks.append(hook)
-    _run(hooks, "preparing for fork")
+    hooks = [getattr(obj, "_before_fork_in_parent", None) for obj in list(_objects)]
+    _run([*_before, *(hook for hook in hooks if hook is not None)], "preparing for fork")
     with _gate.condition:
         _gate.forking = True
         if not _gate.condition.wait_for(lambda: not _gate.active, timeout=FORK_WAIT_S):

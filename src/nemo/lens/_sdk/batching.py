@@ -157,8 +157,6 @@ class BatchingSpanProcessor(SpanProcessor):
         if not self._shutdown:
             self._start_worker()
 
-    # -- the span path ----------------------------------------------------------------
-
     def on_end(self, span: ReadableSpan) -> None:
         """Queue *span* if it is sampled."""
         context = span.context
@@ -209,8 +207,6 @@ class BatchingSpanProcessor(SpanProcessor):
                 return False
             time.sleep(0.001)
         return True
-
-    # -- the worker -------------------------------------------------------------------
 
     def _run(self) -> None:
         delay_s = self.schedule_delay_millis / 1000
@@ -284,8 +280,6 @@ class BatchingSpanProcessor(SpanProcessor):
         with self._flush_done:
             self._flush_completed = max(self._flush_completed, target)
             self._flush_done.notify_all()
-
-    # -- flush and shutdown ---------------------------------------------------------
 
     @property
     def pending(self) -> int:

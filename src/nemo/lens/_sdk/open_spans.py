@@ -35,12 +35,9 @@ _UNTRACKED: Final = _Untracked()
 
 
 class OpenSpanTracker(SpanProcessor):
-    """Holds the spans that started and have not ended, so shutdown can end them.
-
-    The SDK's spans are keyed by (trace id, span id) (``on_end`` gets a copy); recorded
+    """Holds the spans that started and have not ended, so shutdown can end them. Recorded
     spans add and remove themselves (:attr:`open`), and only the thread that takes one out
-    exports it. No lock: a SIGTERM handler or a fork must never wait for one.
-    """
+    exports it. No lock: a SIGTERM handler or a fork must never wait for one."""
 
     def __init__(self) -> None:
         self.open: dict[object, Any] = {}
@@ -53,7 +50,7 @@ class OpenSpanTracker(SpanProcessor):
             self.open = {}
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        if span.context is not None:
+        if span.context is not None:  # keyed by ids: on_end gets a copy
             self.open[(span.context.trace_id, span.context.span_id)] = span
 
     def on_end(self, span: ReadableSpan) -> None:
@@ -65,9 +62,8 @@ class OpenSpanTracker(SpanProcessor):
         return len(self.open)
 
     def close(self) -> int:
-        """End every open span as shutdown does (``nemo.span.truncated = True`` and an
-        event of that name saying why), then track nothing more: a span started later is
-        kept nowhere. Returns how many were ended."""
+        """End every open span, marked truncated (with an event saying why), then track
+        nothing more. Returns how many were ended."""
         # A snapshot: a span whose own thread ends it meanwhile is exported once, by
         # whoever takes it out; children first, so none ends after its parent.
         ended = 0

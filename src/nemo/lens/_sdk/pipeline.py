@@ -116,8 +116,7 @@ class Pipeline:
     def shutdown(self, timeout_ms: float) -> bool:
         """End open spans (marked truncated), flush and shut down everything, waiting at
         most *timeout_ms*; idempotent. ``True`` when every signal finished in time and
-        nothing was lost; what was is said in one summary line (changed values in another).
-        """
+        nothing was lost (what was is said in one line, changed values in another)."""
         if self._closed:
             return True
         self._closed = True
@@ -199,7 +198,9 @@ def build_pipeline(
     # created here are released on failure: a corrected call can reuse the caller's.
     created: list[Callable[[], object]] = []
 
-    def create(signal: Signal) -> list[tuple[str, Any]]:
+    def create(signal: Signal, given: object) -> list[tuple[str, Any]]:
+        if given is not None:
+            return [(caller_name, given)]
         made = []
         for name in names:
             exporter = create_exporter(
@@ -214,13 +215,11 @@ def build_pipeline(
     log_exps: list[tuple[str, LogRecordExporter]] = []
     try:
         if exporting and config.traces_enabled:
-            span_exps = (
-                [(caller_name, span_exporter)] if span_exporter is not None else create("traces")
-            )
+            span_exps = create("traces", span_exporter)
         if exporting and config.metrics_enabled and metric_reader is None:
-            metric_exps = create("metrics")
+            metric_exps = create("metrics", None)
         if exporting and config.logs_enabled:
-            log_exps = [(caller_name, log_exporter)] if log_exporter is not None else create("logs")
+            log_exps = create("logs", log_exporter)
     except BaseException:
         run_bounded({f"discard exporter {i}": fn for i, fn in enumerate(created)}, 1.0)
         raise

@@ -104,20 +104,17 @@ def run_bounded(tasks: Mapping[str, Callable[[], object]], timeout_s: float) -> 
     """Run each task in its own daemon thread; wait at most *timeout_s* in total. Returns the
     names of the tasks still running at the deadline; a task's exception is logged."""
 
-    def guarded(name: str, task: Callable[[], object]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                task()
-            except Exception as exc:
-                # One line: the SDK's provider shutdowns raise when their deadline has
-                # passed, which a short timeout makes routine.
-                _logger.warning("nemo.lens: %s failed: %s", name, scrub(safe_str(exc)))
-                _logger.debug("nemo.lens: %s failed", name, exc_info=True)
-
-        return run
+    def run(name: str, task: Callable[[], object]) -> None:
+        try:
+            task()
+        except Exception as exc:
+            # One line: the SDK's provider shutdowns raise when their deadline has passed,
+            # which a short timeout makes routine.
+            _logger.warning("nemo.lens: %s failed: %s", name, scrub(safe_str(exc)))
+            _logger.debug("nemo.lens: %s failed", name, exc_info=True)
 
     threads = {
-        name: threading.Thread(target=guarded(name, task), name=f"nemo.lens {name}", daemon=True)
+        name: threading.Thread(target=run, args=(name, task), name=f"nemo.lens {name}", daemon=True)
         for name, task in tasks.items()
     }
     for thread in threads.values():

@@ -112,8 +112,7 @@ def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
-# -- plain values: written without the json module, memoised ------------------------------
-
+# Keys and text values as written without the json module ("" when not plain).
 _KEYS: dict[object, str] = {}
 _TEXTS: dict[str, str] = {}
 
@@ -211,9 +210,6 @@ def ids_json(context: SpanContext | None, parent: SpanContext | None) -> str:
     )
 
 
-# -- how a line ends ----------------------------------------------------------------------
-
-
 class LineLayout:
     """How a span's line ends after its own fields: here, with its resource and scope written
     out (the console's ``lens`` line; the ``file``'s is a subclass). It also keeps, per
@@ -254,9 +250,6 @@ RESOURCE_ON_EVERY_LINE: Final = LineLayout()
 """Every line carries its resource (the console's ``lens`` layout)."""
 
 
-# -- one span -------------------------------------------------------------------------------
-
-
 def _line(span: ReadableSpan, layout: LineLayout) -> str:
     tail = layout.tail(span.resource, span.instrumentation_scope)
     if not tail:
@@ -286,12 +279,9 @@ def _line(span: ReadableSpan, layout: LineLayout) -> str:
 
 
 def encode_span(span: ReadableSpan, layout: LineLayout = RESOURCE_ON_EVERY_LINE) -> str:
-    """*span* as one line of compact JSON (no newline), ended as *layout* ends it.
-
-    Never raises, and the line is always valid UTF-8 text: a span holding what JSON
-    cannot carry is encoded from a copy made exportable
-    (:func:`~nemo.lens._sdk.exporters.redaction.clean_span`).
-    """
+    """*span* as one line of compact JSON (no newline), ended as *layout* ends it. Never
+    raises; the line is always valid UTF-8 text (a span holding what JSON cannot carry is
+    encoded from a copy made exportable)."""
     try:
         line = _line(span, layout)
     except Exception:
@@ -309,9 +299,6 @@ def encode_span(span: ReadableSpan, layout: LineLayout = RESOURCE_ON_EVERY_LINE)
             )
     # A lone surrogate can only sit inside a JSON string: replacing it keeps the JSON.
     return line if line.isascii() or is_clean_text(line) else clean_text(line)
-
-
-# -- a batch of recorded spans --------------------------------------------------------------
 
 
 _COMPILE_AFTER: Final = 8  # a shape seen this often is written by a writer of its own
@@ -454,9 +441,6 @@ def span_lines(
             line = encode_span(clean_span(span, changes), layout)
         lines.append(line)
     return lines
-
-
-# -- the console's default: the SDK's own to_json -----------------------------------------
 
 
 def _is_native(value: Any) -> bool:

@@ -37,13 +37,11 @@ def _otlp_module(protocol: str, signal: Signal) -> str:
 def create_exporter(
     signal: Signal, name: str, *, path: str | None = None, console_format: str = "otel"
 ) -> Any:
-    """The exporter of *signal* called *name* (``None`` for ``none``).
-
-    For ``file``, *path* is the span file, trace format 2 (the other signals' files are its
-    siblings). For ``console``, spans are the SDK's ``to_json`` lines (*console_format*
-    ``otel``) or the file's line with its resource (``lens``). Raises :class:`ValueError`
-    for an unknown name or OTLP protocol and :class:`ImportError` (with the package to
-    install) when the OTLP exporter package is missing.
+    """The exporter of *signal* called *name* (``None`` for ``none``). For ``file``, *path*
+    is the span file (the other signals' are its siblings); for ``console``, spans are the
+    SDK's ``to_json`` lines (*console_format* ``otel``) or the file's line (``lens``).
+    Raises ``ValueError`` for an unknown name or OTLP protocol, ``ImportError`` naming the
+    package to install when the OTLP exporter's is missing.
     """
     key = name.strip().lower()
     if key not in EXPORTER_NAMES:

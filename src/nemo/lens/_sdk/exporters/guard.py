@@ -130,12 +130,9 @@ _B = TypeVar("_B", SpanExporter, LogRecordExporter)
 
 
 class _Guard(Generic[_E]):
-    """What the span, metric and log guards share.
-
-    *name* is the exporter's name when nemo.lens made it (``None``: the caller's, used as it
-    is, its logs untouched); it decides what a forked child uses. *in_export_thread*: even
-    ``SystemExit`` is counted, since it would end the export thread.
-    """
+    """What the span, metric and log guards share. *name*: the exporter's when nemo.lens
+    made it (``None``: the caller's, its logs untouched). *in_export_thread*: even
+    ``SystemExit`` is counted, since it would end the export thread."""
 
     _signal: Signal
     inner: _E

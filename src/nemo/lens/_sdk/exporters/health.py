@@ -276,8 +276,7 @@ class ExportHealth:
         return "nemo.lens: telemetry this process could not deliver: " + "; ".join(parts)
 
     def not_after_fork(self, destination: str) -> None:
-        """Say once per process, as it first forks, that its children will not export to
-        *destination*."""
+        """Say once per process, as it first forks, that its children will not export."""
         if _first(_SAID, "fork"):
             _logger.warning(
                 "nemo.lens: this process forked; its children do not export telemetry to %s "

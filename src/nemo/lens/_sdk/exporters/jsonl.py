@@ -55,9 +55,7 @@ class LineSink(Protocol):
     ``write_texts(texts)``, which writes each text in order as ``write`` would, gathered."""
 
     def write(self, text: str) -> None: ...
-
     def flush(self) -> None: ...
-
     def close(self) -> None: ...
 
 
@@ -121,11 +119,9 @@ class _Landed:
 
 class FileSink:
     """Appends to a file (``O_APPEND``, parent directories created), opened at construction
-    so that a path that cannot be written fails set-up, not every export.
-
-    A call is gathered into as few ``write(2)`` as *buffer_bytes* allows, nothing buffered
-    between calls (a forked child can share the file); it writes all of its text or none
-    of it; a file removed or moved away is opened again at its path before the next write.
+    so that a path that cannot be written fails set-up, not every export. A call is
+    gathered into as few ``write(2)`` as *buffer_bytes* allows and writes all of its text
+    or none of it; a file removed or moved away is opened again before the next write.
     """
 
     def __init__(
@@ -138,9 +134,8 @@ class FileSink:
         self._buffer_bytes = buffer_bytes
         self._buffer: bytearray | None = None
         self._torn = False
+        # What a file opened again at the path must begin with (the trace file's headers).
         self.preamble: Callable[[], str] | None = None
-        """What a file opened again at the path must begin with (the ``file`` exporter's
-        headers, which its lines name); asked at each such reopening."""
         self._owes_preamble = False
         self._fd: int | None = self._open()
         _fork.register(self)

@@ -152,20 +152,16 @@ def _clean_scope(
     if (type(name) is str and name.isascii()) and (version is None or version.isascii()):
         return scope
     name, name_reason = clean_name(name)
-    if version is not None:
-        version, version_reason = clean_name(version)
-    else:
-        version_reason = None
+    version, version_reason = (None, None) if version is None else clean_name(version)
     if name_reason is None and version_reason is None:
         return scope
     _note(changes, name_reason or version_reason)
     return InstrumentationScope(name, version, scope.schema_url, scope.attributes)
 
 
-# Resources are shared by every span of a provider and immutable: each is
-# checked once. Entries hold the resource so its id cannot be reused meanwhile.
+# Resources are shared by every span of a provider and immutable: each is checked once
+# (64 at most kept). Entries hold the resource so its id cannot be reused meanwhile.
 _RESOURCES: dict[int, tuple[Resource, Resource, Changes]] = {}
-_RESOURCES_MAX: Final = 64
 
 
 def clean_resource(resource: Resource) -> tuple[Resource, Changes]:
@@ -177,7 +173,7 @@ def clean_resource(resource: Resource) -> tuple[Resource, Changes]:
     changes: Changes = {}
     cleaned = clean_attributes(resource.attributes, changes)
     result = resource if cleaned is None else Resource(cleaned, resource.schema_url)
-    if len(_RESOURCES) >= _RESOURCES_MAX:
+    if len(_RESOURCES) >= 64:
         _RESOURCES.clear()
     _RESOURCES[id(resource)] = (resource, result, changes)
     return result, changes
