@@ -164,9 +164,9 @@ def test_the_summary_says_nothing_when_nothing_was_lost() -> None:
     health = ExportHealth()
     health.export_succeeded("traces", "somewhere")
     assert health.summary() is None
-    assert health.summary({"traces": 0}) is None
+    assert health.summary(queued={("traces", ""): 0}) is None
     health.export_failed("metrics", 1, "collector:4317", "refused")
-    assert health.summary({"traces": 7}) == (
+    assert health.summary(queued={("traces", ""): 7}) == (
         "nemo.lens: telemetry this process could not deliver: 1 metric export(s) failed to "
         "export to collector:4317; 7 span(s) still queued when shutdown timed out"
     )

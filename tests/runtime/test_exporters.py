@@ -31,11 +31,7 @@ from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from nemo.lens import state, testing
 from nemo.lens._core.destinations import otlp_protocol, sibling_path
 from nemo.lens._sdk.batching import BatchingSpanProcessor
-from nemo.lens._sdk.exporters.factory import (
-    create_metric_exporter,
-    create_span_exporter,
-    is_otlp_span_exporter,
-)
+from nemo.lens._sdk.exporters.factory import create_exporter, is_otlp_span_exporter
 from nemo.lens._sdk.exporters.jsonl import FileSink, JsonLinesSpanExporter
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import setup_telemetry
@@ -363,23 +359,23 @@ def test_unwritable_trace_file_fails_set_up_and_installs_nothing(tmp_path: Path)
 
 def test_otlp_defaults_to_grpc() -> None:
     assert otlp_protocol("traces") == "grpc"
-    assert isinstance(create_span_exporter("otlp"), GrpcSpanExporter)
-    assert isinstance(create_metric_exporter("otlp"), GrpcMetricExporter)
+    assert isinstance(create_exporter("traces", "otlp"), GrpcSpanExporter)
+    assert isinstance(create_exporter("metrics", "otlp"), GrpcMetricExporter)
 
 
 def test_otlp_http_for_every_signal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-    assert isinstance(create_span_exporter("otlp"), HttpSpanExporter)
-    assert isinstance(create_metric_exporter("otlp"), HttpMetricExporter)
+    assert isinstance(create_exporter("traces", "otlp"), HttpSpanExporter)
+    assert isinstance(create_exporter("metrics", "otlp"), HttpMetricExporter)
 
 
 def test_otlp_per_signal_protocol_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
-    assert isinstance(create_span_exporter("otlp"), GrpcSpanExporter)
-    assert isinstance(create_metric_exporter("otlp"), HttpMetricExporter)
+    assert isinstance(create_exporter("traces", "otlp"), GrpcSpanExporter)
+    assert isinstance(create_exporter("metrics", "otlp"), HttpMetricExporter)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", " GRPC ")
-    assert isinstance(create_metric_exporter("otlp"), GrpcMetricExporter)
+    assert isinstance(create_exporter("metrics", "otlp"), GrpcMetricExporter)
 
 
 def test_only_opentelemetrys_own_otlp_span_exporters_are_handed_recorded_spans() -> None:

@@ -25,12 +25,10 @@ _logger = logging.getLogger("nemo.lens._fork")
 
 
 class ForkAware(Protocol):
-    """An object that rebuilds its threads and locks in a forked child (and may define
-    ``_before_fork_in_parent()``, called in the parent just before each fork)."""
+    """An object with ``_after_fork_in_child()`` (called in the child, in the thread that
+    forked) and maybe ``_before_fork_in_parent()`` (in the parent, before each fork)."""
 
-    def _after_fork_in_child(self) -> None:
-        """Called in the child, in the thread that forked, before ``fork`` returns."""
-        ...
+    def _after_fork_in_child(self) -> None: ...
 
 
 _objects: weakref.WeakSet[ForkAware] = weakref.WeakSet()
@@ -39,8 +37,7 @@ _in_child: list[Callable[[], None]] = []
 
 
 def register(obj: ForkAware) -> None:
-    """Call ``obj._after_fork_in_child()`` in every child forked from now on
-    (and ``obj._before_fork_in_parent()``, if it has one, before each fork)."""
+    """Call *obj*'s fork hooks at every fork from now on, while *obj* lives."""
     _objects.add(obj)
 
 
@@ -94,12 +91,8 @@ def fork_unsafe() -> Iterator[None]:
 
 
 def _before_fork_in_parent() -> None:
-    hooks = list(_before)
-    for obj in list(_objects):
-        hook = getattr(obj, "_before_fork_in_parent", None)
-        if hook is not None:
-            hooks.append(hook)
-    _run(hooks, "preparing for fork")
+    hooks = [getattr(obj, "_before_fork_in_parent", None) for obj in list(_objects)]
+    _run([*_before, *(hook for hook in hooks if hook is not None)], "preparing for fork")
     with _gate.condition:
         _gate.forking = True
         if not _gate.condition.wait_for(lambda: not _gate.active, timeout=FORK_WAIT_S):

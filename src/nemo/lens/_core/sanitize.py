@@ -1,13 +1,12 @@
 """Values every exporter can carry: one bad value is replaced, never the reason a batch is lost.
 
-The rules (lone surrogates, names that are not ``str``, ints beyond 64 bits, deep
-nesting, other objects) and the reasons counted for them; the table is in
-``docs/reliability.md``. Imports nothing of OpenTelemetry: the primitives use
-:func:`safe_str` too.
+The rules and the reasons counted for them (the table is in ``docs/reliability.md``).
+Imports nothing of OpenTelemetry: the primitives use :func:`safe_str` too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from typing import Final
@@ -17,11 +16,8 @@ __all__ = [
     "DROPPED_AT_THE_DOOR",
     "INT64_MAX",
     "INT64_MIN",
-    "MAX_DEPTH",
-    "MAX_INT_BITS",
     "NOT_STR",
     "REASONS",
-    "REPLACEMENT_CHARACTER",
     "SURROGATES",
     "TOO_DEEP",
     "UNSUPPORTED",
@@ -29,23 +25,14 @@ __all__ = [
     "clean_text",
     "clean_value",
     "is_clean_text",
-    "needs_cleaning",
     "safe_str",
 ]
 
-REPLACEMENT_CHARACTER: Final = "\ufffd"
-"""What a lone surrogate becomes (U+FFFD, as a UTF-8 decoder writes for bad bytes)."""
-
-MAX_DEPTH: Final = 32
-"""How deeply lists, tuples and mappings may nest inside one attribute value."""
-
-MAX_INT_BITS: Final = 4096
-"""Ints beyond 64 bits and up to this size are exported as their decimal digits."""
-
+_MAX_DEPTH: Final = 32  # how deeply lists, tuples and mappings may nest in one value
+_MAX_INT_BITS: Final = 4096  # the largest int exported as its digits
+# The ints every exporter writes as numbers (OTLP's are 64-bit).
 INT64_MIN: Final = -(2**63)
-"""The smallest int every exporter writes as a number (OTLP's are 64-bit)."""
 INT64_MAX: Final = 2**63 - 1
-"""The largest int every exporter writes as a number."""
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 # The reasons a value is changed, worded to follow a count in the shutdown summary.
@@ -54,7 +41,7 @@ SURROGATES: Final = (
 )
 NOT_STR: Final = "name(s) or key(s) that were not str, converted with str()"
 BIG_INT: Final = "integer(s) beyond 64 bits, exported as strings"
-TOO_DEEP: Final = f"value(s) nested deeper than {MAX_DEPTH} levels, cut off there"
+TOO_DEEP: Final = f"value(s) nested deeper than {_MAX_DEPTH} levels, cut off there"
 UNSUPPORTED: Final = "value(s) of a type no exporter can write, exported as str()"
 DROPPED_AT_THE_DOOR: Final = (
     "attribute value(s) a span attribute cannot hold (a dict, an object, a nested or mixed "
@@ -65,7 +52,7 @@ REASONS: Final = (SURROGATES, NOT_STR, BIG_INT, TOO_DEEP, UNSUPPORTED, DROPPED_A
 
 
 def is_clean_text(text: str) -> bool:
-    """Whether *text* encodes as UTF-8 (has no lone surrogate). O(1) for ASCII text."""
+    """Whether *text* encodes as UTF-8 (has no lone surrogate)."""
     if text.isascii():
         return True
     try:
@@ -79,15 +66,11 @@ def clean_text(text: str) -> str:
     """*text* with every lone surrogate replaced by U+FFFD (the same object if it had none)."""
     if is_clean_text(text):
         return text
-    return _SURROGATE.sub(REPLACEMENT_CHARACTER, str(text))
+    return _SURROGATE.sub("\ufffd", str(text))
 
 
 def safe_str(value: object) -> str:
-    """``str(value)``, made valid Unicode; never raises.
-
-    When ``str()`` itself raises (an exception class with a broken
-    ``__str__``, say), the result names the type instead.
-    """
+    """``str(value)``, made valid Unicode; never raises (names the type when ``str()`` does)."""
     try:
         text = str(value)
     except Exception:
@@ -102,17 +85,11 @@ def safe_str(value: object) -> str:
 
 
 def clean_name(name: object) -> tuple[str, str | None]:
-    """*name* (a span, event or scope name, an attribute key) as clean text.
-
-    Returns the text and why it had to change (``None``: it did not).
-    """
-    if type(name) is str:
-        if name.isascii() or is_clean_text(name):
-            return name, None
-        return clean_text(name), SURROGATES
+    """*name* (a span, event or scope name, an attribute key) as clean text, and why it had
+    to change (``None``: it did not)."""
     if isinstance(name, str):
-        text = str.__str__(name)
-        if is_clean_text(text):
+        text = name if type(name) is str else str.__str__(name)
+        if text.isascii() or is_clean_text(text):
             return name, None
         return clean_text(text), SURROGATES
     if isinstance(name, bytes):
@@ -120,26 +97,20 @@ def clean_name(name: object) -> tuple[str, str | None]:
     return safe_str(name), NOT_STR
 
 
-def needs_cleaning(value: object, depth: int = 0) -> bool:
-    """Whether :func:`clean_value` would change *value*."""
-    return clean_value(value, depth)[1] is not None
-
-
 def _clean_int(value: int) -> str:
     bits = value.bit_length()
-    if bits > MAX_INT_BITS:
-        return f"<integer of {bits} bits>"
-    try:
-        return str(int(value))
-    except ValueError:  # sys.set_int_max_str_digits set lower than MAX_INT_BITS needs
-        return f"<integer of {bits} bits>"
+    if bits <= _MAX_INT_BITS:
+        # ValueError: sys.set_int_max_str_digits set lower than _MAX_INT_BITS needs.
+        with contextlib.suppress(ValueError):
+            return str(int(value))
+    return f"<integer of {bits} bits>"
 
 
-def clean_value(value: object, depth: int = 0) -> tuple[object, str | None]:
+def clean_value(value: object) -> tuple[object, str | None]:
     """*value* as every exporter can write it (*value* itself when it needs no change),
     and why it had to change: the first reason met, ``None`` when it did not."""
     reasons: list[str] = []
-    return _clean(value, reasons, depth), (reasons[0] if reasons else None)
+    return _clean(value, reasons, 0), (reasons[0] if reasons else None)
 
 
 def _clean(value: object, reasons: list[str], depth: int) -> object:
@@ -157,7 +128,7 @@ def _clean(value: object, reasons: list[str], depth: int) -> object:
             return value
         reasons.append(BIG_INT)
         return _clean_int(value)
-    if isinstance(value, (list, tuple, Mapping)) and depth >= MAX_DEPTH:
+    if isinstance(value, (list, tuple, Mapping)) and depth >= _MAX_DEPTH:
         reasons.append(TOO_DEEP)
         return None
     if isinstance(value, (list, tuple)):

@@ -1,9 +1,6 @@
-"""A batch span processor that never blocks without bound, never loses silently, and forks.
-
-Like the SDK's ``BatchSpanProcessor`` (spans queued as they end, exported in batches by a
-thread), with a policy for a full queue (``block`` for the file, bounded by progress;
-``drop`` for OTLP), no lock on the span path, a drain at shutdown, every loss counted,
-and a fresh queue and thread after ``fork`` (``docs/architecture.md``, the export path).
+"""A batch span processor that never blocks without bound, never loses silently, and forks:
+the SDK's ``BatchSpanProcessor`` with a policy for a full queue, no lock on the span path,
+a drain at shutdown, every loss counted, a fresh queue and thread after ``fork``.
 """
 
 from __future__ import annotations
@@ -17,8 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Literal
 
-from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from nemo.lens._core import fork as _fork
@@ -60,20 +56,16 @@ class BatchingSpanProcessor(SpanProcessor):
     """Queue ended spans and export them in batches from a background thread.
 
     Args:
-        exporter: Where batches go.
         max_queue_size: Spans held at most (plus one per thread racing to append).
         max_export_batch_size: Spans per ``export`` call; at most the queue size.
         schedule_delay_millis: Longest a span waits when the queue is not filling.
         when_full: ``"block"`` (wait for room, until the exporter completes no batch for
             *stall_timeout_millis*) or ``"drop"``.
         health: Where failures and drops are counted (a private one if omitted).
-        exporter_name: The name nemo.lens made *exporter* under (``None``: the caller's);
-            decides its quiet loggers and what a forked child uses (:class:`SpanGuard`).
-        synchronous: Export each span from the thread that ends it, with no queue (a
-            ``multiprocessing`` worker, which may be killed as its task returns).
+        exporter_name: The name nemo.lens made *exporter* under (``None``: the caller's).
+        synchronous: Export each span from the thread that ends it, with no queue.
         synchronous_after_fork: Do so in a child forked from this process.
-        open_records: Asked at every poll which open spans the exporter records
-            (``export_open``; :class:`~nemo.lens._sdk.open_spans.OpenSpanRecorder`).
+        open_records: Asked at every poll which open spans the exporter records.
     """
 
     def __init__(
@@ -165,23 +157,15 @@ class BatchingSpanProcessor(SpanProcessor):
         if not self._shutdown:
             self._start_worker()
 
-    # -- the span path ----------------------------------------------------------------
-
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        """Nothing to do when a span starts."""
-
     def on_end(self, span: ReadableSpan) -> None:
-        """Queue *span* if it is sampled (see :meth:`queue_span`)."""
+        """Queue *span* if it is sampled."""
         context = span.context
         if context is not None and context.trace_flags.sampled:
             self.queue_span(span)
 
     def queue_span(self, span: ReadableSpan | RecordingSpan) -> None:
         """Queue a sampled span that has ended (the recording tracer hands its spans here).
-
-        One that ends while shutdown drains the queue is still exported; one that ends
-        after that is counted as lost.
-        """
+        One that ends after shutdown's last drain began is counted as lost."""
         if not (self._plain and len(self._queue) < self.max_queue_size):
             if self._disabled or (
                 self._forked_at_ns and (span.start_time or 0) < self._forked_at_ns
@@ -223,8 +207,6 @@ class BatchingSpanProcessor(SpanProcessor):
                 return False
             time.sleep(0.001)
         return True
-
-    # -- the worker -------------------------------------------------------------------
 
     def _run(self) -> None:
         delay_s = self.schedule_delay_millis / 1000
@@ -299,11 +281,9 @@ class BatchingSpanProcessor(SpanProcessor):
             self._flush_completed = max(self._flush_completed, target)
             self._flush_done.notify_all()
 
-    # -- flush and shutdown ---------------------------------------------------------
-
     @property
     def pending(self) -> int:
-        """Spans queued or being exported right now."""
+        """Spans queued or being exported."""
         return len(self._queue) + self._in_flight
 
     def force_flush(self, timeout_millis: float = 30000) -> bool:
@@ -325,7 +305,7 @@ class BatchingSpanProcessor(SpanProcessor):
         return True
 
     def shutdown(self, timeout_millis: float | None = None) -> None:
-        """Stop accepting spans, export the queue, then shut the exporter down."""
+        """:meth:`close`."""
         self.close(timeout_millis)
 
     def close(self, timeout_millis: float | None = None) -> bool:

@@ -1,10 +1,5 @@
-"""The open spans of a pipeline, and what the ``file`` exporter records of them.
-
-:class:`OpenSpanTracker` knows which spans started and have not ended (shutdown ends
-them, marked truncated; a forked child forgets its parent's); :class:`OpenSpanRecorder`
-tells the export thread which goodput spans to record open, for a reader of a process
-that dies (``docs/reliability.md``).
-"""
+"""The open spans of a pipeline (ended by shutdown, marked truncated), and which of them
+the ``file`` exporter records open, for a reader of a process that dies."""
 
 from __future__ import annotations
 
@@ -19,28 +14,20 @@ from nemo.lens import semconv
 from nemo.lens._core import fork as _fork
 from nemo.lens.spec import GOODPUT
 
-__all__ = ["ALIVE_EVERY_MILLIS", "RECORD_AFTER_MILLIS", "OpenSpanRecorder", "OpenSpanTracker"]
-
-RECORD_AFTER_MILLIS: Final = 25
-"""How long a goodput span is open before the export thread records it (at its next poll)."""
-ALIVE_EVERY_MILLIS: Final = 1000
-"""How long the file may get nothing, while a goodput span is open, before the export
-thread says the lifetime is alive."""
+__all__ = ["OpenSpanRecorder", "OpenSpanTracker"]
 
 
 class _Untracked(dict[object, Any]):
-    """A closed tracker's ``open``: it keeps nothing, and a span ending finds itself "taken
-    out", so it goes on to its processor as any span ending after shutdown does (counted,
-    not exported). The live tracker's ``open`` is a plain ``dict``: the span path pays
-    nothing for this."""
+    """A closed tracker's ``open``: keeps nothing, and a span ending finds itself "taken
+    out", so it goes on as any span ending after shutdown (counted, not exported). The live
+    ``open`` is a plain ``dict``: the span path pays nothing for this."""
 
     __slots__ = ()
 
     def __setitem__(self, key: object, value: Any) -> None:
-        """Keep nothing."""
+        pass
 
     def pop(self, key: object, default: Any = None) -> Any:
-        """Whoever ends a span after shutdown owns its end: it was never here."""
         return key
 
 
@@ -48,14 +35,9 @@ _UNTRACKED: Final = _Untracked()
 
 
 class OpenSpanTracker(SpanProcessor):
-    """Remembers spans that started and have not ended, so shutdown can end them.
-
-    Held strongly, so a span never ended is exported, truncated, at shutdown. The SDK's
-    spans are keyed by (trace id, span id) (``on_end`` gets a copy); the recording
-    tracer's spans add and remove themselves (:attr:`open`), keyed by the span, and only
-    the thread that takes one out exports it. No lock (single ``dict`` operations are
-    atomic): a SIGTERM handler or a fork must never wait for one.
-    """
+    """Holds the spans that started and have not ended, so shutdown can end them. Recorded
+    spans add and remove themselves (:attr:`open`), and only the thread that takes one out
+    exports it. No lock: a SIGTERM handler or a fork must never wait for one."""
 
     def __init__(self) -> None:
         self.open: dict[object, Any] = {}
@@ -68,24 +50,20 @@ class OpenSpanTracker(SpanProcessor):
             self.open = {}
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        """Remember *span*."""
-        if span.context is not None:
+        if span.context is not None:  # keyed by ids: on_end gets a copy
             self.open[(span.context.trace_id, span.context.span_id)] = span
 
     def on_end(self, span: ReadableSpan) -> None:
-        """Forget *span*."""
         if span.context is not None:
             self.open.pop((span.context.trace_id, span.context.span_id), None)
 
     @property
     def open_count(self) -> int:
-        """How many spans are open right now."""
         return len(self.open)
 
     def close(self) -> int:
-        """End every open span as shutdown does (``nemo.span.truncated = True`` and an
-        event of that name saying why), then track nothing more: a span started later is
-        kept nowhere. Returns how many were ended."""
+        """End every open span, marked truncated (with an event saying why), then track
+        nothing more. Returns how many were ended."""
         # A snapshot: a span whose own thread ends it meanwhile is exported once, by
         # whoever takes it out; children first, so none ends after its parent.
         ended = 0
@@ -102,29 +80,16 @@ class OpenSpanTracker(SpanProcessor):
         self.open = _UNTRACKED
         return ended
 
-    def shutdown(self) -> None:
-        """Nothing to release (closing is the pipeline's first shutdown step)."""
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Nothing is buffered here."""
-        return True
-
 
 class OpenSpanRecorder:
     """Says, at each poll of the export thread, which open spans the ``file`` exporter
-    records: each goodput span open for :data:`RECORD_AFTER_MILLIS`, once. Export thread
-    only; the span path pays nothing."""
+    records: each goodput span open for 25 ms, once. Export thread only."""
 
-    def __init__(
-        self,
-        tracker: OpenSpanTracker,
-        *,
-        record_after_millis: float = RECORD_AFTER_MILLIS,
-        alive_every_millis: float = ALIVE_EVERY_MILLIS,
-    ) -> None:
+    def __init__(self, tracker: OpenSpanTracker) -> None:
         self._tracker = tracker
-        self._after_ns = int(record_after_millis * 1_000_000)
-        self._alive_s = alive_every_millis / 1000
+        self._after_ns = 25_000_000
+        # Without a line for this long while a goodput span is open, the lifetime is alive.
+        self._alive_s = 1.0
         # id(span) -> (span, whether it is a goodput span): the open spans looked at
         # already (the span held, so its id stays its own).
         self._seen: dict[int, tuple[object, bool]] = {}
@@ -165,8 +130,8 @@ class OpenSpanRecorder:
 
 
 def _snapshot(span: Any) -> ReadableSpan | None:
-    """*span*, still open and maybe being changed by its thread, copied as it is now;
-    ``None`` when its attributes changed while they were copied (the next poll)."""
+    """*span*, still open, copied as it is now; ``None`` when its attributes changed while
+    they were copied (the next poll)."""
     if isinstance(span, ReadableSpan):  # the SDK's
         try:
             attributes = dict(span.attributes or {})

@@ -1,7 +1,5 @@
-"""Build the OpenTelemetry SDK providers for one process, and flush and shut them down in
-bounded time (the SDK side of the wall). :func:`build_pipeline` touches no global state;
-set-up publishes the result, or shuts it down when something failed first. The choices
-made here are in ``docs/architecture.md``, the export path.
+"""Build the OpenTelemetry SDK providers for one process (touching no global state: set-up
+publishes them), and flush and shut them down in bounded time.
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, cast
 
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import LogRecordExporter
@@ -22,18 +20,15 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.types import AttributeValue
 
+from nemo.lens import semconv
+from nemo.lens._core.destinations import Signal
 from nemo.lens._sdk.batching import BatchingSpanProcessor, bounded_timeout_ms
-from nemo.lens._sdk.exporters.factory import (
-    create_log_exporter,
-    create_metric_exporter,
-    create_span_exporter,
-)
+from nemo.lens._sdk.exporters.factory import create_exporter
 from nemo.lens._sdk.exporters.guard import MetricGuard
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
 from nemo.lens._sdk.exporters.redaction import exportable_resource
 from nemo.lens._sdk.open_spans import OpenSpanTracker
 from nemo.lens._sdk.processors import (
-    TRUNCATED_ATTRIBUTE,
     SeedIndependentIdGenerator,
     log_processor,
     metric_reader_for,
@@ -48,20 +43,14 @@ from nemo.lens.sampling import RankAwareSampler
 __all__ = ["Pipeline", "build_pipeline", "fan_out"]
 
 
-class _Exporter(Protocol):
-    def shutdown(self) -> None: ...
-
-
-_X = TypeVar("_X", bound=_Exporter)
-
 # The logger keeps the name users configure it by (this code's module before it moved).
 _logger = logging.getLogger("nemo.lens.providers")
 
 
 @dataclass
 class Pipeline:
-    """The providers and exporters built for one process, not yet published (one exporter
-    per configured exporter name and signal, or the one passed to set-up instead)."""
+    """The providers and exporters built for one process (one exporter per configured
+    exporter name and signal, or the one passed to set-up instead)."""
 
     resource: Resource
     tracer_provider: TracerProvider | None = None
@@ -97,12 +86,9 @@ class Pipeline:
         timeout_ms = bounded_timeout_ms(timeout_ms)
         gave_up: list[str] = []  # a flush that honours its timeout returns False instead
 
-        def flush(name: str, provider: Any, timeout: float) -> Callable[[], None]:
-            def run() -> None:
-                if provider.force_flush(timeout) is False:
-                    gave_up.append(name)
-
-            return run
+        def flush(name: str, provider: Any, timeout: float) -> None:
+            if provider.force_flush(timeout) is False:
+                gave_up.append(name)
 
         providers = {
             "trace flush": (self.tracer_provider, int(timeout_ms)),
@@ -110,7 +96,7 @@ class Pipeline:
             "log flush": (self.logger_provider, int(timeout_ms)),
         }
         tasks = {
-            name: flush(name, provider, timeout)
+            name: partial(flush, name, provider, timeout)
             for name, (provider, timeout) in providers.items()
             if provider is not None
         }
@@ -122,15 +108,14 @@ class Pipeline:
                 timeout_ms,
                 ", ".join(pending),
             )
-        lost = self.health.lost_total()
+        lost = sum(self.health.lost().values())
         lost_since, self._lost_at_flush = lost - self._lost_at_flush, lost
         return not pending and not lost_since
 
     def shutdown(self, timeout_ms: float) -> bool:
         """End open spans (marked truncated), flush and shut down everything, waiting at
         most *timeout_ms*; idempotent. ``True`` when every signal finished in time and
-        nothing was lost; what was is said in one summary line (changed values in another).
-        """
+        nothing was lost (what was is said in one line, changed values in another)."""
         if self._closed:
             return True
         self._closed = True
@@ -147,7 +132,7 @@ class Pipeline:
                     _logger.info(
                         "nemo.lens: ended %d span(s) still open at shutdown (%s=True)",
                         truncated,
-                        TRUNCATED_ATTRIBUTE,
+                        semconv.SPAN_TRUNCATED,
                     )
                 # Drain for most of the time left, then make the exporters give up (OTLP
                 # stops retrying) so that shutdown finishes.
@@ -195,12 +180,11 @@ def build_pipeline(
 ) -> Pipeline:
     """Build (but do not publish) the providers for one process.
 
-    *config* must be validated and resolved. *exporting* is the export
-    strategy's answer for this rank: when ``False`` no exporter or reader is
-    attached, including the ones passed in. *span_exporter* / *metric_reader* /
-    *log_exporter* replace the configured exporter (every one of them, when
-    ``config.exporter`` names several) for their signal only. On failure,
-    everything already built is shut down before the exception propagates.
+    *config* must be validated and resolved. *exporting* is the export strategy's answer
+    for this rank: when ``False`` no exporter or reader is attached, including the ones
+    passed in. *span_exporter* / *metric_reader* / *log_exporter* replace every configured
+    exporter for their signal only. On failure, everything already built is shut down
+    before the exception propagates.
     """
     resource, resource_changes = exportable_resource(
         build_resource(config, rank, world_size, resource_attributes)
@@ -209,19 +193,20 @@ def build_pipeline(
     # A caller's span exporter gets the policy of the file exporter it may stand in for.
     caller_name = "file" if "file" in names else names[0] if names else "none"
 
-    # Exporters first: they are what can fail (a file that cannot be opened, a
-    # missing OTLP package) and they start no threads. Only the ones created
-    # here are released on failure; the caller's exporter and reader are left
-    # untouched so that a corrected call can reuse them.
+    # Exporters first: they are what can fail, and they start no threads. Only the ones
+    # created here are released on failure: a corrected call can reuse the caller's.
     created: list[Callable[[], object]] = []
 
-    def create(make: Callable[..., _X | None]) -> list[tuple[str, _X]]:
+    def create(signal: Signal, given: object) -> list[tuple[str, Any]]:
+        if given is not None:
+            return [(caller_name, given)]
         made = []
         for name in names:
-            exporter = make(name, path=trace_path)
-            if exporter is not None:
-                created.append(exporter.shutdown)
-                made.append((name, exporter))
+            exporter = create_exporter(
+                signal, name, path=trace_path, console_format=config.console_format
+            )
+            created.append(exporter.shutdown)
+            made.append((name, exporter))
         return made
 
     span_exps: list[tuple[str, SpanExporter]] = []
@@ -229,19 +214,11 @@ def build_pipeline(
     log_exps: list[tuple[str, LogRecordExporter]] = []
     try:
         if exporting and config.traces_enabled:
-            span_exps = (
-                [(caller_name, span_exporter)]
-                if span_exporter is not None
-                else create(partial(create_span_exporter, console_format=config.console_format))
-            )
+            span_exps = create("traces", span_exporter)
         if exporting and config.metrics_enabled and metric_reader is None:
-            metric_exps = create(create_metric_exporter)
+            metric_exps = create("metrics", None)
         if exporting and config.logs_enabled:
-            log_exps = (
-                [(caller_name, log_exporter)]
-                if log_exporter is not None
-                else create(create_log_exporter)
-            )
+            log_exps = create("logs", log_exporter)
     except BaseException:
         run_bounded({f"discard exporter {i}": fn for i, fn in enumerate(created)}, 1.0)
         raise
@@ -261,9 +238,9 @@ def build_pipeline(
                 reader = metric_reader_for(MetricGuard(metric_exp, pipeline.health, name=name))
                 created.append(reader.shutdown)
                 pipeline.metric_readers.append(reader)
-        # The meter provider first: it is the one step that fails in practice (the
-        # SDK refuses a reader already registered with another provider), and
-        # nothing holding the caller's span exporter exists yet to be released.
+        # The meter provider first: it is the one step that fails in practice (the SDK
+        # refuses a reader registered with another provider), before anything holds the
+        # caller's span exporter.
         if config.metrics_enabled:
             pipeline.meter_provider = MeterProvider(
                 metric_readers=pipeline.metric_readers, resource=resource, shutdown_on_exit=False
@@ -278,9 +255,8 @@ def build_pipeline(
             if span_exps:
                 pipeline.tracker = OpenSpanTracker()
                 tracer_provider.add_span_processor(pipeline.tracker)
-            # One processor per exporter, each with its own queue and policy (the
-            # file's block, OTLP's drop): a collector that is down never holds up
-            # the file, and the file's wait never costs the collector a span.
+            # One processor per exporter, each with its own queue and policy: a collector
+            # that is down never holds up the file, nor the file's wait the collector.
             for name, span_exp in span_exps:
                 processor = span_processor(
                     span_exp,
@@ -306,8 +282,8 @@ def build_pipeline(
                     log_processor(log_exp, name, pipeline.health, ours=log_exporter is None)
                 )
     except BaseException:
-        # Release what exists: the providers built so far (which may include a
-        # caller's exporter already attached), then what this call created.
+        # The providers built so far (maybe with a caller's exporter), then what this
+        # call created.
         pipeline.shutdown(timeout_ms=1000)
         run_bounded({f"discard {i}": fn for i, fn in enumerate(created)}, 1.0)
         raise
@@ -318,7 +294,7 @@ def fan_out(
     sinks: Sequence[Callable[[RecordingSpan], None]],
 ) -> Callable[[RecordingSpan], None] | None:
     """One callable that hands a recorded span to every sink, in order (with one sink, that
-    sink itself: a job with one exporter pays nothing for the possibility of several)."""
+    sink itself: a job with one exporter pays nothing for several)."""
     if len(sinks) <= 1:
         return sinks[0] if sinks else None
     every = tuple(sinks)
@@ -331,8 +307,8 @@ def fan_out(
 
 
 def _close_all(batchers: Sequence[BatchingSpanProcessor], timeout_ms: float) -> list[str]:
-    """Close every batcher at once, each draining for at most *timeout_ms*; return
-    ``"span queue"`` for each that did not drain."""
+    # Close every batcher at once, each draining for at most timeout_ms; "span queue" for
+    # each that did not drain.
     if len(batchers) <= 1:
         return [] if all(b.close(timeout_millis=timeout_ms) for b in batchers) else ["span queue"]
     drained: list[bool] = []

@@ -29,7 +29,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
-from nemo.lens import semconv
 from nemo.lens._core.ids import random_span_id, random_trace_id
 from nemo.lens._core.sanitize import safe_str
 from nemo.lens._core.secrets import scrub
@@ -43,15 +42,11 @@ __all__ = [
     "FILE_MAX_EXPORT_BATCH_SIZE",
     "FILE_MAX_QUEUE_SIZE",
     "FILE_SCHEDULE_DELAY_MILLIS",
-    "METRIC_EXPORT_INTERVAL_MILLIS",
-    "METRIC_EXPORT_TIMEOUT_MILLIS",
     "OTLP_MAX_EXPORT_BATCH_SIZE",
     "OTLP_MAX_QUEUE_SIZE",
     "OTLP_SCHEDULE_DELAY_MILLIS",
-    "TRUNCATED_ATTRIBUTE",
     "LensIdGenerator",
     "SeedIndependentIdGenerator",
-    "batch_span_processor",
     "log_processor",
     "metric_reader_for",
     "run_bounded",
@@ -60,14 +55,6 @@ __all__ = [
 
 # The logger keeps the name users configure it by (this code's module before it moved).
 _logger = logging.getLogger("nemo.lens.providers")
-
-TRUNCATED_ATTRIBUTE: Final = semconv.SPAN_TRUNCATED
-"""Set to ``True`` on spans that were still open at shutdown and ended by it."""
-
-METRIC_EXPORT_INTERVAL_MILLIS: Final = 60000
-"""Milliseconds between metric exports when ``OTEL_METRIC_EXPORT_INTERVAL`` is unset (SDK value)."""
-METRIC_EXPORT_TIMEOUT_MILLIS: Final = 30000
-"""Longest one metric export may take when ``OTEL_METRIC_EXPORT_TIMEOUT`` is unset (SDK value)."""
 
 OTLP_MAX_QUEUE_SIZE: Final = 16384
 """Spans buffered per process before the OTLP batch processor drops (SDK default 2048)."""
@@ -87,12 +74,10 @@ killed at any moment keeps (``docs/reliability.md``)."""
 
 
 class SeedIndependentIdGenerator(IdGenerator):
-    """Span and trace ids that ``random.seed`` cannot touch, distinct in forked children.
-
-    They come from :mod:`nemo.lens._core.ids` (seeded from ``os.urandom``, again in every
-    forked child), where the SDK's default draws from the global :mod:`random`: ranks
-    that all call ``random.seed(0)`` would emit the same ids. Set-up gives it to the
-    tracer provider; pass one to a ``TracerProvider(id_generator=...)`` of your own.
+    """Span and trace ids that ``random.seed`` cannot touch, distinct in forked children
+    (the SDK's default draws from the global :mod:`random`: ranks that all call
+    ``random.seed(0)`` would emit the same ids). Set-up gives it to the tracer provider;
+    pass one to a ``TracerProvider(id_generator=...)`` of your own.
     """
 
     # Where users import it from (upstream v0.2.0's path), for reprs and help().
@@ -116,29 +101,20 @@ LensIdGenerator: Final = SeedIndependentIdGenerator
 
 
 def run_bounded(tasks: Mapping[str, Callable[[], object]], timeout_s: float) -> list[str]:
-    """Run each task in its own daemon thread; wait at most *timeout_s* in total.
+    """Run each task in its own daemon thread; wait at most *timeout_s* in total. Returns the
+    names of the tasks still running at the deadline; a task's exception is logged."""
 
-    Returns the names of the tasks still running at the deadline (they keep
-    running in the background; daemon threads never hold up interpreter exit).
-    Exceptions raised by a task are logged (one line; the traceback at DEBUG),
-    not raised.
-    """
-
-    def guarded(name: str, task: Callable[[], object]) -> Callable[[], None]:
-        def run() -> None:
-            try:
-                task()
-            except Exception as exc:
-                # One line (the SDK's provider shutdowns raise when their deadline
-                # has passed, which a short timeout makes routine); the traceback
-                # at DEBUG for whoever needs it.
-                _logger.warning("nemo.lens: %s failed: %s", name, scrub(safe_str(exc)))
-                _logger.debug("nemo.lens: %s failed", name, exc_info=True)
-
-        return run
+    def run(name: str, task: Callable[[], object]) -> None:
+        try:
+            task()
+        except Exception as exc:
+            # One line: the SDK's provider shutdowns raise when their deadline has passed,
+            # which a short timeout makes routine.
+            _logger.warning("nemo.lens: %s failed: %s", name, scrub(safe_str(exc)))
+            _logger.debug("nemo.lens: %s failed", name, exc_info=True)
 
     threads = {
-        name: threading.Thread(target=guarded(name, task), name=f"nemo.lens {name}", daemon=True)
+        name: threading.Thread(target=run, args=(name, task), name=f"nemo.lens {name}", daemon=True)
         for name, task in tasks.items()
     }
     for thread in threads.values():
@@ -165,26 +141,24 @@ def _env_int(variable: str, default: int) -> int:
 
 
 def _in_multiprocessing_child() -> bool:
-    """Whether this process was started by ``multiprocessing`` (a ``Pool`` worker, say)."""
-    module = sys.modules.get("multiprocessing")
-    if module is None:
-        return False
-    try:
-        return module.parent_process() is not None
-    except Exception:  # pragma: no cover - a multiprocessing without parent_process
-        return False
+    module = sys.modules.get("multiprocessing")  # not imported: not its child
+    return module is not None and module.parent_process() is not None
 
 
-def batch_span_processor(
-    exporter: SpanExporter,
-    *,
-    file: bool,
-    health: ExportHealth | None = None,
-    exporter_name: str | None = None,
+def span_processor(
+    exporter: SpanExporter, exporter_name: str, health: ExportHealth, *, ours: bool = False,
     tracker: OpenSpanTracker | None = None,
-) -> BatchingSpanProcessor:
-    """nemo.lens's batch processor for *exporter*, sized and with the policy of the
-    ``file`` exporter (*file*) or OTLP; ``OTEL_BSP_*`` override the sizes."""
+) -> SpanProcessor:  # fmt: skip
+    """The processor for *exporter*, the one named *exporter_name* (*ours*: nemo.lens made
+    it) or the caller's: batching, sized and with the policy of the ``file`` exporter or
+    OTLP (``OTEL_BSP_*`` override the sizes), unless someone watches what it writes.
+    *tracker*: the open spans, which the ``file`` records."""
+    name = exporter_name if ours else None
+    if _watched(exporter):
+        # Each span as it ends; failures counted and reported once, not a traceback per
+        # span (a console whose reader went away fails every one).
+        return SimpleSpanProcessor(SpanGuard(exporter, health, name=name))
+    file = isinstance(exporter, JsonLinesSpanExporter) and exporter_name == "file"
     queue = _env_int(
         "OTEL_BSP_MAX_QUEUE_SIZE", FILE_MAX_QUEUE_SIZE if file else OTLP_MAX_QUEUE_SIZE
     )
@@ -206,7 +180,7 @@ def batch_span_processor(
         # down for hours: waiting for it would stop the job.
         when_full="block" if file else "drop",
         health=health,
-        exporter_name=exporter_name,
+        exporter_name=name,
         # A worker process can be killed as soon as its task returns (Pool.terminate()):
         # there the file gets each span before end() returns, as in any forked child.
         synchronous=file and _in_multiprocessing_child(),
@@ -218,29 +192,9 @@ def batch_span_processor(
     )
 
 
-def span_processor(
-    exporter: SpanExporter, exporter_name: str, health: ExportHealth, *, ours: bool = False,
-    tracker: OpenSpanTracker | None = None,
-) -> SpanProcessor:  # fmt: skip
-    """The processor for *exporter*, the one named *exporter_name* (*ours*: nemo.lens
-    made it) or the caller's. *tracker*: the open spans, which the ``file`` records."""
-    name = exporter_name if ours else None
-    if _watched(exporter):
-        # Each span as it ends; failures counted and reported once, not a traceback per
-        # span (a console whose reader went away fails every one).
-        return SimpleSpanProcessor(SpanGuard(exporter, health, name=name))
-    return batch_span_processor(
-        exporter,
-        file=isinstance(exporter, JsonLinesSpanExporter) and exporter_name == "file",
-        health=health,
-        exporter_name=name,
-        tracker=tracker,
-    )
-
-
 def _watched(exporter: object) -> bool:
-    """Whether someone watches what *exporter* writes as it comes (the console, a test's
-    in-memory exporter): it gets each item as it ends, not in batches."""
+    # Whether someone watches what it writes as it comes (the console, a test's in-memory
+    # exporter): it gets each item as it ends, not in batches.
     return isinstance(exporter, (InMemorySpanExporter, InMemoryLogRecordExporter)) or isinstance(
         getattr(exporter, "sink", None), StdoutSink
     )
@@ -248,13 +202,11 @@ def _watched(exporter: object) -> bool:
 
 def metric_reader_for(exporter: MetricExporter) -> PeriodicExportingMetricReader:
     """The periodic reader of *exporter* (``OTEL_METRIC_EXPORT_*`` read here, where a bad
-    value is a warning, not set-up's failure)."""
+    value is a warning, not set-up's failure; unset, the SDK's defaults)."""
     return PeriodicExportingMetricReader(
         exporter,
-        export_interval_millis=_env_int(
-            "OTEL_METRIC_EXPORT_INTERVAL", METRIC_EXPORT_INTERVAL_MILLIS
-        ),
-        export_timeout_millis=_env_int("OTEL_METRIC_EXPORT_TIMEOUT", METRIC_EXPORT_TIMEOUT_MILLIS),
+        export_interval_millis=_env_int("OTEL_METRIC_EXPORT_INTERVAL", 60000),
+        export_timeout_millis=_env_int("OTEL_METRIC_EXPORT_TIMEOUT", 30000),
     )
 
 

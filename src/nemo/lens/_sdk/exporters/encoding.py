@@ -1,9 +1,7 @@
-"""The one encoder of a span's JSON line, for every exporter that writes lines.
-
-The ``file`` exporter's line and the console's ``lens`` line (:func:`encode_span`, a batch
-by :func:`span_lines`; how a line ends is its :class:`LineLayout`), and the console's
-default, the SDK's own ``to_json`` (:func:`sdk_json_line`). Shapes in
-``docs/trace-format.md``; how it is fast in ``docs/architecture.md``.
+"""The one encoder of a span's JSON line: the ``file`` exporter's and the console's ``lens``
+line (:func:`encode_span`, a batch by :func:`span_lines`, ended as a :class:`LineLayout`
+says), and the console's default, the SDK's own ``to_json`` (:func:`sdk_json_line`).
+Shapes in ``docs/trace-format.md``; how it is fast in ``docs/architecture.md``.
 """
 
 from __future__ import annotations
@@ -11,17 +9,16 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import Link, SpanContext, SpanKind, format_span_id, format_trace_id
-from opentelemetry.trace.status import StatusCode
 
 from nemo.lens import semconv
 from nemo.lens._core.redaction import DEFAULT_REDACT_KEYS, is_redact_key
 from nemo.lens._core.sanitize import INT64_MAX, INT64_MIN, clean_text, is_clean_text, safe_str
-from nemo.lens._sdk.exporters.redaction import Changes, clean_resource, clean_span
+from nemo.lens._sdk.exporters.redaction import Changes, SpanCopy, clean_resource, clean_span
 from nemo.lens._sdk.recording import UNSET_STATUS, RecordingSpan
 
 if TYPE_CHECKING:
@@ -50,10 +47,9 @@ encode_json: Final = _ENCODER.encode
 encode_text: Final = json.encoder.encode_basestring
 """A ``str`` as a JSON string, spelled as :data:`encode_json` spells it."""
 
-_MEMO_MAX: Final = 4096  # entries of each memo below: a program's names, keys, texts are few
 _PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 _INTERNAL: Final = SpanKind.INTERNAL
-_UNSET: Final = StatusCode.UNSET
+_V = TypeVar("_V")
 _UNSET_STATUS_JSON: Final = '{"code":"UNSET","description":null}'
 
 
@@ -116,21 +112,21 @@ def span_to_dict(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
-# -- plain values: written without the json module, memoised ------------------------------
-
+# Keys and text values as written without the json module ("" when not plain).
 _KEYS: dict[object, str] = {}
 _TEXTS: dict[str, str] = {}
 
 
-def _memo(memo: dict[Any, str], key: object, text: str) -> str:
-    if len(memo) >= _MEMO_MAX:
+def _memo(memo: dict[Any, _V], key: object, value: _V, most: int = 4096) -> _V:
+    # Every memo is bounded: a program's names, keys and texts are few, its spans are not.
+    if len(memo) >= most:
         memo.clear()
-    memo[key] = text
-    return text
+    memo[key] = value
+    return value
 
 
 def _key_json(key: object) -> str:
-    """``"key":`` for a key written as it is (str, valid text, not a redact key), else ``""``."""
+    # '"key":' for a key written as it is (str, valid text, not a redact key), else "".
     text = _KEYS.get(key)
     if text is None:
         plain = (
@@ -141,8 +137,7 @@ def _key_json(key: object) -> str:
 
 
 def _value_json(value: Any) -> str:
-    """A plain value's JSON, else ``""`` (a sequence, ``None``, invalid text, a big int,
-    a non-finite float, another type): the general path writes those."""
+    # A plain value's JSON, else "" (for the general path to write).
     kind = type(value)
     if kind is str:
         text = _TEXTS.get(value)
@@ -159,7 +154,7 @@ def _value_json(value: Any) -> str:
 
 
 def _plain_members(attributes: Mapping[str, Any]) -> str | None:
-    """The members of *attributes*' JSON object, when every key and value is plain."""
+    # The members of the attributes' JSON object, when every key and value is plain.
     parts = []
     for key, value in attributes.items():
         prefix, text = _key_json(key), _value_json(value)
@@ -215,16 +210,10 @@ def ids_json(context: SpanContext | None, parent: SpanContext | None) -> str:
     )
 
 
-# -- how a line ends ----------------------------------------------------------------------
-
-
 class LineLayout:
-    """How a span's line ends after its own fields: here, with its resource and scope
-    written out (trace format 1; the console's ``lens`` line). The ``file`` exporter's
-    layout is a subclass (:class:`~nemo.lens._sdk.exporters.trace_file.LifetimeLayout`).
-
-    It also keeps, per tracer of the recording path, the fixed pieces of each shape of
-    line its spans take (see :func:`span_lines`).
+    """How a span's line ends after its own fields: here, with its resource and scope written
+    out (the console's ``lens`` line; the ``file``'s is a subclass). It also keeps, per
+    tracer, the fixed pieces of each shape of line its spans take (see :func:`span_lines`).
     """
 
     def __init__(self) -> None:
@@ -233,7 +222,7 @@ class LineLayout:
         self._shapes: dict[int, tuple[object, dict[tuple[object, ...], Any]]] = {}
 
     def ending(self, resource: Resource, scope: InstrumentationScope | None) -> str:
-        """The end of the line of every span of *resource* and *scope*, its ``}`` included."""
+        """The end of the line of every span of *resource* and *scope*, ``}`` included."""
         return f'"resource":{attributes_json(resource.attributes)},"scope":{scope_json(scope)}}}'
 
     def tail(self, resource: Resource, scope: InstrumentationScope | None) -> str:
@@ -245,27 +234,20 @@ class LineLayout:
             exportable = clean_resource(resource)[0] is resource and (
                 scope is None or (scope.name.isascii() and (scope.version or "").isascii())
             )
-            if len(self._tails) >= 64:
-                self._tails.clear()
             text = self.ending(resource, scope) if exportable else ""
-            entry = self._tails[key] = (resource, scope, text)
+            entry = _memo(self._tails, key, (resource, scope, text), 64)
         return entry[2]
 
     def shapes(self, tracer: object) -> dict[tuple[object, ...], Any]:
         """The shapes of line *tracer*'s spans take (see :func:`span_lines`)."""
         entry = self._shapes.get(id(tracer))
         if entry is None or entry[0] is not tracer:
-            if len(self._shapes) >= 64:
-                self._shapes.clear()
-            entry = self._shapes[id(tracer)] = (tracer, {})
+            entry = _memo(self._shapes, id(tracer), (tracer, {}), 64)
         return entry[1]
 
 
 RESOURCE_ON_EVERY_LINE: Final = LineLayout()
-"""Every line carries its resource: self-contained lines (the console's ``lens`` layout)."""
-
-
-# -- one span -------------------------------------------------------------------------------
+"""Every line carries its resource (the console's ``lens`` layout)."""
 
 
 def _line(span: ReadableSpan, layout: LineLayout) -> str:
@@ -297,12 +279,9 @@ def _line(span: ReadableSpan, layout: LineLayout) -> str:
 
 
 def encode_span(span: ReadableSpan, layout: LineLayout = RESOURCE_ON_EVERY_LINE) -> str:
-    """*span* as one line of compact JSON (no newline), ended as *layout* ends it.
-
-    Never raises, and the line is always valid UTF-8 text: a span holding what JSON
-    cannot carry is encoded from a copy made exportable
-    (:func:`~nemo.lens._sdk.exporters.redaction.clean_span`).
-    """
+    """*span* as one line of compact JSON (no newline), ended as *layout* ends it. Never
+    raises; the line is always valid UTF-8 text (a span holding what JSON cannot carry is
+    encoded from a copy made exportable)."""
     try:
         line = _line(span, layout)
     except Exception:
@@ -322,9 +301,6 @@ def encode_span(span: ReadableSpan, layout: LineLayout = RESOURCE_ON_EVERY_LINE)
     return line if line.isascii() or is_clean_text(line) else clean_text(line)
 
 
-# -- a batch of recorded spans --------------------------------------------------------------
-
-
 _COMPILE_AFTER: Final = 8  # a shape seen this often is written by a writer of its own
 # A recorded span's line between its shape's start, ids, times and attributes.
 _PIECES: Final = {
@@ -337,8 +313,7 @@ _PIECES: Final = {
 
 
 class _Shape:
-    """What every recorded span of one shape (name, tags, attribute keys) writes alike: the
-    line's start, each attribute's key, and what follows the attributes."""
+    # What every recorded span of one shape (name, tags, attribute keys) writes alike.
 
     __slots__ = ("closing", "head", "keys", "seen", "write")
 
@@ -375,10 +350,9 @@ def _parent_json(parent: RecordingSpan | SpanContext | None) -> str:
 
 
 def _compiled(shape: _Shape) -> Callable[[RecordingSpan, dict[str, Any] | None], str | None]:
-    # The one exec of the export path: a shape's line as one f-string of its values, the
-    # pieces read from the writer's globals (no text of theirs is parsed as code). Measured
-    # (issue 32, valgrind): a 50,000-span file burst took 3.30 G instructions with these
-    # writers, 3.61 G with _join alone (about 6,000 more a span, a tenth of its cost).
+    # The one exec of the export path, kept for a measured tenth of a span's cost
+    # (docs/architecture.md, the encoder): a shape's line as one f-string of its values,
+    # the pieces read from the writer's globals (no text of theirs is parsed as code).
     count = len(shape.keys)
     names: dict[str, Any] = {"value_json": _value_json, "parent_json": _parent_json, **_PIECES}
     names |= {"HEAD": shape.head, "CLOSING": shape.closing, "MIN": INT64_MIN, "MAX": INT64_MAX}
@@ -427,11 +401,9 @@ def span_lines(
     spans: Sequence[ReadableSpan | RecordingSpan], layout: LineLayout, changes: Changes
 ) -> list[str]:
     """Each span redacted, made exportable (what changed counted in *changes*) and encoded
-    as :func:`encode_span` would encode the SDK's span it stands for.
-
-    A recorded span of a common shape -- its name, tags and attribute keys plain, no
-    events, links or status -- is written from its shape's pieces and its values.
-    """
+    as :func:`encode_span` would encode the SDK's span it stands for. A recorded span of a
+    common shape (name, tags and keys plain; no events, links or status) is written from
+    its shape's pieces and its values."""
     lines: list[str] = []
     tracer: object = None
     shapes: dict[tuple[object, ...], Any] = {}
@@ -456,9 +428,7 @@ def span_lines(
                 key = (span._name, id(tags), *attributes) if attributes else (span._name, id(tags))
                 entry = shapes.get(key)
                 if entry is None:
-                    if len(shapes) >= 1024:
-                        shapes.clear()
-                    entry = shapes[key] = (tags, _shape(span, tail) if tail else None)
+                    entry = _memo(shapes, key, (tags, _shape(span, tail) if tail else None), 1024)
                 shape = entry[1]
                 if shape is not None:
                     try:
@@ -473,11 +443,8 @@ def span_lines(
     return lines
 
 
-# -- the console's default: the SDK's own to_json -----------------------------------------
-
-
 def _is_native(value: Any) -> bool:
-    """Whether ``json.dumps`` writes *value* as strict JSON, as it is."""
+    # Whether json.dumps writes the value as strict JSON, as it is.
     kind = type(value)
     if kind is float:
         return math.isfinite(value)
@@ -491,8 +458,7 @@ def _is_native(value: Any) -> bool:
 
 
 def _native(value: Any) -> Any:
-    """*value* as strict JSON holds it: a non-finite float, ``bytes`` or another object
-    written as the lens line writes it."""
+    # The value as strict JSON holds it: what is not, written as the lens line writes it.
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else _json_value(value)
     if type(value) in _PLAIN:
@@ -507,15 +473,15 @@ def _native(value: Any) -> Any:
 
 
 def _strict(attributes: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """*attributes* made strict JSON, or ``None`` when they already are."""
+    # The attributes made strict JSON, or None when they already are.
     if not attributes or all(_is_native(value) for value in attributes.values()):
         return None
     return {key: _native(value) for key, value in attributes.items()}
 
 
 def sdk_json_line(span: ReadableSpan) -> str:
-    """*span* as ``span.to_json(indent=None)`` writes it: one line, always strict JSON
-    (see :func:`_native`)."""
+    """*span* as ``span.to_json(indent=None)`` writes it: one line, always strict JSON (a
+    non-finite float, ``bytes`` or another object written as the lens line writes it)."""
     attributes, resource = _strict(span.attributes), _strict(span.resource.attributes)
     events = [(e, _strict(e.attributes)) for e in span.events]
     links = [(link, _strict(link.attributes)) for link in span.links]
@@ -524,10 +490,8 @@ def sdk_json_line(span: ReadableSpan) -> str:
         or resource is not None
         or any(fixed is not None for _, fixed in [*events, *links])
     ):
-        span = ReadableSpan(
-            name=span.name,
-            context=span.context,
-            parent=span.parent,
+        span = SpanCopy(
+            span,
             resource=span.resource
             if resource is None
             else Resource(resource, span.resource.schema_url),
@@ -536,11 +500,6 @@ def sdk_json_line(span: ReadableSpan) -> str:
                 e if fixed is None else Event(e.name, fixed, e.timestamp) for e, fixed in events
             ],
             links=[link if fixed is None else Link(link.context, fixed) for link, fixed in links],
-            kind=span.kind,
-            status=span.status,
-            start_time=span.start_time,
-            end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
         )
     line: str = span.to_json(indent=None)
     return line

@@ -4,12 +4,7 @@ only for the transport in use (a job exporting over HTTP never loads gRPC)."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import Any, Final, TypeVar
-
-from opentelemetry.sdk._logs.export import LogRecordExporter
-from opentelemetry.sdk.metrics.export import MetricExporter
-from opentelemetry.sdk.trace.export import SpanExporter
+from typing import Any, Final
 
 from nemo.lens._core.destinations import EXPORTER_NAMES, Signal, otlp_protocol, sibling_path
 from nemo.lens._sdk.exporters.jsonl import (
@@ -23,13 +18,7 @@ from nemo.lens._sdk.exporters.jsonl import (
 )
 from nemo.lens._sdk.exporters.trace_file import TraceFileSpanExporter
 
-__all__ = [
-    "create_log_exporter",
-    "create_metric_exporter",
-    "create_span_exporter",
-    "is_otlp_span_exporter",
-    "otlp_exporter_class",
-]
+__all__ = ["create_exporter", "is_otlp_span_exporter"]
 
 # Signal -> (module, class) of opentelemetry-exporter-otlp-proto-{grpc,http}; the log
 # exporters' modules are private because OpenTelemetry's logs are not stable.
@@ -45,70 +34,47 @@ def _otlp_module(protocol: str, signal: Signal) -> str:
     return f"opentelemetry.exporter.otlp.proto.{transport}.{_OTLP_CLASSES[signal][0]}"
 
 
-def otlp_exporter_class(signal: Signal) -> type[Any]:
-    """The OTLP exporter class for *signal* under the configured protocol.
-
-    Raises :class:`ValueError` for an unsupported protocol and :class:`ImportError` (with
-    the package to install) when the exporter package is missing.
+def create_exporter(
+    signal: Signal, name: str, *, path: str | None = None, console_format: str = "otel"
+) -> Any:
+    """The exporter of *signal* called *name* (``None`` for ``none``). For ``file``, *path*
+    is the span file (the other signals' are its siblings); for ``console``, spans are the
+    SDK's ``to_json`` lines (*console_format* ``otel``) or the file's line (``lens``).
+    Raises ``ValueError`` for an unknown name or OTLP protocol, ``ImportError`` naming the
+    package to install when the OTLP exporter's is missing.
     """
-    protocol = otlp_protocol(signal)
-    try:
-        module = importlib.import_module(_otlp_module(protocol, signal))
-    except ImportError as exc:
-        package = "opentelemetry-exporter-otlp-proto-" + ("grpc" if protocol == "grpc" else "http")
-        raise ImportError(
-            f"the otlp exporter over {protocol} needs {package}; install it with "
-            f"pip install 'nemo-lens[sdk]' (or choose another exporter)"
-        ) from exc
-    found: type[Any] = getattr(module, _OTLP_CLASSES[signal][1])
-    return found
-
-
-_X = TypeVar("_X")
-
-
-def _create(
-    signal: Signal, name: str, path: str | None, json_lines: Callable[[LineSink], _X]
-) -> _X | None:
-    # The exporter of *signal* called *name*; for ``file``, *path* is the span file (the
-    # other signals' are its siblings).
     key = name.strip().lower()
     if key not in EXPORTER_NAMES:
         raise ValueError(f"unknown exporter {name!r}; use one of: {', '.join(EXPORTER_NAMES)}")
     if key == "otlp":
-        exporter: _X = otlp_exporter_class(signal)()
-        return exporter
+        protocol = otlp_protocol(signal)
+        try:
+            module = importlib.import_module(_otlp_module(protocol, signal))
+        except ImportError as exc:
+            transport = "grpc" if protocol == "grpc" else "http"
+            raise ImportError(
+                f"the otlp exporter over {protocol} needs opentelemetry-exporter-otlp-proto-"
+                f"{transport}; install it with pip install 'nemo-lens[sdk]' (or choose "
+                "another exporter)"
+            ) from exc
+        return getattr(module, _OTLP_CLASSES[signal][1])()
+    if key == "none":
+        return None
     if key == "console":
-        return json_lines(StdoutSink())
+        sink: LineSink = StdoutSink()
+    elif path:
+        sink = FileSink(sibling_path(path, signal))
+    else:
+        raise ValueError("the file exporter needs a path (NemoLensConfig.trace_file)")
+    if signal == "metrics":
+        return JsonLinesMetricExporter(sink)
+    if signal == "logs":
+        return JsonLinesLogExporter(sink)
     if key == "file":
-        if not path:
-            raise ValueError("the file exporter needs a path (NemoLensConfig.trace_file)")
-        return json_lines(FileSink(sibling_path(path, signal)))
-    return None
-
-
-def create_span_exporter(
-    name: str, *, path: str | None = None, console_format: str = "otel"
-) -> SpanExporter | None:
-    """The span exporter called *name* (``None`` for ``none``): for ``file``, trace format 2
-    at *path*; for ``console``, the SDK's ``to_json`` lines (*console_format* ``otel``) or
-    the file's line with its resource (``lens``)."""
-    key = name.strip().lower()
-    if key == "file":
-        return _create("traces", name, path, TraceFileSpanExporter)
-    if key == "console" and console_format.strip().lower() == "otel":
-        return _create("traces", name, path, SdkJsonSpanExporter)
-    return _create("traces", name, path, JsonLinesSpanExporter)
-
-
-def create_metric_exporter(name: str, *, path: str | None = None) -> MetricExporter | None:
-    """The metric exporter called *name* (``file``: *path*'s ``.metrics.jsonl`` sibling)."""
-    return _create("metrics", name, path, JsonLinesMetricExporter)
-
-
-def create_log_exporter(name: str, *, path: str | None = None) -> LogRecordExporter | None:
-    """The log exporter called *name* (``file``: *path*'s ``.logs.jsonl`` sibling)."""
-    return _create("logs", name, path, JsonLinesLogExporter)
+        return TraceFileSpanExporter(sink)
+    if console_format.strip().lower() == "otel":
+        return SdkJsonSpanExporter(sink)
+    return JsonLinesSpanExporter(sink)
 
 
 def is_otlp_span_exporter(exporter: object) -> bool:

@@ -1,9 +1,7 @@
-"""The one guard every call nemo.lens makes into an exporter goes through.
-
-It cleans what it forwards (redacted and made exportable, once), calls the exporter with
-instrumentation suppressed and, for an exporter nemo.lens made, its own failure logs
-quieted, counts a failure or an exception instead of raising it (:class:`ExportHealth`
-warns once), and decides which exporter a forked child may use.
+"""The one guard every call nemo.lens makes into an exporter goes through: it cleans what it
+forwards, suppresses instrumentation, quiets the failure logs of exporters nemo.lens made,
+counts a failure instead of raising it, and decides what a forked child may use (the
+steps: ``docs/architecture.md``, the export path).
 """
 
 from __future__ import annotations
@@ -26,12 +24,7 @@ from nemo.lens._core.destinations import Signal, otlp_protocol
 from nemo.lens._core.sanitize import safe_str
 from nemo.lens._core.secrets import scrub
 from nemo.lens._sdk.exporters.encoding import span_lines
-from nemo.lens._sdk.exporters.factory import (
-    create_log_exporter,
-    create_metric_exporter,
-    create_span_exporter,
-    is_otlp_span_exporter,
-)
+from nemo.lens._sdk.exporters.factory import create_exporter, is_otlp_span_exporter
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
 from nemo.lens._sdk.exporters.redaction import (
     Changes,
@@ -41,7 +34,7 @@ from nemo.lens._sdk.exporters.redaction import (
 )
 from nemo.lens._sdk.recording import RecordingSpan
 
-__all__ = ["LogGuard", "MetricGuard", "SpanGuard", "exporter_loggers"]
+__all__ = ["LogGuard", "MetricGuard", "SpanGuard"]
 
 _logger = logging.getLogger("nemo.lens.exporters.health")
 
@@ -73,16 +66,10 @@ _TRANSPORT_LOGGERS: Final = {
         "grpc._plugin_wrapping",
     ),
 }
-_CREATE: Final[dict[Signal, Callable[[str], Any]]] = {
-    "traces": create_span_exporter,
-    "metrics": create_metric_exporter,
-    "logs": create_log_exporter,
-}
 
 
-def exporter_loggers(exporter: object) -> tuple[str, ...]:
-    """The loggers an exporter of this class logs its failures to (by the modules of its
-    classes; nemo.lens's under the names they had before moving into ``_sdk``)."""
+def _quiet_loggers(exporter: object) -> frozenset[str]:
+    # By the modules of its classes; nemo.lens's under their names before the move to _sdk.
     names = {
         cls.__module__.replace("nemo.lens._sdk.exporters.", "nemo.lens.exporters.", 1)
         for cls in type(exporter).__mro__
@@ -91,11 +78,11 @@ def exporter_loggers(exporter: object) -> tuple[str, ...]:
     for prefix, loggers in _TRANSPORT_LOGGERS.items():
         if any(name.startswith(prefix) for name in names):
             names.update(_OTLP_SUPPORT_LOGGERS, loggers)
-    return tuple(sorted(names))
+    return frozenset(names)
 
 
 class _Call:
-    """What the quiet filter knows of the export this thread is making."""
+    # What the quiet filter knows of the export this thread is making.
 
     __slots__ = ("cause", "level", "loggers", "on_warning")
 
@@ -110,8 +97,8 @@ _local = threading.local()
 
 
 class _QuietFilter(logging.Filter):
-    """Drops what a quieted logger logs inside a guarded call of this thread: repeated at
-    DEBUG, the first warning kept as the failure's cause and reported at once."""
+    # Drops what a quieted logger logs inside a guarded call of this thread: repeated at
+    # DEBUG, the first warning kept as the failure's cause and reported at once.
 
     def filter(self, record: logging.LogRecord) -> bool:
         call: _Call | None = getattr(_local, "call", None)
@@ -143,15 +130,9 @@ _B = TypeVar("_B", SpanExporter, LogRecordExporter)
 
 
 class _Guard(Generic[_E]):
-    """What the span, metric and log guards share (see the module docstring).
-
-    *name* is the exporter's name when nemo.lens made it (``None``: the caller's, used as
-    it is, its logs untouched). Of nemo.lens's, a forked child exports over OTLP/HTTP
-    through a new exporter of its own (its copy's keep-alive connection is the
-    parent's), not at all over OTLP/gRPC (not fork-safe: the parent says so once, and its
-    calls keep forks waiting), and through its copy of any other. *in_export_thread*:
-    even ``SystemExit`` is counted, since it would end the export thread.
-    """
+    """What the span, metric and log guards share. *name*: the exporter's when nemo.lens
+    made it (``None``: the caller's, its logs untouched). *in_export_thread*: even
+    ``SystemExit`` is counted, since it would end the export thread."""
 
     _signal: Signal
     inner: _E
@@ -171,14 +152,13 @@ class _Guard(Generic[_E]):
         self._catches: tuple[type[BaseException], ...] = (
             (BaseException,) if in_export_thread else (Exception,)
         )
-        self._quiet = frozenset(exporter_loggers(inner) if name is not None else ())
+        self._quiet = _quiet_loggers(inner) if name is not None else frozenset()
         # Installed here, in set-up's thread, once: the export path takes no lock for it.
         for logger in self._quiet:
             logging.getLogger(logger).addFilter(_FILTER)
         otlp = name == "otlp"
         self.usable_after_fork = not (otlp and otlp_protocol(self._signal) == "grpc")
         self._own_after_fork = otlp and self.usable_after_fork
-        self._name = name
         self._inherited = self._disabled = self._shut_down = False
         _fork.register(self)
 
@@ -191,10 +171,10 @@ class _Guard(Generic[_E]):
         self._disabled = not self.usable_after_fork
 
     def _own_inner(self) -> _E:
-        if self._inherited and self._own_after_fork and self._name is not None:
+        if self._inherited and self._own_after_fork:
+            # OTLP/HTTP: the copy's keep-alive connection is the parent's.
             self._inherited = False
-            made = _CREATE[self._signal](self._name)
-            self.inner = made if made is not None else self.inner
+            self.inner = create_exporter(self._signal, "otlp")
         return self.inner
 
     @contextmanager
@@ -217,14 +197,17 @@ class _Guard(Generic[_E]):
     def _warn(self, cause: str) -> None:
         self._health.attempt_failed(self._signal, self._destination, cause)
 
-    def _forward(self, items: int, send: Callable[[_E], _R], success: _R, failure: _R) -> _R:
-        """Send through *inner*; a failure or exception is counted, not raised."""
+    def _forward(
+        self, items: int, send: Callable[[_E, Changes], _R], success: _R, failure: _R
+    ) -> _R:
+        # Send through inner, cleaned; a failure or exception is counted, not raised.
         if self._disabled:  # a forked child that must not touch the exporter
             return failure
         cause: str | None = None
+        changes: Changes = {}
         with self._guarded(self._warn) as call:
             try:
-                result = send(self._own_inner())
+                result = send(self._own_inner(), changes)
             except self._catches as exc:
                 result, cause = failure, f"{type(exc).__name__}: {safe_str(exc)}"
         if result is success:
@@ -239,6 +222,7 @@ class _Guard(Generic[_E]):
                 cause or call.cause,
                 warn=not self._shut_down,
             )
+        self._health.changed(changes)
         return result
 
     def _flush(self, flush: Callable[[], bool]) -> bool:
@@ -256,20 +240,17 @@ class _Guard(Generic[_E]):
 
 
 class _BatchGuard(_Guard[_B]):
-    """The span and log guards' flush and shutdown (their interfaces agree on both)."""
+    # The span and log guards' flush and shutdown (their interfaces agree on both).
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush *inner* (not a copy inherited from the parent process)."""
         return self._flush(lambda: self.inner.force_flush(timeout_millis))
 
     def shutdown(self) -> None:
-        """Shut *inner* down (not a copy inherited from the parent process)."""
         self._shutdown(self.inner.shutdown)
 
 
 class SpanGuard(_BatchGuard[SpanExporter], SpanExporter):
-    """Guards a span exporter (see :class:`_Guard`). An exporter of lines (``file``,
-    ``console`` with ``console_format="lens"``) gets them written by the one encoder,
+    """Guards a span exporter. An exporter of lines gets them written by the one encoder,
     OpenTelemetry's OTLP exporters get recorded spans as they are (their encoder reads
     only a finished span's public fields), any other the SDK's ``ReadableSpan``."""
 
@@ -293,10 +274,9 @@ class SpanGuard(_BatchGuard[SpanExporter], SpanExporter):
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Export the cleaned spans through *inner*; a failure is counted, not raised."""
-        changes: Changes = {}
-        result = self._forward(
+        return self._forward(
             len(spans),
-            lambda inner: (
+            lambda inner, changes: (
                 inner.export_lines(span_lines(spans, inner.line_layout, changes))  # type: ignore[attr-defined]
                 if self._lines
                 else inner.export(self.cleaned(spans, changes))
@@ -304,25 +284,22 @@ class SpanGuard(_BatchGuard[SpanExporter], SpanExporter):
             SpanExportResult.SUCCESS,
             SpanExportResult.FAILURE,
         )
-        self._health.changed(changes)
-        return result
 
     def export_open(self, spans: Sequence[ReadableSpan], at_ns: int) -> SpanExportResult:
         """Record spans still open at *at_ns* through *inner*'s ``export_open``, cleaned;
         a failure counts no span as lost (each is exported as it ends)."""
-        changes: Changes = {}
-        result = self._forward(
+        return self._forward(
             0,
-            lambda inner: inner.export_open([clean_span(s, changes) for s in spans], at_ns),  # type: ignore[attr-defined]
+            lambda inner, changes: inner.export_open(  # type: ignore[attr-defined]
+                [clean_span(span, changes) for span in spans], at_ns
+            ),
             SpanExportResult.SUCCESS,
             SpanExportResult.FAILURE,
         )
-        self._health.changed(changes)
-        return result
 
 
 class MetricGuard(_Guard[MetricExporter], MetricExporter):
-    """Guards a metric exporter (see :class:`_Guard`)."""
+    """Guards a metric exporter."""
 
     _signal = "metrics"
 
@@ -339,40 +316,34 @@ class MetricGuard(_Guard[MetricExporter], MetricExporter):
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
         """Export through *inner*, cleaned; a failure is counted, not raised."""
-        changes: Changes = {}
-        result = self._forward(
+        return self._forward(
             1,
-            lambda inner: inner.export(
+            lambda inner, changes: inner.export(
                 clean_metrics_data(metrics_data, changes), timeout_millis=timeout_millis, **kwargs
             ),
             MetricExportResult.SUCCESS,
             MetricExportResult.FAILURE,
         )
-        self._health.changed(changes)
-        return result
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
-        """Flush *inner* (not a copy inherited from the parent process)."""
         return self._flush(lambda: self.inner.force_flush(timeout_millis=timeout_millis))
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-        """Shut *inner* down (not a copy inherited from the parent process)."""
         self._shutdown(lambda: self.inner.shutdown(timeout_millis=timeout_millis, **kwargs))
 
 
 class LogGuard(_BatchGuard[LogRecordExporter], LogRecordExporter):
-    """Guards a log record exporter (see :class:`_Guard`)."""
+    """Guards a log record exporter."""
 
     _signal = "logs"
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
         """Export through *inner*, cleaned; a failure is counted, not raised."""
-        changes: Changes = {}
-        result = self._forward(
+        return self._forward(
             len(batch),
-            lambda inner: inner.export([clean_log_record(record, changes) for record in batch]),
+            lambda inner, changes: inner.export(
+                [clean_log_record(record, changes) for record in batch]
+            ),
             LogRecordExportResult.SUCCESS,
             LogRecordExportResult.FAILURE,
         )
-        self._health.changed(changes)
-        return result

@@ -1,7 +1,6 @@
-"""What telemetry a pipeline lost, and every message that says so: one warning per outage
-per kind of destination, one per reason a span was dropped, recoveries at INFO, and the
-summaries at shutdown (``docs/reliability.md``). Lock-free: a one-time warning is won by
-the one caller whose ``dict.setdefault`` stored its token, so a fork never finds it held.
+"""What telemetry a pipeline lost or changed, and every message that says so: one warning
+per outage per kind of destination, one per reason a span was dropped, recoveries at INFO,
+the summaries at shutdown (``docs/reliability.md``). Lock-free, so a fork never finds one held.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ _SAID: dict[object, object] = {}
 
 
 def _first(said: dict[object, object], key: object) -> bool:
-    """Whether this call is the first to say *key* (atomic: ``setdefault`` is one C call)."""
+    # Whether this call is the first to say *key* (atomic: setdefault is one C call).
     token = object()
     return said.setdefault(key, token) is token
 
@@ -46,14 +45,12 @@ class Tally:
     def __init__(self) -> None:
         self._slots: dict[int, int] = {}
 
-    def add(self, amount: int = 1) -> None:
-        """Add *amount* (from the calling thread)."""
+    def add(self, amount: int) -> None:
         ident = threading.get_ident()
         self._slots[ident] = self._slots.get(ident, 0) + amount
 
     @property
     def value(self) -> int:
-        """The total so far."""
         return sum(list(self._slots.values()))
 
 
@@ -95,7 +92,7 @@ def _strip_credentials(endpoint: str) -> str:
 
 
 def _hint(destination: str) -> str:
-    """What to look at first when export to *destination* fails (one per kind of place)."""
+    # What to look at first when export to *destination* fails: one per kind of place.
     if destination == "standard output":
         return "Was standard output closed (a pipe whose reader exited)?"
     if "://" in destination or re.fullmatch(r"\[?[\w.:-]+\]?:\d+", destination):
@@ -113,10 +110,8 @@ def _add(tallies: dict[Any, Tally], key: object, amount: int) -> None:
 
 
 class ExportHealth:
-    """Failure and drop accounting for one process's pipeline; safe from any thread.
-
-    A forked child starts with nothing counted: it reports its own losses.
-    """
+    """Failure and drop accounting for one process's pipeline; safe from any thread. A
+    forked child starts with nothing counted: it reports its own losses."""
 
     def __init__(self) -> None:
         # Where each signal goes: the pipeline's make-up, which a forked child keeps.
@@ -135,24 +130,23 @@ class ExportHealth:
         self._door_baseline = dropped_attribute_values()
 
     def serves(self, signal: str, destination: str) -> None:
-        """Say that *signal* goes to *destination* (one of possibly several): a summary
-        names the destination once a signal has more than one."""
+        """Say that *signal* goes to *destination*: a summary names the destination once a
+        signal has more than one."""
         self._served.setdefault(signal, set()).add(destination)
 
     def export_failed(
         self, signal: str, items: int, destination: str, cause: str | None, *, warn: bool = True
     ) -> None:
-        """Count *items* of *signal* that could not be exported to *destination*; with
-        *warn*, the first failure per kind of destination is a warning, else DEBUG."""
+        """Count *items* of *signal* not exported; with *warn*, the first failure per kind of
+        destination is a warning, else DEBUG."""
         _add(self._failed, (signal, destination), items)
         self._failing.add((signal, destination))
         if not (warn and self.attempt_failed(signal, destination, cause)):
             _logger.debug("nemo.lens: exporting %d %s to %s failed", items, signal, destination)
 
     def attempt_failed(self, signal: str, destination: str, cause: str | None) -> bool:
-        """Report that exporting to *destination* is failing (the exporter may still be
-        retrying); only the first report per kind of destination is logged. Returns
-        whether this one was."""
+        """Report that exporting is failing (the exporter may still be retrying); only the
+        first report per kind of destination is logged. Returns whether this one was."""
         self._failing.add((signal, destination))
         hint = _hint(destination)
         if not _first(self._said, hint):
@@ -173,23 +167,23 @@ class ExportHealth:
         return True
 
     def export_succeeded(self, signal: str, destination: str) -> None:
-        """Record a successful export; logs a recovery once after failures."""
+        """Record a successful export: a recovery after failures is logged."""
         key = (signal, destination)
         if key in self._failing:
             self._failing.discard(key)
             _logger.info("nemo.lens: exporting %s to %s works again", signal, destination)
 
     def dropped(
-        self, signal: str, items: int, reason: str, explanation: str, destination: str = ""
+        self, signal: str, items: int, reason: str, explanation: str, destination: str
     ) -> None:
-        """Count *items* of *signal* dropped for *reason* (a short phrase) on their way to
-        *destination*; *explanation* is a warning the first time it applies."""
+        """Count *items* of *signal* dropped for *reason* (a short phrase); *explanation* is
+        a warning the first time it applies."""
         _add(self._dropped, (signal, reason, destination), items)
         if _first(self._said, (reason, explanation)):
             _logger.warning("%s", explanation)
 
     def span_ended_late(self, destination: str) -> None:
-        """A span ended after shutdown's last drain began: not exported, counted."""
+        """Count a span that ended after shutdown's last drain began."""
         self.dropped(
             "traces",
             1,
@@ -203,7 +197,7 @@ class ExportHealth:
     def span_dropped(
         self, destination: str, *, stalled: bool, stall_timeout_millis: float, queue_size: int
     ) -> None:
-        """A span met a full queue and was dropped: the exporter *stalled*, or too slow."""
+        """Count a span dropped at a full queue (the exporter *stalled*, or too slow)."""
         if stalled:
             reason = "exporter stalled"
             explanation = (
@@ -237,16 +231,12 @@ class ExportHealth:
                 )
             _logger.warning("%s", explanation)
 
-    def changes(self) -> dict[str, int]:
-        """How many names and values were changed or dropped to be exported, by reason
-        (the reasons of :mod:`nemo.lens._core.sanitize`)."""
+    def changes_summary(self) -> str | None:
+        """One line totalling the names and values changed or dropped to be exported, by
+        reason, or ``None`` when nothing was."""
         totals = {reason: tally.value for reason, tally in list(self._changed.items())}
         totals[DROPPED_AT_THE_DOOR] = dropped_attribute_values() - self._door_baseline
-        return {reason: totals[reason] for reason in REASONS if totals.get(reason)}
-
-    def changes_summary(self) -> str | None:
-        """One line totalling :meth:`changes`, or ``None`` when nothing was changed."""
-        parts = [f"{count} {reason}" for reason, count in self.changes().items()]
+        parts = [f"{totals[reason]} {reason}" for reason in REASONS if totals.get(reason)]
         return "nemo.lens: telemetry exported with changes: " + "; ".join(parts) if parts else None
 
     def lost(self) -> dict[str, int]:
@@ -256,26 +246,14 @@ class ExportHealth:
             totals[key[0]] = totals.get(key[0], 0) + tally.value
         return {signal: count for signal, count in totals.items() if count}
 
-    def lost_total(self) -> int:
-        """How many items of every signal were lost so far."""
-        return sum(self.lost().values())
-
     def _where(self, signal: str, destination: str, preposition: str) -> str:
         if destination and len(self._served.get(signal, ())) > 1:
             return f" {preposition} {destination}"
         return ""
 
-    def summary(
-        self,
-        pending: Mapping[str, int] | None = None,
-        *,
-        queued: Mapping[tuple[str, str], int] | None = None,
-    ) -> str | None:
-        """One line saying what was lost, or ``None`` when nothing was.
-
-        *pending* counts items of each signal still queued when shutdown gave up waiting
-        (lost too when the process exits); *queued* counts them by signal and destination.
-        """
+    def summary(self, *, queued: Mapping[tuple[str, str], int] | None = None) -> str | None:
+        """One line saying what was lost, or ``None`` when nothing was. *queued* counts the
+        items still queued, by signal and destination, when shutdown gave up waiting."""
         parts: list[str] = []
         for (signal, reason, destination), tally in sorted(self._dropped.items()):
             if tally.value:
@@ -288,8 +266,7 @@ class ExportHealth:
                 parts.append(
                     f"{tally.value} {_UNITS.get(signal, signal)} failed to export to {destination}"
                 )
-        left = [((signal, ""), count) for signal, count in (pending or {}).items()]
-        for (signal, destination), count in sorted([*left, *(queued or {}).items()]):
+        for (signal, destination), count in sorted((queued or {}).items()):
             if count:
                 where = self._where(signal, destination, "for")
                 unit = _UNITS.get(signal, signal)
@@ -299,8 +276,7 @@ class ExportHealth:
         return "nemo.lens: telemetry this process could not deliver: " + "; ".join(parts)
 
     def not_after_fork(self, destination: str) -> None:
-        """Say once per process, as it first forks, that its children will not export to
-        *destination* (OTLP over gRPC, which is not fork-safe)."""
+        """Say once per process, as it first forks, that its children will not export."""
         if _first(_SAID, "fork"):
             _logger.warning(
                 "nemo.lens: this process forked; its children do not export telemetry to %s "

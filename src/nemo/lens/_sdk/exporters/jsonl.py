@@ -1,6 +1,5 @@
 """JSON-lines exporters (the ``console`` and ``file`` exporters of every signal) and the
-sinks they write whole lines through: standard output, or a file whose appends land whole
-or are taken back and which is opened again when its path goes away.
+sinks they write whole lines through: standard output, or a file (``docs/reliability.md``).
 """
 
 from __future__ import annotations
@@ -46,26 +45,18 @@ _LINES_PER_TEXT: Final = 256  # lines joined at a time: a batch's whole text wou
 # megabytes mapped afresh per batch, whose page faults cost more than the encoding
 
 WRITE_BUFFER_BYTES: Final = 4 << 20
-"""What a file sink gathers into one ``write(2)``: a batch of 4,096 span lines of a
-kilobyte. Each write hands the interpreter lock to the emitting threads, and a write per
-256 lines left the export thread behind in a burst (``docs/benchmarks.md``)."""
+"""What a file sink gathers into one ``write(2)``: a batch of 4,096 span lines of a kilobyte
+(``docs/architecture.md``, the file sink)."""
 
 
 class LineSink(Protocol):
-    """Where JSON lines go; thread-safe. A sink may also have ``write_texts(texts)``,
-    which writes each text in order as :meth:`write` would, gathered."""
+    """Where JSON lines go; thread-safe. :meth:`write` writes whole lines and flushes them;
+    after :meth:`close`, writes raise ``ValueError``. A sink may also have
+    ``write_texts(texts)``, which writes each text in order as ``write`` would, gathered."""
 
-    def write(self, text: str) -> None:
-        """Write *text* (whole lines) and flush it."""
-        ...
-
-    def flush(self) -> None:
-        """Flush anything buffered."""
-        ...
-
-    def close(self) -> None:
-        """Flush and release the destination; later writes raise ``ValueError``."""
-        ...
+    def write(self, text: str) -> None: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
 
 
 class StdoutSink:
@@ -75,18 +66,15 @@ class StdoutSink:
     _lock = threading.Lock()
 
     def write(self, text: str) -> None:
-        """Write *text* to ``sys.stdout`` and flush."""
         with StdoutSink._lock:
             sys.stdout.write(text)
             sys.stdout.flush()
 
     def flush(self) -> None:
-        """Flush ``sys.stdout``."""
         with StdoutSink._lock:
             sys.stdout.flush()
 
     def close(self) -> None:
-        """Flush ``sys.stdout`` (it stays open)."""
         self.flush()
 
 
@@ -98,7 +86,7 @@ _fork.on_fork(after_in_child=_new_stdout_lock)
 
 
 class _Landed:
-    """Where one call's pieces landed in the file: from :attr:`start` to :attr:`end`."""
+    # Where one call's pieces landed in the file: from start to end.
 
     __slots__ = ("end", "start")
 
@@ -116,8 +104,8 @@ class _Landed:
         self.end = end
 
     def take_back(self, fd: int, done: int) -> bool:
-        """Cut off what the call wrote: its earlier pieces and the *done* bytes of the one
-        that failed. ``False`` when some is still there (not truncatable, not seekable)."""
+        # Cut off what the call wrote: its earlier pieces and the *done* bytes of the one
+        # that failed. False when some is still there (not truncatable, not seekable).
         try:
             here = os.lseek(fd, 0, os.SEEK_CUR)
             start = self.start if self.end == here - done and self.start != -1 else here - done
@@ -130,15 +118,10 @@ class _Landed:
 
 
 class FileSink:
-    """Appends to a file (``O_APPEND``, parent directories created), opened at
-    construction so that a path that cannot be written fails set-up, not every export.
-
-    A call is gathered into as few ``write(2)`` as *buffer_bytes* allows, with nothing
-    buffered between calls, so a forked child can share the file: each process's writes
-    land whole. A call writes all of its text or none of it (what a failing disk took is
-    cut back; a line that cannot be is ended before the next write), and a file removed
-    or moved away is opened again at its path before the next write (see
-    ``docs/reliability.md``).
+    """Appends to a file (``O_APPEND``, parent directories created), opened at construction
+    so that a path that cannot be written fails set-up, not every export. A call is
+    gathered into as few ``write(2)`` as *buffer_bytes* allows and writes all of its text
+    or none of it; a file removed or moved away is opened again before the next write.
     """
 
     def __init__(
@@ -151,9 +134,8 @@ class FileSink:
         self._buffer_bytes = buffer_bytes
         self._buffer: bytearray | None = None
         self._torn = False
+        # What a file opened again at the path must begin with (the trace file's headers).
         self.preamble: Callable[[], str] | None = None
-        """What a file opened again at the path must begin with (the ``file`` exporter's
-        headers, which its lines name); asked at each such reopening."""
         self._owes_preamble = False
         self._fd: int | None = self._open()
         _fork.register(self)
@@ -178,8 +160,7 @@ class FileSink:
 
     def write_texts(self, texts: Iterable[str]) -> None:
         """Append each text (whole lines) in order, gathered into as few writes as the
-        buffer allows (a text larger than it on its own); raises ``ValueError`` after
-        :meth:`close`."""
+        buffer allows; raises ``ValueError`` after :meth:`close`."""
         with self._lock:
             landed = _Landed()
             buffer = self._buffer
@@ -258,8 +239,7 @@ class FileSink:
 
 
 class _SinkWriter:
-    """A sink, writes that fail once shut down, and a failure logged (as the SDK would)
-    and reported as ``False``."""
+    # A sink, writes that fail once shut down, and a failure logged (as the SDK would).
 
     def __init__(self, sink: LineSink) -> None:
         self.sink = sink
@@ -276,35 +256,31 @@ class _SinkWriter:
         return True
 
     def force_flush(self, timeout_millis: float = 30000) -> bool:
-        """Flush the sink."""
         self.sink.flush()
         return True
 
     def shutdown(self, *args: Any, **kwargs: Any) -> None:
-        """Flush and close the sink; later exports fail."""
+        """Close the sink; later exports fail."""
         self._shut_down = True
         self.sink.close()
 
 
 class JsonLinesSpanExporter(_SinkWriter, SpanExporter):
-    """Writes each span as one JSON line (:mod:`~nemo.lens._sdk.exporters.encoding`), its
-    resource on every line: the console's ``lens`` layout. The ``file`` exporter is a
-    subclass (:mod:`~nemo.lens._sdk.exporters.trace_file`)."""
+    """Writes each span as one JSON line, its resource on every line: the console's ``lens``
+    layout (the ``file`` exporter is a subclass)."""
 
     line_layout: LineLayout = RESOURCE_ON_EVERY_LINE
     """How each line ends (the export guard encodes spans with it)."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Write one line per span."""
         return self.export_lines([encode_span(span, self.line_layout) for span in spans])
 
     def export_lines(self, lines: Sequence[str]) -> SpanExportResult:
         """Write *lines*, spans already encoded (each without its newline)."""
-        if self._attempt(
+        written = self._attempt(
             lambda: self._write_lines(lines), "writing %d span(s) as JSON lines failed", len(lines)
-        ):
-            return SpanExportResult.SUCCESS
-        return SpanExportResult.FAILURE
+        )
+        return SpanExportResult.SUCCESS if written else SpanExportResult.FAILURE
 
     def _write_lines(self, lines: Sequence[str]) -> None:
         write_texts: Callable[[Iterable[str]], None] | None = getattr(
@@ -330,14 +306,12 @@ class SdkJsonSpanExporter(_SinkWriter, SpanExporter):
     the ``console`` exporter's default (upstream v0.2.0's, which log pipelines parse)."""
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Write one line per span."""
-        if self._attempt(
+        written = self._attempt(
             lambda: self.sink.write("".join(sdk_json_line(span) + "\n" for span in spans)),
             "writing %d span(s) as JSON lines failed",
             len(spans),
-        ):
-            return SpanExportResult.SUCCESS
-        return SpanExportResult.FAILURE
+        )
+        return SpanExportResult.SUCCESS if written else SpanExportResult.FAILURE
 
 
 class JsonLinesMetricExporter(_SinkWriter, MetricExporter):
@@ -350,26 +324,22 @@ class JsonLinesMetricExporter(_SinkWriter, MetricExporter):
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
     ) -> MetricExportResult:
-        """Write one line for this collection."""
-        if self._attempt(
+        written = self._attempt(
             lambda: self.sink.write(metrics_data.to_json(indent=None) + "\n"),
             "writing metrics as JSON lines failed",
-        ):
-            return MetricExportResult.SUCCESS
-        return MetricExportResult.FAILURE
+        )
+        return MetricExportResult.SUCCESS if written else MetricExportResult.FAILURE
 
 
 class JsonLinesLogExporter(_SinkWriter, LogRecordExporter):
     """Writes each log record as one JSON object per line (the SDK's own record shape)."""
 
     def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        """Write one line per record."""
-        if self._attempt(
+        written = self._attempt(
             lambda: self.sink.write(
                 "".join(record.to_json(indent=None) + "\n" for record in batch)
             ),
             "writing %d log record(s) failed",
             len(batch),
-        ):
-            return LogRecordExportResult.SUCCESS
-        return LogRecordExportResult.FAILURE
+        )
+        return LogRecordExportResult.SUCCESS if written else LogRecordExportResult.FAILURE

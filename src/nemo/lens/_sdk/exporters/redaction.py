@@ -1,9 +1,6 @@
-"""The last step before every exporter: secrets redacted, every value made exportable.
-
-Span, event and link attributes (and metric points, exemplars, log records) get the
-primitives' redaction rule however they were set; a name, key or value no exporter could
-write is replaced as :mod:`nemo.lens._core.sanitize` says, and counted. A span, record or
-resource with nothing to change comes back as it is.
+"""The last step before every exporter: secrets redacted (the primitives' rule, however an
+attribute was set), every name and value made exportable (:mod:`nemo.lens._core.sanitize`),
+each change counted. What has nothing to change comes back as it is.
 """
 
 from __future__ import annotations
@@ -32,12 +29,12 @@ from nemo.lens._core.sanitize import (
     clean_text,
     clean_value,
     is_clean_text,
-    needs_cleaning,
 )
 
 __all__ = [
     "Changes",
     "HashedResource",
+    "SpanCopy",
     "clean_attributes",
     "clean_log_record",
     "clean_metrics_data",
@@ -58,7 +55,7 @@ def _note(changes: Changes, reason: str | None) -> None:
 
 
 def _hide_all(value: object) -> object:
-    """*value* with every str and bytes in it, however deep, replaced by ``[REDACTED]``."""
+    # The value with every str and bytes in it, however deep, replaced by [REDACTED].
     if isinstance(value, (str, bytes)):
         return _REDACTED
     if isinstance(value, (list, tuple)):
@@ -70,7 +67,7 @@ def _hide_all(value: object) -> object:
 
 
 def _redact_deep(key: object, value: object) -> object:
-    """*value* redacted as the value of attribute *key*; *value* itself if nothing is hidden."""
+    # The value redacted as the value of attribute *key*; itself if nothing is hidden.
     if isinstance(key, str) and is_redact_key(key, DEFAULT_REDACT_KEYS):
         if isinstance(value, (str, bytes, list, tuple, Mapping)):
             hidden = _hide_all(value)
@@ -94,11 +91,8 @@ def _redact_deep(key: object, value: object) -> object:
 
 
 def clean_attributes(attributes: Attributes, changes: Changes) -> dict[str, Any] | None:
-    """A redacted, exportable copy of *attributes*, or ``None`` when nothing changes.
-
-    Each attribute whose key or value had to be made exportable is counted
-    once in *changes* (redaction is not counted: it is the rule, not a repair).
-    """
+    """A redacted, exportable copy of *attributes*, or ``None`` when nothing changes. Each
+    attribute made exportable is counted once in *changes* (redaction, the rule, is not)."""
     if not attributes:
         return None
     # The common case, spelled out: this runs for every attribute of every span.
@@ -116,7 +110,7 @@ def clean_attributes(attributes: Attributes, changes: Changes) -> dict[str, Any]
             if not INT64_MIN <= value <= INT64_MAX:
                 break
         elif (kind is not float and kind is not bool) and (
-            _redact_deep(key, value) is not value or needs_cleaning(value)
+            _redact_deep(key, value) is not value or clean_value(value)[1] is not None
         ):
             break
     else:
@@ -130,7 +124,7 @@ def clean_attributes(attributes: Attributes, changes: Changes) -> dict[str, Any]
     return cleaned
 
 
-class _CleanSpan(ReadableSpan):
+class SpanCopy(ReadableSpan):
     """A copy of a finished span with some fields replaced; keeps the drop counts."""
 
     def __init__(self, original: ReadableSpan, **replaced: Any) -> None:
@@ -158,36 +152,28 @@ def _clean_scope(
     if (type(name) is str and name.isascii()) and (version is None or version.isascii()):
         return scope
     name, name_reason = clean_name(name)
-    if version is not None:
-        version, version_reason = clean_name(version)
-    else:
-        version_reason = None
+    version, version_reason = (None, None) if version is None else clean_name(version)
     if name_reason is None and version_reason is None:
         return scope
     _note(changes, name_reason or version_reason)
     return InstrumentationScope(name, version, scope.schema_url, scope.attributes)
 
 
-# Resources are shared by every span of a provider and immutable: each is
-# checked once. Entries hold the resource so its id cannot be reused meanwhile.
+# Resources are shared by every span of a provider and immutable: each is checked once
+# (64 at most kept). Entries hold the resource so its id cannot be reused meanwhile.
 _RESOURCES: dict[int, tuple[Resource, Resource, Changes]] = {}
-_RESOURCES_MAX: Final = 64
 
 
 def clean_resource(resource: Resource) -> tuple[Resource, Changes]:
-    """*resource* with every attribute made exportable, and what was changed.
-
-    The same object comes back when nothing needed changing. nemo.lens cleans
-    its own resource once, at set-up (where a ``SLURM_JOB_NAME`` that is not
-    valid Unicode is found); spans from elsewhere are checked per resource.
-    """
+    """*resource* with every attribute made exportable (the same object when nothing needed
+    changing), and what was changed."""
     entry = _RESOURCES.get(id(resource))
     if entry is not None and entry[0] is resource:
         return entry[1], entry[2]
     changes: Changes = {}
     cleaned = clean_attributes(resource.attributes, changes)
     result = resource if cleaned is None else Resource(cleaned, resource.schema_url)
-    if len(_RESOURCES) >= _RESOURCES_MAX:
+    if len(_RESOURCES) >= 64:
         _RESOURCES.clear()
     _RESOURCES[id(resource)] = (resource, result, changes)
     return result, changes
@@ -195,8 +181,7 @@ def clean_resource(resource: Resource) -> tuple[Resource, Changes]:
 
 def clean_span(span: ReadableSpan, changes: Changes) -> ReadableSpan:
     """*span* with redact-key text hidden (span, event and link attributes) and every name
-    and value made exportable, what changed counted in *changes*; the same object when
-    nothing had to change."""
+    and value made exportable, what changed counted in *changes*."""
     replaced: dict[str, Any] = {}
     attributes = clean_attributes(span.attributes, changes)
     if attributes is not None:
@@ -224,7 +209,7 @@ def clean_span(span: ReadableSpan, changes: Changes) -> ReadableSpan:
         replaced["resource"] = resource
         for reason, count in resource_changes.items():
             changes[reason] = changes.get(reason, 0) + count
-    return _CleanSpan(span, **replaced) if replaced else span
+    return SpanCopy(span, **replaced) if replaced else span
 
 
 def _clean_event(event: Event, changes: Changes) -> Event | None:
@@ -245,8 +230,7 @@ _T = TypeVar("_T")
 
 
 def _each(items: Sequence[_T], clean: Callable[[_T], _T | None]) -> list[_T] | None:
-    """*items*, each replaced by ``clean(item)`` unless that is ``None``; ``None`` when
-    none was."""
+    # The items, each replaced by clean(item) unless that is None; None when none was.
     cleaned: list[_T] | None = None
     for index, item in enumerate(items):
         new = clean(item)
@@ -258,15 +242,14 @@ def _each(items: Sequence[_T], clean: Callable[[_T], _T | None]) -> list[_T] | N
 
 
 def _replace(item: _T, **fields: Any) -> _T | None:
-    """*item* (a dataclass) with the fields given not ``None``; ``None`` when there is none."""
+    # The dataclass with the fields given not None; None when there is none.
     given = {name: value for name, value in fields.items() if value is not None}
     return dataclasses.replace(item, **given) if given else None  # type: ignore[type-var]
 
 
 def clean_metrics_data(data: MetricsData, changes: Changes) -> MetricsData:
     """*data* with data point and exemplar attributes redacted and made exportable (after
-    aggregation: series that differed only in a secret become points alike); the same
-    object when nothing had to change."""
+    aggregation: series that differed only in a secret become points alike)."""
 
     def exemplar(exemplar: Any) -> Any:
         hidden = clean_attributes(exemplar.filtered_attributes, changes)
@@ -293,11 +276,8 @@ def clean_metrics_data(data: MetricsData, changes: Changes) -> MetricsData:
 
 
 def clean_log_record(record: ReadableLogRecord, changes: Changes) -> ReadableLogRecord:
-    """*record* with its attributes redacted and its attributes and body made exportable.
-
-    The body is not redacted (it is the message; keep secrets out of it). The
-    same object comes back when nothing had to change.
-    """
+    """*record* with its attributes redacted and its attributes and body made exportable
+    (the body is the message: not redacted)."""
     log_record = record.log_record
     original = log_record.attributes
     attributes = clean_attributes(original, changes)
@@ -316,9 +296,8 @@ def clean_log_record(record: ReadableLogRecord, changes: Changes) -> ReadableLog
 
 
 class HashedResource(Resource):
-    """A resource whose hash is computed once: the OTLP encoders hash the resource per
-    record, and the SDK's ``Resource`` writes all its attributes as JSON each time.
-    Equal to, and hashed as, the plain resource with the same attributes."""
+    """A resource whose hash is computed once (the OTLP encoders hash it per record, and the
+    SDK's writes all its attributes as JSON each time); equal to the plain one."""
 
     _hash: int | None = None
 
@@ -330,8 +309,8 @@ class HashedResource(Resource):
 
 
 def exportable_resource(resource: Resource) -> tuple[HashedResource, tuple[Changes, str] | None]:
-    """The job's *resource* as the providers get it (exportable, hashed once) and, when a
-    value had to be made exportable, what changed with the warning that says so."""
+    """The job's *resource* as the providers get it and, when a value had to be made
+    exportable, what changed with the warning that says so."""
     cleaned, changes = clean_resource(resource)
     report = None
     if changes:

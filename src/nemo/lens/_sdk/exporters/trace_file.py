@@ -1,8 +1,5 @@
-"""The ``file`` exporter's layout: trace format 2 (``docs/trace-format.md``).
-
-Every line names the process lifetime that wrote it; the lifetime's resource is written
-once, in its header. Four kinds of line: header, span, open span (a goodput span still
-open when the export thread looked) and alive (the lifetime still ran then).
+"""The ``file`` exporter's layout, trace format 2 (``docs/trace-format.md``): every line
+names the process lifetime that wrote it, whose resource is written once, in its header.
 """
 
 from __future__ import annotations
@@ -41,8 +38,8 @@ _WRITER: Final = f"nemo.lens {SCOPE_VERSION}"
 
 class LifetimeLayout(LineLayout):
     """Lines that end with their scope and their lifetime; the resource goes in a header,
-    made the first time a lifetime is seen and kept pending until :meth:`headers_written`
-    says it is in the file (a failed write leaves no line whose header is nowhere)."""
+    made the first time a lifetime is seen and pending until :meth:`headers_written` says
+    it is in the file (a failed write leaves no line whose header is nowhere)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -75,16 +72,14 @@ class LifetimeLayout(LineLayout):
         return lifetime
 
     def pending_headers(self) -> dict[str, str]:
-        """The headers not yet in the file, by lifetime (a copy)."""
+        """The headers not yet in the file, by lifetime."""
         return {lifetime: self._headers[lifetime] for lifetime in self._pending}
 
     def headers_written(self, lifetimes: Sequence[str]) -> None:
-        """The headers of *lifetimes* are in the file."""
         self._pending.difference_update(lifetimes)
 
     def written_headers(self) -> str:
-        """The header lines already in the file, for a new file at its path to begin with
-        (the lines that follow may name those lifetimes)."""
+        """The header lines already in the file, for a new file at its path to begin with."""
         return "".join(
             f"{header}\n"
             for lifetime, header in self._headers.items()
@@ -92,12 +87,11 @@ class LifetimeLayout(LineLayout):
         )
 
     def lifetimes(self) -> list[str]:
-        """Every lifetime this file has (or is about to have) a header for."""
         return list(self._resources)
 
 
 class TraceFileSpanExporter(JsonLinesSpanExporter):
-    """The ``file`` exporter: format 2's lines (see the module docstring)."""
+    """The ``file`` exporter."""
 
     def __init__(self, sink: LineSink) -> None:
         super().__init__(sink)
@@ -121,7 +115,7 @@ class TraceFileSpanExporter(JsonLinesSpanExporter):
         that every lifetime of this file is alive then (``alive_at_unix_nano``)."""
         layout = self.line_layout
         if spans:
-            lines = [open_span_line(span, at_ns, layout) for span in spans]
+            lines = [_open_span_line(span, at_ns, layout) for span in spans]
         else:
             lines = [
                 f'{{"lifetime":{encode_text(lifetime)},"alive_at_unix_nano":{at_ns}}}'
@@ -130,8 +124,7 @@ class TraceFileSpanExporter(JsonLinesSpanExporter):
         return self.export_lines(lines) if lines else SpanExportResult.SUCCESS
 
 
-def open_span_line(span: ReadableSpan, at_ns: int, layout: LineLayout) -> str:
-    """The open record of *span* (cleaned, as exporters get spans), seen open at *at_ns*."""
+def _open_span_line(span: ReadableSpan, at_ns: int, layout: LineLayout) -> str:
     line = (
         f'{{"name":{encode_json(span.name)},{ids_json(span.context, span.parent)},'
         f'"kind":"{span.kind.name}","start_time_unix_nano":{int_json(span.start_time)},'
