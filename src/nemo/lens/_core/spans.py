@@ -186,7 +186,7 @@ def start_span(
     if tracer is None:
         tracer = _state.default_tracer()
     recorder = _state.recorder
-    if recorder is not None and tracer is cast(object, recorder):
+    if recorder is not None and tracer is recorder:  # type: ignore[comparison-overlap]
         return recorder.start_primitive(
             name,
             kind,
@@ -351,15 +351,22 @@ class SpanScope:
 
     def __enter__(self) -> Span:
         # The attributes are the primitive's keyword arguments: a dict of this span's own.
-        span = self._span = start_span(
-            self._tracer,
-            self._name,
-            self._kind,
-            self._links,
-            self._attributes,
-            self._group,
-            owned=True,
-        )
+        recorder = _state.recorder
+        # start_span's first case, called straight: 1,900 of 27,300 instructions per span.
+        if self._tracer is None and recorder is not None and _trace.get_tracer is _state.GET_TRACER:
+            span = self._span = recorder.start_primitive(
+                self._name, self._kind, self._links, self._attributes, self._group, True
+            )
+        else:
+            span = self._span = start_span(
+                self._tracer,
+                self._name,
+                self._kind,
+                self._links,
+                self._attributes,
+                self._group,
+                owned=True,
+            )
         # Made current as attach(set_span_in_context(span)) would, the short way.
         variable = _VARIABLE
         if variable is not None and _context_api._RUNTIME_CONTEXT is _RUNTIME:

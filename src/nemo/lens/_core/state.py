@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from nemo.lens.groups import SpanGroup
 
 __all__ = [
+    "GET_TRACER",
     "SCOPE_VERSION",
     "Handle",
     "Recorder",
@@ -309,7 +310,7 @@ def _global_provider_key() -> object:
 
 # OpenTelemetry's get_tracer as imported: while it is something else (v0.2.0's users' tests
 # monkeypatch nemo.lens.helpers.trace.get_tracer), the default tracer is what it returns.
-_GET_TRACER: Final = _trace.get_tracer
+GET_TRACER: Final = _trace.get_tracer
 
 
 def default_tracer() -> Tracer:
@@ -319,7 +320,7 @@ def default_tracer() -> Tracer:
     provider); while ``opentelemetry.trace.get_tracer`` is replaced (see
     :data:`GET_TRACER`), what the replacement returns.
     """
-    if _trace.get_tracer is not _GET_TRACER:
+    if _trace.get_tracer is not GET_TRACER:
         return _trace.get_tracer(SCOPE_NAME, SCOPE_VERSION)
     tracer = _installed_tracer
     if tracer is not None:
