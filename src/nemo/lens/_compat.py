@@ -15,6 +15,7 @@ __all__ = [
     "FIXTURE_SHUTDOWN_TIMEOUT_MS",
     "HandleModule",
     "apply_handle_module",
+    "claim_setup",
     "initialised",
     "old_name",
     "set_initialised",
@@ -24,9 +25,20 @@ FIXTURE_SHUTDOWN_TIMEOUT_MS: Final = 1000
 """How long a shutdown made for a test may take (``_INITIALIZED = False``, a test reset)."""
 
 
+# Set by assigning nemo.lens.handle._INITIALIZED = True with no set-up active: the next
+# enabled set-up is then refused, as if one had run. Set-up and shutdown clear it.
+_claimed = False
+
+
+def claim_setup(claimed: bool) -> None:
+    """Say whether the process counts as set up without a current handle (see above)."""
+    global _claimed
+    _claimed = claimed
+
+
 def initialised() -> bool:
     """v0.2.0's ``nemo.lens.handle._INITIALIZED``: whether an enabled set-up is active."""
-    return _state.current_handle() is not None or _state.setup_claimed()
+    return _state.current_handle() is not None or _claimed
 
 
 def set_initialised(value: bool) -> None:
@@ -36,7 +48,7 @@ def set_initialised(value: bool) -> None:
     down briefly and forgets it, so the next set-up starts as in a fresh process.
     ``True`` makes the next enabled set-up refuse, as if one had run.
     """
-    _state.claim_setup(value)
+    claim_setup(value)
     handle = _state.current_handle()
     if not value and handle is not None:
         handle.shutdown(FIXTURE_SHUTDOWN_TIMEOUT_MS)

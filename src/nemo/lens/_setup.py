@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from opentelemetry.util.types import AttributeValue
 
-from nemo.lens import state
+from nemo.lens import _compat, state
 from nemo.lens._core import handle as _handle
 from nemo.lens._core import signals as _signals
 from nemo.lens._core import state as _state
@@ -259,7 +259,7 @@ def publish(plan: Plan, pipeline: Pipeline | None) -> TelemetryHandle:
         if pipeline is not None:
             _publish_pipeline(pipeline)
         if config.enabled:  # a disabled set-up is never the current one
-            _state.claim_setup(False)
+            _compat.claim_setup(False)
             state.set_span_group_classes(config.span_group_cls)
             _state.set_current_handle(handle)
         state.set_enabled_span_groups(plan.groups)

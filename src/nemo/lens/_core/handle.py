@@ -20,7 +20,7 @@ from opentelemetry import _logs, metrics, trace
 from opentelemetry.util._once import Once
 from opentelemetry.util.types import AttributeValue
 
-from nemo.lens import semconv
+from nemo.lens import _compat, semconv
 from nemo.lens._compat import FIXTURE_SHUTDOWN_TIMEOUT_MS
 from nemo.lens._core import fork
 from nemo.lens._core import signals as _signals
@@ -447,7 +447,7 @@ def reset_for_testing() -> None:
             _logger.exception("nemo.lens: shutdown during test reset failed")
     with LOCK:
         _state.set_current_handle(None)
-        _state.claim_setup(False)
+        _compat.claim_setup(False)
     release_globals()
     _forget_custom_strategies()
     _state.set_enabled_span_groups(())

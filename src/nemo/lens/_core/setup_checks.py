@@ -8,7 +8,7 @@ from typing import cast
 
 from opentelemetry.util.types import AttributeValue
 
-from nemo.lens._core import state as _state
+from nemo.lens import _compat
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.strategies import ExportStrategyFunction, ExportStrategyObject, get_export_strategy
 
@@ -123,7 +123,7 @@ def resolve_strategy(config: NemoLensConfig, export_strategy: StrategyArgument |
 
 
 def check_guard(allow_reinit: bool) -> None:
-    active = _state.current_handle() is not None or _state.setup_claimed()
+    active = _compat.initialised()
     if active and not allow_reinit:
         raise RuntimeError(
             "setup_telemetry() was already called in this process and its handle is still "

@@ -29,7 +29,6 @@ __all__ = [
     "SCOPE_VERSION",
     "Handle",
     "Recorder",
-    "claim_setup",
     "current_handle",
     "default_tracer",
     "enabled",
@@ -44,7 +43,6 @@ __all__ = [
     "set_enabled_span_groups",
     "set_pp_trace_carrier",
     "set_span_group_classes",
-    "setup_claimed",
     "span_group_classes",
     "tags",
     "use_tracer_provider",
@@ -372,19 +370,3 @@ def set_current_handle(handle: Handle | None) -> None:
     """Record *handle* as the current one (set-up and shutdown, under their own lock)."""
     global _current
     _current = handle
-
-
-# Set by assigning nemo.lens.handle._INITIALIZED = True (v0.2.0's flag) with no set-up
-# active: the next enabled set-up is then refused, as if one had run.
-_setup_claimed = False
-
-
-def claim_setup(claimed: bool) -> None:
-    """Say whether the process counts as set up without a current handle (see above)."""
-    global _setup_claimed
-    _setup_claimed = claimed
-
-
-def setup_claimed() -> bool:
-    """Whether ``nemo.lens.handle._INITIALIZED = True`` was assigned since the last set-up."""
-    return _setup_claimed
