@@ -135,6 +135,7 @@ def test_a_span_exporter_passed_in_replaces_every_configured_one(tmp_path: Path)
     assert not path.exists()  # no span file: the file exporter was replaced too
 
 
+@pytest.mark.bad_input("otlp-timeout-not-a-number")
 def test_the_otlp_checks_run_when_otlp_is_among_the_exporters(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
