@@ -155,6 +155,46 @@ def test_an_enabled_group_never_seen_is_flagged_when_it_fires_every_iteration(
     assert without_spec.status == 0, without_spec.out
 
 
+@pytest.mark.bad_input("check-spec-without-class")
+def test_without_class_a_consumer_class_the_trace_never_used_is_not_checked(
+    run: Run, tmp_path: Path
+) -> None:
+    # A job on the base groups, checked with its spec and no --class (as a newcomer would):
+    # the consumer classes' groups that per_step enables are not "enabled, never seen".
+    base = SpanGroup.ALL_GROUPS
+    spec = "per_step"
+    every_step = [
+        (g, 1)
+        for g in sorted(SpanGroup.resolve(spec) - {STEP})
+        if SpanGroup.GROUP_INFO[g].fires == "per_step"
+    ]
+    path = trace(tmp_path / "t.jsonl", every_step)
+    result, table = check(run, path, "--spec", spec)
+    assert result.status == 0, result.out + result.err
+    assert not findings(table)
+    # A consumer class one of whose own groups the trace holds is checked in full, as is
+    # one named with --class.
+    name, cls = next(
+        (name, cls)
+        for name, cls in span_group_classes().items()
+        if any(cls.GROUP_INFO[g].fires == "per_step" for g in cls.resolve(spec) - base)
+    )
+    own_per_step = sorted(
+        g for g in cls.resolve(spec) - base if cls.GROUP_INFO[g].fires == "per_step"
+    )
+    named, table = check(run, path, "--class", name, "--spec", spec)
+    assert named.status == 1
+    assert set(own_per_step) <= {
+        g for g, f in findings(table).items() if f == "enabled, never seen"
+    }
+    seen_once = trace(tmp_path / "own.jsonl", [], extra=sorted(cls.ALL_GROUPS - base)[:1])
+    used, table = check(run, seen_once, "--spec", spec)
+    assert used.status == 1
+    assert set(own_per_step) <= {
+        g for g, f in findings(table).items() if f == "enabled, never seen"
+    }
+
+
 def test_frequent_tiers_have_no_bound_per_iteration(run: Run, tmp_path: Path) -> None:
     classes = span_group_classes()
     name, cls = next(

@@ -243,7 +243,9 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         epilog=(
             "Exit status: 0 clean, 1 something flagged or an input cannot be used, 2 bad "
             "usage. The trace does not record which groups were enabled: give the job's "
-            "NEMO_LENS_SPAN_GROUPS as --spec."
+            "NEMO_LENS_SPAN_GROUPS as --spec. Nor does it record the job's span-group class: "
+            "without --class, --spec leaves out the groups of a consumer class none of whose "
+            "own groups the trace holds; name the job's class with --class to check them."
         ),
     )
     _class_option(check, classes)

@@ -182,8 +182,18 @@ def _check_tables(engine: Engine, enabled: Sequence[str]) -> dict[str, Any]:
     return {"preset": PRODUCTION_PRESET, "ceiling": ceiling, "tiers": len(TIERS)}
 
 
+def _unused_class_groups(engine: Engine) -> frozenset[str]:
+    """The groups of the consumer classes none of whose own groups the trace holds (the trace
+    does not record the job's class: a class it never used is not checked unless named)."""
+    classes = selected_classes(None)
+    base = classes[0].ALL_GROUPS
+    seen = {row[0] for row in run_query(engine, "SELECT DISTINCT span_group FROM spans")[1]}
+    unused = (c.ALL_GROUPS - base for c in classes[1:] if not (c.ALL_GROUPS - base) & seen)
+    return frozenset().union(*unused)
+
+
 def cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    enabled: list[str] | None = None
+    enabled: list[str] = []
     if args.spec is not None:
         from nemo.lens.spec import resolve_for
 
@@ -193,7 +203,11 @@ def cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             parser.error(f"--spec {args.spec!r}: {error}")
 
     def work(engine: Engine) -> int:
-        columns, rows = run_query(engine, query("check"), _check_tables(engine, enabled or ()))
+        checked = enabled
+        if not args.class_name:
+            unused = _unused_class_groups(engine)
+            checked = [group for group in enabled if group not in unused]
+        columns, rows = run_query(engine, query("check"), _check_tables(engine, checked))
         shown = columns[:-1]
         write_result((shown, [row[:-1] for row in rows]), args.format, sys.stdout)
         finding, unseen = columns.index("finding"), columns.index("unseen")
