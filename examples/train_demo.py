@@ -47,8 +47,10 @@ Run ``python examples/train_demo.py --help`` for the options.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
+import io
 import itertools
 import json
 import math
@@ -690,12 +692,49 @@ def report(handle: TelemetryHandle, console: Console, options: Options) -> int:
     status = cli.main(["report", path])  # the goodput line, and the HTML page
     if status:
         return status
+    explain_start_up(console, path, options)
     command = cli_command()
     stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
     console.say("")
     console.say(f"to look at it in Perfetto: {command} convert {path}")
     console.say(f"  then open {stem}.chrome.json at https://ui.perfetto.dev")
     return 0
+
+
+START_UP_SHARE: Final = 0.1
+"""Above this share of the run, the demo explains its initialization in one line."""
+
+
+def explain_start_up(console: Console, path: str, options: Options) -> None:
+    """Say in one line what a short run's start-up costs and what it would cost a longer one.
+
+    300 steps take a fraction of a second; a real job's model set-up is paid once before
+    hours of steps. The projection keeps this run's start-up and its pace per step
+    (evaluations and checkpoints included), from the trace's own goodput figures.
+    """
+    from nemo.lens import cli
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        if cli.main(["goodput", "--json", path]):
+            return
+    run = json.loads(out.getvalue().splitlines()[0])
+    wall, productive = run["wall_s"], run["productive_s"]
+    start_up = run["badput"]["initialization"]
+    if productive <= 0 or start_up <= START_UP_SHARE * wall:
+        return
+    steps = 100 * options.iterations
+    per_step = (wall - start_up) / options.iterations
+    projected = steps * productive / options.iterations / (start_up + steps * per_step)
+    cause = (
+        " (most of it torch's first optimizer loading its modules)"
+        if (options.backend == "torch")
+        else ""
+    )
+    console.say(
+        f"start-up: initialization is {start_up:.1f} s of this {wall:.1f} s run{cause}, paid "
+        f"once; at this pace {steps:,} steps would be {projected:.1%} goodput"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,7 +24,7 @@ from nemo.lens.cli import main as cli_main
 from nemo.lens.groups import SpanGroup
 from tests.trace_file import spans_in
 
-from .conftest import Result
+from .conftest import Result, line, span_dict, write_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "train_demo.py"
@@ -446,3 +446,41 @@ def test_ctrl_c_keeps_the_spans_recorded_so_far(
     names = [span["name"] for span in spans_in(trace)]
     assert names.count("train.step") == 3  # two finished, and the one interrupted
     assert names.count("train.job") == 1
+
+
+def start_up_trace(path: Path, start_up_ms: float, steps: int) -> str:
+    """A job: *start_up_ms* of model set-up, then *steps* steps of 10 ms."""
+    spans = [
+        span_dict("train.job", start_ms=0, end_ms=start_up_ms + 10 * steps, group="job"),
+        span_dict("train.model_init", start_ms=0, end_ms=start_up_ms, group="model_init"),
+    ]
+    spans += [
+        span_dict(
+            "train.step",
+            start_ms=start_up_ms + 10 * i,
+            end_ms=start_up_ms + 10 * (i + 1),
+            group="step",
+            attributes={"iteration": i + 1},
+        )
+        for i in range(steps)
+    ]
+    return str(write_lines(path, [line(span) for span in spans]))
+
+
+@pytest.mark.bad_input("demo-start-up-dominates")
+def test_a_start_up_that_dominates_a_short_run_is_explained_in_one_line(
+    demo: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = demo.parse_options(["--backend", "python", "--iterations", "12"])
+    console = demo.Console(12, enabled=False)
+    # 1 s of start-up before 12 steps of 10 ms: goodput 11%, most of the run set-up.
+    demo.explain_start_up(console, start_up_trace(tmp_path / "slow.jsonl", 1000, 12), options)
+    (said,) = capsys.readouterr().out.splitlines()
+    # 1,200 steps of 10 ms after the same second: 12 s productive of 13 s.
+    assert said == (
+        "start-up: initialization is 1.0 s of this 1.1 s run, paid once; at this pace "
+        f"1,200 steps would be {12 / 13:.1%} goodput"
+    )
+    # A start-up that is a small share of the run needs no word.
+    demo.explain_start_up(console, start_up_trace(tmp_path / "fast.jsonl", 5, 12), options)
+    assert capsys.readouterr().out == ""
