@@ -17,7 +17,7 @@ from typing import Any, Final, TypeAlias
 
 from nemo.lens._compat import old_name
 from nemo.lens._core import strategy_registry
-from nemo.lens._core.destinations import CONSOLE_FORMATS, exporter_names
+from nemo.lens._core.destinations import CONSOLE_FORMATS, exporter_names, file_name_part
 from nemo.lens._core.ids import new_run_id
 from nemo.lens.groups import SpanGroup
 from nemo.lens.spec import resolve_for
@@ -272,10 +272,19 @@ class NemoLensConfig:
         return dataclasses.replace(self, run_id=default_run_id())
 
     def format_trace_file(self, rank: int) -> str:
-        """Return the ``file`` exporter's path for *rank*; call on a :meth:`resolved` config."""
+        """Return the ``file`` exporter's path for *rank*; call on a :meth:`resolved` config.
+
+        ``{run_id}`` and ``{service_name}`` are filled in as safe file-name parts (see
+        :func:`~nemo.lens._core.destinations.file_name_part`): no separator, no ``..``, no
+        control character, at most 100 bytes. The resource keeps the values as given.
+        """
         template = self.trace_file or DEFAULT_TRACE_FILE
         try:
-            path = template.format(rank=rank, run_id=self.run_id, service_name=self.service_name)
+            path = template.format(
+                rank=rank,
+                run_id=file_name_part(self.run_id),
+                service_name=file_name_part(self.service_name),
+            )
         except (ValueError, KeyError, IndexError) as exc:
             raise _FieldValueError(
                 "trace_file",
