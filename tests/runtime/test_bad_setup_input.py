@@ -1,10 +1,11 @@
-"""Set-up given a bad trace path, run id or service name: a ValueError naming the variable and
-the fix before anything changes, or a safe file name; never a raw OS error."""
+"""Set-up given a bad trace path, run id, service name or span-group spec: a ValueError naming
+the variable and the fix before anything changes, or a safe file name; never a raw OS error."""
 
 from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -283,3 +284,28 @@ def test_a_trace_file_template_gets_the_safe_parts(work: Path) -> None:
         run_id="../up", service_name="s/t", trace_file="{service_name}/{run_id}.jsonl"
     )
     assert config.format_trace_file(0) == "s_t/___up.jsonl"
+
+
+# -- the empty span-group spec ----------------------------------------------------------------
+
+
+@pytest.fixture
+def default_groups() -> Iterator[frozenset[str]]:
+    yield SpanGroup.resolve("default")
+
+
+@pytest.mark.bad_input("span-groups-empty")
+@pytest.mark.parametrize("spec", ["", "  ", ",", " , "])
+def test_an_empty_span_groups_field_means_default_as_the_variable_does(
+    spec: str, default_groups: frozenset[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert NemoLensConfig(span_groups=spec).resolved_span_groups == default_groups
+    monkeypatch.setenv("NEMO_LENS_SPAN_GROUPS", spec)
+    assert NemoLensConfig.from_env().resolved_span_groups == default_groups
+    handle = setup_telemetry(NemoLensConfig(enabled=True, exporter="none", span_groups=spec))
+    assert handle.enabled_groups == default_groups
+
+
+def test_no_group_at_all_is_said_with_a_spec_that_names_it() -> None:
+    assert NemoLensConfig(span_groups="-all").resolved_span_groups == frozenset()
+    assert NemoLensConfig(span_groups="all,-all").resolved_span_groups == frozenset()

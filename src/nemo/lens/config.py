@@ -20,7 +20,7 @@ from nemo.lens._core import strategy_registry
 from nemo.lens._core.destinations import CONSOLE_FORMATS, exporter_names, file_name_part
 from nemo.lens._core.ids import new_run_id
 from nemo.lens.groups import SpanGroup
-from nemo.lens.spec import resolve_for
+from nemo.lens.spec import resolve_for, spec_in_effect
 
 __all__ = [
     "DEFAULT_ENV_PREFIX",
@@ -135,7 +135,9 @@ class NemoLensConfig:
     logs_enabled: bool = False
     """Install a logger provider (OpenTelemetry logs)."""
     span_groups: str = "default"
-    """Span-group spec resolved against ``span_group_cls`` (``"per_step"``, ``"all,-layer"``)."""
+    """Span-group spec resolved against ``span_group_cls`` (``"per_step"``, ``"all,-layer"``);
+    an empty one means ``default``, as an empty ``NEMO_LENS_SPAN_GROUPS`` does (v0.2.0's
+    field enabled no group; ``"-all"`` does that)."""
     exporter: str = "otlp"
     """``otlp``, ``console``, ``file`` or ``none``, or several separated by commas
     (``otlp,file``): each gets everything."""
@@ -234,7 +236,7 @@ class NemoLensConfig:
                 f"(RLSpanGroup, MegatronSpanGroup), got {_describe(cls)}",
             )
         try:
-            groups = resolve_for(self.span_groups, chosen)
+            groups = resolve_for(spec_in_effect(self.span_groups), chosen)
         except (ValueError, TypeError) as exc:
             raise _FieldValueError(
                 "span_groups", f"invalid span_groups {self.span_groups!r}: {exc}"
@@ -256,8 +258,8 @@ class NemoLensConfig:
     @property
     def resolved_span_groups(self) -> frozenset[str]:
         """The groups ``span_groups`` enables, resolved against ``span_group_cls`` at each
-        access (:class:`ValueError` for an unknown name)."""
-        return resolve_for(self.span_groups, self.span_group_cls)
+        access (:class:`ValueError` for an unknown name); an empty spec means ``default``."""
+        return resolve_for(spec_in_effect(self.span_groups), self.span_group_cls)
 
     @property
     def exporters(self) -> tuple[str, ...]:
