@@ -126,12 +126,20 @@ def test_spec_credits_the_entry_that_first_added_a_group(run: Run) -> None:
 
 
 @pytest.mark.usefixtures("fixture_groups")
-def test_an_empty_spec_enables_nothing(run: Run) -> None:
-    result = run("groups", "--spec", "")
+@pytest.mark.parametrize(
+    "spec",
+    [pytest.param("", marks=pytest.mark.bad_input("groups-empty-spec")), " , "],
+)
+def test_an_empty_spec_means_default_as_an_empty_variable_does(run: Run, spec: str) -> None:
+    # NEMO_LENS_SPAN_GROUPS= is unset (v0.2.0): the listing says what the variable does.
+    result = run("groups", "--spec", spec)
+    default = run("groups", "--spec", "default")
 
     assert result.status == 0
-    assert result.out_lines[0] == "SpanGroup: spec '' enables 0 of 4 groups"
-    assert result.out_lines[-1] == "Use it with: NEMO_LENS_SPAN_GROUPS=''"
+    assert result.out_lines[0] == (
+        f"SpanGroup: spec {spec!r} (empty: read as 'default', as when unset) enables 2 of 4 groups"
+    )
+    assert result.out_lines[1:-1] == default.out_lines[1:-1]
 
 
 @pytest.mark.usefixtures("fixture_groups")

@@ -20,7 +20,12 @@ from nemo.lens import _compat, state
 from nemo.lens._core import handle as _handle
 from nemo.lens._core import signals as _signals
 from nemo.lens._core import state as _state
-from nemo.lens._core.destinations import Signal, check_otlp_environment, register_otlp_secrets
+from nemo.lens._core.destinations import (
+    Signal,
+    check_otlp_environment,
+    register_otlp_secrets,
+    shown_path,
+)
 from nemo.lens._core.handle import TelemetryHandle, shutdown_at_exit
 from nemo.lens._core.setup_checks import (
     StrategyArgument,
@@ -28,6 +33,7 @@ from nemo.lens._core.setup_checks import (
     check_guard,
     check_rank,
     check_resource_attributes,
+    check_trace_files,
     resolve_strategy,
 )
 from nemo.lens.config import NemoLensConfig
@@ -171,15 +177,22 @@ def validate(
     if not exporting and not resolved.spans_on_every_rank:
         return Plan(resolved, rank, world_size, allow_reinit, frozenset(), False, builds=False)
     names = resolved.exporters
-    signals: tuple[Signal, ...] = ()
-    if "otlp" in names and exporting:
-        signals = _checked_otlp_signals(
-            (
-                ("traces", resolved.traces_enabled, span_exporter),
-                ("metrics", resolved.metrics_enabled, metric_reader),
-                ("logs", resolved.logs_enabled, log_exporter),
-            )
-        )
+    # The signals whose exporters set-up creates: on, and not replaced by one passed in.
+    wanted: tuple[tuple[Signal, bool, object], ...] = (
+        ("traces", resolved.traces_enabled, span_exporter),
+        ("metrics", resolved.metrics_enabled, metric_reader),
+        ("logs", resolved.logs_enabled, log_exporter),
+    )
+    made = tuple(s for s, on, replaced in wanted if exporting and on and replaced is None)
+    signals = made if "otlp" in names else ()
+    for signal in signals:
+        # The protocol, headers, timeout, compression and endpoint would otherwise fail
+        # deep in the exporter's constructor, or print a malformed header (and the token in
+        # it) to stderr.
+        check_otlp_environment(signal)
+    trace_path = resolved.format_trace_file(rank) if "file" in names else None
+    if trace_path is not None:
+        check_trace_files(resolved, trace_path, made)
     return Plan(
         resolved,
         rank,
@@ -188,26 +201,13 @@ def validate(
         groups if resolved.traces_enabled else frozenset(),
         exporting,
         builds=True,
-        trace_path=resolved.format_trace_file(rank) if "file" in names else None,
+        trace_path=trace_path,
         otlp_signals=signals,
         resource_attributes=extra_attributes,
         span_exporter=span_exporter,
         metric_reader=metric_reader,
         log_exporter=log_exporter,
     )
-
-
-def _checked_otlp_signals(
-    wanted: tuple[tuple[Signal, bool, object], ...],
-) -> tuple[Signal, ...]:
-    # The signals whose OTLP exporter set-up makes (on, and not replaced by one passed in),
-    # each with its environment checked: the protocol, headers, timeout, compression and
-    # endpoint would otherwise fail deep in the exporter's constructor, or print a
-    # malformed header (and the token in it) to stderr.
-    signals = tuple(signal for signal, on, replaced in wanted if on and replaced is None)
-    for signal in signals:
-        check_otlp_environment(signal)
-    return signals
 
 
 def build(plan: Plan) -> Pipeline:
@@ -221,17 +221,28 @@ def build(plan: Plan) -> Pipeline:
         ) from exc
     for signal in plan.otlp_signals:
         register_otlp_secrets(signal)
-    return build_pipeline(
-        plan.config,
-        rank=plan.rank,
-        world_size=plan.world_size,
-        exporting=plan.exporting,
-        trace_path=plan.trace_path,
-        resource_attributes=plan.resource_attributes,
-        span_exporter=plan.span_exporter,
-        metric_reader=plan.metric_reader,
-        log_exporter=plan.log_exporter,
-    )
+    try:
+        return build_pipeline(
+            plan.config,
+            rank=plan.rank,
+            world_size=plan.world_size,
+            exporting=plan.exporting,
+            trace_path=plan.trace_path,
+            resource_attributes=plan.resource_attributes,
+            span_exporter=plan.span_exporter,
+            metric_reader=plan.metric_reader,
+            log_exporter=plan.log_exporter,
+        )
+    except OSError as exc:
+        # What phase 1 could not foresee (a file system that refuses at open, a place that
+        # changed since): still the file exporter's path, named with the fix.
+        if plan.trace_path is None:
+            raise
+        raise ValueError(
+            f"the file exporter cannot open {shown_path(str(exc.filename or plan.trace_path))}: "
+            f"{exc.strerror or exc}; set NEMO_LENS_TRACE_FILE (NemoLensConfig.trace_file) to "
+            "a file in a directory this process may write"
+        ) from exc
 
 
 def publish(plan: Plan, pipeline: Pipeline | None) -> TelemetryHandle:

@@ -17,10 +17,10 @@ from typing import Any, Final, TypeAlias
 
 from nemo.lens._compat import old_name
 from nemo.lens._core import strategy_registry
-from nemo.lens._core.destinations import CONSOLE_FORMATS, exporter_names
+from nemo.lens._core.destinations import CONSOLE_FORMATS, exporter_names, file_name_part
 from nemo.lens._core.ids import new_run_id
 from nemo.lens.groups import SpanGroup
-from nemo.lens.spec import resolve_for
+from nemo.lens.spec import resolve_for, spec_in_effect
 
 __all__ = [
     "DEFAULT_ENV_PREFIX",
@@ -135,7 +135,9 @@ class NemoLensConfig:
     logs_enabled: bool = False
     """Install a logger provider (OpenTelemetry logs)."""
     span_groups: str = "default"
-    """Span-group spec resolved against ``span_group_cls`` (``"per_step"``, ``"all,-layer"``)."""
+    """Span-group spec resolved against ``span_group_cls`` (``"per_step"``, ``"all,-layer"``);
+    an empty one means ``default``, as an empty ``NEMO_LENS_SPAN_GROUPS`` does (v0.2.0's
+    field enabled no group; ``"-all"`` does that)."""
     exporter: str = "otlp"
     """``otlp``, ``console``, ``file`` or ``none``, or several separated by commas
     (``otlp,file``): each gets everything."""
@@ -234,7 +236,7 @@ class NemoLensConfig:
                 f"(RLSpanGroup, MegatronSpanGroup), got {_describe(cls)}",
             )
         try:
-            groups = resolve_for(self.span_groups, chosen)
+            groups = resolve_for(spec_in_effect(self.span_groups), chosen)
         except (ValueError, TypeError) as exc:
             raise _FieldValueError(
                 "span_groups", f"invalid span_groups {self.span_groups!r}: {exc}"
@@ -256,8 +258,8 @@ class NemoLensConfig:
     @property
     def resolved_span_groups(self) -> frozenset[str]:
         """The groups ``span_groups`` enables, resolved against ``span_group_cls`` at each
-        access (:class:`ValueError` for an unknown name)."""
-        return resolve_for(self.span_groups, self.span_group_cls)
+        access (:class:`ValueError` for an unknown name); an empty spec means ``default``."""
+        return resolve_for(spec_in_effect(self.span_groups), self.span_group_cls)
 
     @property
     def exporters(self) -> tuple[str, ...]:
@@ -272,10 +274,19 @@ class NemoLensConfig:
         return dataclasses.replace(self, run_id=default_run_id())
 
     def format_trace_file(self, rank: int) -> str:
-        """Return the ``file`` exporter's path for *rank*; call on a :meth:`resolved` config."""
+        """Return the ``file`` exporter's path for *rank*; call on a :meth:`resolved` config.
+
+        ``{run_id}`` and ``{service_name}`` are filled in as safe file-name parts (see
+        :func:`~nemo.lens._core.destinations.file_name_part`): no separator, no ``..``, no
+        control character, at most 100 bytes. The resource keeps the values as given.
+        """
         template = self.trace_file or DEFAULT_TRACE_FILE
         try:
-            path = template.format(rank=rank, run_id=self.run_id, service_name=self.service_name)
+            path = template.format(
+                rank=rank,
+                run_id=file_name_part(self.run_id),
+                service_name=file_name_part(self.service_name),
+            )
         except (ValueError, KeyError, IndexError) as exc:
             raise _FieldValueError(
                 "trace_file",

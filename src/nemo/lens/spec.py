@@ -38,6 +38,7 @@ __all__ = [
     "primitives_getattr",
     "resolve_for",
     "resolve_spec",
+    "spec_in_effect",
     "with_implicit_presets",
     "with_old_names",
 ]
@@ -198,6 +199,17 @@ def explain_spec(
             enabled |= members
             steps.append(SpecStep(entry, changed, frozenset()))
     return frozenset(enabled), tuple(steps)
+
+
+def spec_in_effect(spec: str) -> str:
+    """The spec a configuration's *spec* stands for: itself, or ``"default"`` when it names
+    no entry (``""``, blanks, commas only), as an empty ``NEMO_LENS_SPAN_GROUPS`` is unset.
+    The configuration (``NemoLensConfig.span_groups``) and ``nemo-lens groups --spec`` read
+    a spec through it; the class-level grammar (``SpanGroup.resolve("")``) does not.
+    """
+    if isinstance(spec, str) and not spec.replace(",", "").strip():
+        return "default"
+    return spec
 
 
 def resolve_spec(

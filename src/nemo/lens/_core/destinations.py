@@ -6,9 +6,11 @@ before the SDK is imported.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
+import stat
 from collections.abc import Mapping
 from typing import Final, Literal
 from urllib.parse import unquote, urlsplit
@@ -18,12 +20,16 @@ from nemo.lens._core.secrets import add_secret, add_url_secrets, scrub_url
 __all__ = [
     "CONSOLE_FORMATS",
     "EXPORTER_NAMES",
+    "FILE_NAME_PART_BYTES",
     "OTLP_PROTOCOLS",
     "Signal",
     "check_otlp_environment",
     "exporter_names",
+    "file_name_part",
+    "file_problem",
     "otlp_protocol",
     "register_otlp_secrets",
+    "shown_path",
     "sibling_path",
 ]
 
@@ -117,6 +123,124 @@ def sibling_path(trace_path: str, signal: Signal) -> str:
         return trace_path
     stem = trace_path[: -len(".jsonl")] if trace_path.endswith(".jsonl") else trace_path
     return f"{stem}.{signal}.jsonl"
+
+
+# -- the files of the file exporter ---------------------------------------------------------
+
+FILE_NAME_PART_BYTES: Final = 100
+"""The longest a run id or service name may be (UTF-8 bytes) once it is part of a file name."""
+
+# Separators, NUL and every other control character, and lone surrogates (which no file
+# system name can encode): each becomes "_".
+_UNSAFE_IN_NAME: Final = re.compile(r"[/\\\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_DOTS: Final = re.compile(r"\.{2,}|^\.")
+
+
+def file_name_part(value: str) -> str:
+    """*value* (a run id, a service name: data from the environment) made safe to be part of
+    a file name: ``/``, ``\\``, NUL and control characters become ``_``, and so do the dots
+    of a ``..`` and a leading dot; an empty value is ``_``; a value longer than
+    :data:`FILE_NAME_PART_BYTES` is cut and ends with ``-`` and 8 hex digits of its hash,
+    so distinct long values stay distinct. ``"x/../y"`` -> ``"x____y"``.
+    """
+    safe = _DOTS.sub(lambda found: "_" * len(found.group()), _UNSAFE_IN_NAME.sub("_", value))
+    encoded = safe.encode("utf-8")
+    if len(encoded) <= FILE_NAME_PART_BYTES:
+        return safe or "_"
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    kept = encoded[: FILE_NAME_PART_BYTES - len(digest) - 1].decode("utf-8", "ignore")
+    return f"{kept}-{digest}"
+
+
+def shown_path(path: str) -> str:
+    """*path* quoted for a message; a path of thousands of characters by its two ends."""
+    return repr(path) if len(path) <= 120 else f"{path[:60]!r}...{path[-40:]!r}"
+
+
+def _limit(directory: str, name: str, default: int) -> int:
+    try:
+        return os.pathconf(directory or ".", name)
+    except (OSError, ValueError):
+        return default
+
+
+class _Unreachable(Exception):
+    """The walk up a path could not tell what is there (its message says why)."""
+
+
+def _nearest_existing(path: str) -> str:
+    """The nearest existing place at or above *path* (``""``: the working directory)."""
+    place = path
+    while True:
+        try:
+            os.stat(place or ".")
+        except (FileNotFoundError, NotADirectoryError):
+            if not place:
+                raise _Unreachable("the working directory no longer exists") from None
+            if os.path.islink(place):
+                raise _Unreachable(
+                    f"{shown_path(place)} is a symbolic link to a place that does not exist"
+                ) from None
+            parent = os.path.dirname(place)
+            if parent == place:
+                raise _Unreachable(f"{shown_path(place)} does not exist") from None
+            place = parent
+        except PermissionError:
+            raise _Unreachable(
+                f"{shown_path(place or '.')} cannot be reached: this process may not search a "
+                "directory on its way"
+            ) from None
+        except OSError as exc:
+            raise _Unreachable(f"{shown_path(place or '.')}: {exc.strerror or exc}") from None
+        else:
+            return place
+
+
+def file_problem(path: str) -> str | None:
+    """Why the ``file`` exporter could not append to *path*, or ``None`` when it can. Asks
+    the file system and creates nothing; the reason names the place at fault: the file, or
+    the nearest existing directory above it, where the missing ones would be created."""
+    try:
+        encoded = os.fsencode(path)
+    except UnicodeEncodeError:
+        return "it holds characters no file name can have (lone surrogates)"
+    if b"\0" in encoded:
+        return "it holds a NUL character"
+    if path.endswith(("/", os.sep)):
+        return "it ends with a separator, so it names a directory, not a file"
+    root = os.sep if os.path.isabs(path) else "."
+    path_max = _limit(root, "PC_PATH_MAX", 4096)
+    if len(encoded) >= path_max:
+        return f"it is {len(encoded)} bytes long; this file system takes paths under {path_max}"
+    name_max = _limit(root, "PC_NAME_MAX", 255)
+    for part in path.split(os.sep):
+        size = len(os.fsencode(part))
+        if size > name_max:
+            return (
+                f"its part {shown_path(part)} is {size} bytes long; this file system takes "
+                f"names of at most {name_max}"
+            )
+    try:
+        existing = _nearest_existing(path)
+    except _Unreachable as exc:
+        return str(exc)
+    mode = os.stat(existing or ".").st_mode
+    if existing == path:
+        if stat.S_ISDIR(mode):
+            return "it is a directory"
+        if not os.access(path, os.W_OK):
+            return "the file exists and this process may not write to it"
+        return None
+    if not stat.S_ISDIR(mode):
+        return (
+            f"{shown_path(existing)} is a file, not a directory, so nothing can be created under it"
+        )
+    shown = shown_path(existing) if existing else "the working directory"
+    if os.stat(existing or ".").st_nlink == 0:  # still open, but removed: mkdir says ENOENT
+        return f"{shown} was removed (it has no name left to create anything under)"
+    if not os.access(existing or ".", os.W_OK | os.X_OK):
+        return f"this process may not create files or directories in {shown}"
+    return None
 
 
 # -- the OTLP variables ---------------------------------------------------------------------

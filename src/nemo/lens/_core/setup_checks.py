@@ -9,7 +9,8 @@ from typing import cast
 from opentelemetry.util.types import AttributeValue
 
 from nemo.lens import _compat
-from nemo.lens.config import NemoLensConfig
+from nemo.lens._core.destinations import Signal, file_problem, shown_path, sibling_path
+from nemo.lens.config import DEFAULT_TRACE_FILE, NemoLensConfig
 from nemo.lens.strategies import ExportStrategyFunction, ExportStrategyObject, get_export_strategy
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "check_guard",
     "check_rank",
     "check_resource_attributes",
+    "check_trace_files",
     "resolve_strategy",
 ]
 
@@ -103,6 +105,28 @@ def check_components(span_exporter: object, metric_reader: object, log_exporter:
                 "as the SDK's InMemoryMetricReader() or PeriodicExportingMetricReader(exporter)), "
                 f"got {type(metric_reader).__name__} {metric_reader!r}"
             )
+
+
+def check_trace_files(config: NemoLensConfig, trace_path: str, signals: Sequence[Signal]) -> None:
+    """Refuse a ``file`` exporter path that set-up could not write (a directory, a place
+    under a regular file or out of reach, a name too long), before anything is created."""
+    for signal in signals:
+        path = sibling_path(trace_path, signal)
+        problem = file_problem(path)
+        if problem is None:
+            continue
+        if config.trace_file:
+            source = (
+                f"NemoLensConfig.trace_file {shown_path(config.trace_file)} (NEMO_LENS_TRACE_FILE)"
+            )
+        else:
+            source = f"the default trace_file {DEFAULT_TRACE_FILE!r} (NEMO_LENS_TRACE_FILE unset)"
+        what = "trace file" if signal == "traces" else f"{signal} file"
+        raise ValueError(
+            f"the file exporter cannot write its {what} {shown_path(path)}, made from {source}: "
+            f"{problem}; set NEMO_LENS_TRACE_FILE (NemoLensConfig.trace_file) to a file in a "
+            "directory this process may write (it may use {service_name}, {run_id} and {rank})"
+        )
 
 
 def resolve_strategy(config: NemoLensConfig, export_strategy: StrategyArgument | None) -> _Strategy:

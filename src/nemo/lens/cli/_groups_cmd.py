@@ -114,12 +114,14 @@ def _explain_spec(
     order: list[str],
     parser: argparse.ArgumentParser,
 ) -> int:
-    from nemo.lens.spec import explain_for
+    from nemo.lens.spec import explain_for, spec_in_effect
 
+    # An empty spec is read as the configuration reads it (as unset: the default).
+    effective = spec_in_effect(spec)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DeprecationWarning)
         try:
-            enabled, steps = explain_for(spec, classes)
+            enabled, steps = explain_for(effective, classes)
         except ValueError as exc:
             parser.error(f"--spec {spec!r}: {exc}")
     for warning in caught:
@@ -138,8 +140,9 @@ def _explain_spec(
         for group in order
     ]
     title = " + ".join(cls.__name__ for cls in classes)
+    meaning = f" (empty: read as {effective!r}, as when unset)" if effective != spec else ""
     lines = [
-        f"{title}: spec {spec!r} enables {len(enabled)} of {len(order)} groups",
+        f"{title}: spec {spec!r}{meaning} enables {len(enabled)} of {len(order)} groups",
         "",
         *format_table(("group", "fires", "enabled", "decided by"), rows, ("<", "<", "<", "<")),
         "",
