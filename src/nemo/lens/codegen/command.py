@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from nemo.lens.codegen.docs_region import END, START, RegionError, find_region
 from nemo.lens.codegen.json_schema import json_schema_text
 from nemo.lens.codegen.model import GroupClass, Problem, Schema
+from nemo.lens.codegen.rules import own_package as _own_package
 from nemo.lens.codegen.text import generated_from
 
 if TYPE_CHECKING:
@@ -188,8 +189,13 @@ def _write_atomically(files: dict[Path, str]) -> None:
                 mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else new_mode
                 os.chmod(tmp, mode)
             except OSError as exc:
+                # mkdir says "File exists" for a file where a directory should be.
+                blocking = [p for p in path.parents if p.exists() and not p.is_dir()]
+                reason = (
+                    f"{blocking[-1].as_posix()} is not a directory" if blocking else _reason(exc)
+                )
                 raise _Unwritable(
-                    f"cannot write {path.as_posix()}: {_reason(exc)}; nothing was written"
+                    f"cannot write {path.as_posix()}: {reason}; nothing was written"
                 ) from exc
         for tmp, path in staged:
             try:
@@ -349,8 +355,7 @@ def _shadows(schema: Schema, out_root: Path) -> list[str]:
         problems.append(
             f"{_where(schema, cls)}: module {cls.module!r} would shadow {parts[0]!r}, installed "
             f"{where}{_distribution(parts[0])} (whichever comes first on sys.path hides the "
-            f"other); put it in your own package, e.g. "
-            f"{'.'.join(('mylib', *parts[1:], *(['lens_groups'] if len(parts) == 1 else [])))!r}"
+            f"other); put it in your own package, e.g. {_own_package(parts)!r}"
         )
     return problems
 
@@ -437,7 +442,9 @@ def _io_error(message: str) -> int:
     return EXIT_IO
 
 
-def _guarded(run: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None) -> int:
+def _guarded(
+    prog: str, run: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None
+) -> int:
     """*run* (*argv*), with standard output that cannot be written ending it as the trace
     commands end: quietly when the reader went away (`| head`), else in a one-line error;
     exit 1 either way."""
@@ -449,7 +456,7 @@ def _guarded(run: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
         # Every file the generator writes is reported where it is written, naming it.
         if not isinstance(exc, BrokenPipeError):
             where = exc.filename or "standard output"
-            print(f"{PROG}: error: cannot write {where}: {_reason(exc)}", file=sys.stderr)
+            print(f"{prog}: error: cannot write {where}: {_reason(exc)}", file=sys.stderr)
         # Point stdout at devnull so the interpreter's final flush does not fail again.
         with contextlib.suppress(OSError):  # io.UnsupportedOperation: stdout is no file
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -462,7 +469,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     date), 1 a generated file is stale (or the schema breaks its ``--baseline``, or an
     output cannot be written), 2 the schema is invalid, a file must not be replaced, or the
     command line is wrong."""
-    return _guarded(_generate, argv)
+    return _guarded(PROG, _generate, argv)
 
 
 def _generate(argv: Sequence[str] | None) -> int:
@@ -623,7 +630,7 @@ def diff_schema(argv: Sequence[str] | None = None) -> int:
     """Run ``nemo-lens diff-schema OLD NEW`` with *argv*; return the exit status: 0 nothing
     breaks (warnings allowed), 1 something breaks (or the report cannot be written), 2 bad
     usage or an invalid schema."""
-    return _guarded(_diff_schema, argv)
+    return _guarded(DIFF_PROG, _diff_schema, argv)
 
 
 def _diff_schema(argv: Sequence[str] | None) -> int:

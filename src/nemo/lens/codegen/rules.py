@@ -405,10 +405,9 @@ def check_module(chk: Checker, module: str, path: KeyPath) -> bool:
         # Only the first name can shadow: `mylib.json` is mylib's own, `json.groups` is not.
         chk.error(
             path,
-            f"module {module!r} would shadow the standard library's {parts[0]!r} (the "
-            f"generated {'/'.join(parts)}.py hides it, or is hidden by it, wherever its "
-            "directory is on sys.path); put it in your own package, e.g. "
-            f"{'.'.join(('mylib', *parts[1:], *(['lens_groups'] if len(parts) == 1 else [])))!r}",
+            f"module {module!r} would shadow the standard library's {parts[0]!r} (a top-level "
+            f"{parts[0]} on sys.path hides it, or is hidden by it); put it in your own package, "
+            f"e.g. {own_package(parts)!r}",
         )
         return False
     in_runtime = module == RUNTIME_PACKAGE or module.startswith(RUNTIME_PACKAGE + ".")
@@ -429,6 +428,11 @@ def check_module(chk: Checker, module: str, path: KeyPath) -> bool:
         )
         return False
     return True
+
+
+def own_package(parts: list[str]) -> str:
+    """*parts* of a module path moved into a package of the consumer's own, for a message."""
+    return ".".join(("mylib", *parts[1:], *(["lens_groups"] if len(parts) == 1 else [])))
 
 
 def check_class(chk: Checker, class_name: str, path: KeyPath) -> bool:
