@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from nemo.lens.codegen.docs_region import END, START, RegionError, find_region
 from nemo.lens.codegen.json_schema import json_schema_text
 from nemo.lens.codegen.model import GroupClass, Problem, Schema
+from nemo.lens.codegen.rules import RUNTIME_PACKAGE
 from nemo.lens.codegen.rules import own_package as _own_package
 from nemo.lens.codegen.text import generated_from
 
@@ -348,6 +349,8 @@ def _shadows(schema: Schema, out_root: Path) -> list[str]:
     problems = []
     for cls in schema.consumers:
         parts = cls.module.split(".")
+        if cls.module.startswith(f"{RUNTIME_PACKAGE}."):
+            continue  # nemo.lens's own consumers (rules.check_module): shipped with it
         found = installed_elsewhere(parts[0], out_root)
         if found is None or (found == "namespace" and len(parts) > 1):
             continue
