@@ -60,6 +60,11 @@ class SchemaError(Exception):
         super().__init__(f"{count} problem{'s' if count != 1 else ''} in the schema:\n{lines}")
 
 
+class SchemaUnreadable(SchemaError):
+    """The schema, or a file it extends, cannot be read as a whole (unreadable, not TOML, an
+    ``extends`` cycle): reported alone, as what any other problem found would follow from."""
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """`; did you mean 'x'?` for the closest candidate, or an empty string."""
     found = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.6)
@@ -144,6 +149,9 @@ class Checker:
     problems: list[Problem] = field(default_factory=list)
     broken: set[str] = field(default_factory=set)
     """Groups that are defined but invalid: reported once, not again where used."""
+    broken_presets: set[str] = field(default_factory=set)
+    """Base presets whose members an ``extends`` cycle leaves unknown: the cycle is reported
+    once, and nothing that follows from it (a consumer's inherited preset) is checked."""
     warnings: list[Problem] = field(default_factory=list)
     """What is valid but should change; never a reason to refuse the schema."""
 

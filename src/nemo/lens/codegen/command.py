@@ -5,19 +5,25 @@ docs/schema.md, docs/consumer-repositories.md and docs/schema-compatibility.md s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import importlib.machinery
+import importlib.metadata
 import os
 import stat
 import sys
 import tempfile
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nemo.lens.codegen.docs_region import END, START, RegionError, find_region
 from nemo.lens.codegen.json_schema import json_schema_text
-from nemo.lens.codegen.model import Problem, Schema
+from nemo.lens.codegen.model import GroupClass, Problem, Schema
+from nemo.lens.codegen.rules import RUNTIME_PACKAGE
+from nemo.lens.codegen.rules import own_package as _own_package
+from nemo.lens.codegen.text import generated_from
 
 if TYPE_CHECKING:
     from nemo.lens.codegen.compat import Side
@@ -38,8 +44,13 @@ _ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
 EXIT_OK = 0
 EXIT_STALE = 1
 EXIT_BREAKING = 1
+EXIT_IO = 1
+"""An output cannot be written (as for the trace commands)."""
 EXIT_USAGE = 2
 """A usage error, an invalid schema, or a file the generator must not replace."""
+# Where a search for stale generated files never looks: tools' and environments' trees
+# (a virtualenv under the out-root holds generated modules of installed packages).
+_NOT_SEARCHED = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages"})
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -149,22 +160,103 @@ class _Plan:
             self.command = " ".join(parts)
 
 
+class _Unwritable(Exception):
+    """An output could not be written: the one-line reason, and what was written before."""
+
+
+def _new_file_mode() -> int:
+    # What a plain open() would give a new file: 0o666 less the umask. The umask can only
+    # be read by setting it; this runs once, in a command-line process.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def _write_atomically(files: dict[Path, str]) -> None:
-    # Render everything first (done by the caller), then replace each file in one
-    # rename, so an interrupted run never leaves a half-written module.
-    for path, content in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(content)
-            if path.is_file():
-                # A page the author keeps (a marked region) keeps its permissions.
-                os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
-            os.replace(tmp, path)
-        except BaseException:
+    """Write every file through a temporary file beside it, then rename them all: a file
+    that cannot be written leaves every output as it was. A new file gets the mode a plain
+    open() would give it; a rewritten one keeps its own (raises :class:`_Unwritable`)."""
+    new_mode = _new_file_mode()
+    staged: list[tuple[str, Path]] = []
+    done = 0
+    try:
+        for path, content in files.items():
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+                staged.append((tmp, path))
+                with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+                    handle.write(content)
+                mode = stat.S_IMODE(path.stat().st_mode) if path.is_file() else new_mode
+                os.chmod(tmp, mode)
+            except OSError as exc:
+                # mkdir says "File exists" for a file where a directory should be.
+                blocking = [p for p in path.parents if p.exists() and not p.is_dir()]
+                reason = (
+                    f"{blocking[-1].as_posix()} is not a directory" if blocking else _reason(exc)
+                )
+                raise _Unwritable(
+                    f"cannot write {path.as_posix()}: {reason}; nothing was written"
+                ) from exc
+        for tmp, path in staged:
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                raise _Unwritable(
+                    f"cannot replace {path.as_posix()}: {_reason(exc)} ({done} of "
+                    f"{len(staged)} files were written; run the generator again)"
+                ) from exc
+            done += 1
+    finally:
+        for tmp, _ in staged[done:]:
             Path(tmp).unlink(missing_ok=True)
-            raise
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _first_lines(path: Path) -> list[str]:
+    """The first lines of the regular file at *path* (not through a symlink), or none."""
+    try:
+        if not stat.S_ISREG(path.lstat().st_mode):
+            return []
+        with path.open("rb") as handle:
+            head = handle.read(1024)
+    except OSError:
+        return []
+    return head.decode("utf-8", errors="replace").splitlines()[:2]
+
+
+def _candidates(plan: _Plan) -> Iterator[Path]:
+    """The files where a module or page generated from the schema could be: Python files
+    under the out-root, Markdown pages beside the docs page."""
+    for top, dirs, names in os.walk(plan.out_root):
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d not in _NOT_SEARCHED
+            and not os.path.exists(os.path.join(top, d, "pyvenv.cfg"))
+        )
+        yield from (Path(top, name) for name in sorted(names) if name.endswith(".py"))
+    if plan.docs is not None and plan.docs.parent.is_dir():
+        yield from sorted(plan.docs.parent.glob("*.md"))
+
+
+def stale_files(plan: _Plan, files: Mapping[Path, str]) -> list[Path]:
+    """Files generated from this schema (their header says so) that it no longer generates:
+    a consumer's module renamed, a docs page moved. A file without the header is never one."""
+    mark = generated_from(plan.shown)
+    wanted = {os.path.abspath(path) for path in files}
+    stale = []
+    for path in _candidates(plan):
+        if os.path.abspath(path) in wanted:
+            continue
+        header = [f"# {mark}"] if path.suffix == ".py" else ["<!--", mark]
+        if _first_lines(path)[: len(header)] == header:
+            stale.append(path)
+    return stale
 
 
 def _stale(files: dict[Path, str], read: Mapping[Path, str]) -> list[str]:
@@ -205,6 +297,72 @@ def _is_generated(path: Path, marker: str) -> bool:
     return GENERATED_MARK in head and marker in text
 
 
+def _where(schema: Schema, cls: GroupClass) -> str:
+    return f"{schema.source}:{cls.module_line}" if cls.module_line else schema.source
+
+
+def _inside(path: str, root: Path) -> bool:
+    return Path(os.path.abspath(path or ".")).is_relative_to(root)
+
+
+def installed_elsewhere(top: str, out_root: Path) -> str | None:
+    """Where the top-level module *top* is installed other than in *out_root*, or None.
+    The consumer's own package (a regular package in *out_root*, or found there through an
+    editable install) shadows nothing; nor does a namespace package, which takes portions
+    from every directory (*top* names one only when the module has more parts)."""
+    if (out_root / top / "__init__.py").is_file():
+        return None
+    root = Path(os.path.abspath(out_root))
+    search = [entry for entry in sys.path if not _inside(entry, root)]
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            # The path finder over sys.path less the out-root (a file generated there
+            # before is not an installed module); other finders (editable installs) as set up.
+            if finder is importlib.machinery.PathFinder:
+                spec = finder.find_spec(top, search)
+            else:
+                spec = find(top, None)
+        except Exception:  # a third-party finder's failure says nothing about *top*
+            continue
+        if spec is None:
+            continue
+        places = list(spec.submodule_search_locations or ()) or [spec.origin or ""]
+        if all(place and _inside(place, root) for place in places):
+            continue
+        if spec.origin in (None, "namespace"):
+            return "namespace"
+        return spec.origin or places[0]
+    return None
+
+
+def _distribution(top: str) -> str:
+    names = importlib.metadata.packages_distributions().get(top, [])
+    return f" by the distribution {names[0]!r}" if names else ""
+
+
+def _shadows(schema: Schema, out_root: Path) -> list[str]:
+    """Consumer modules whose top-level name an installed module has already (the
+    standard library's names are the validator's: rules.check_module)."""
+    problems = []
+    for cls in schema.consumers:
+        parts = cls.module.split(".")
+        if cls.module.startswith(f"{RUNTIME_PACKAGE}."):
+            continue  # nemo.lens's own consumers (rules.check_module): shipped with it
+        found = installed_elsewhere(parts[0], out_root)
+        if found is None or (found == "namespace" and len(parts) > 1):
+            continue
+        where = f"at {found}" if found != "namespace" else "as a namespace package"
+        problems.append(
+            f"{_where(schema, cls)}: module {cls.module!r} would shadow {parts[0]!r}, installed "
+            f"{where}{_distribution(parts[0])} (whichever comes first on sys.path hides the "
+            f"other); put it in your own package, e.g. {_own_package(parts)!r}"
+        )
+    return problems
+
+
 def _refusals(schema: Schema, plan: _Plan, docs_region: bool) -> list[str]:
     """Why a file must not be written: it exists and was not generated for the same class
     (a hand-written module, a package, another consumer's module) or page."""
@@ -213,7 +371,7 @@ def _refusals(schema: Schema, plan: _Plan, docs_region: bool) -> list[str]:
     problems = []
     for cls in (() if schema.extends_base else (schema.base,)) + schema.consumers:
         path = module_path(plan.out_root, cls.module)
-        where = f"{schema.source}:{cls.module_line}" if cls.module_line else schema.source
+        where = _where(schema, cls)
         package = path.with_suffix("")
         if package.is_dir():
             problems.append(
@@ -261,10 +419,63 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
 
 
+def _unwritable_docs(docs: Path) -> str | None:
+    """Why the docs page cannot be written, when it names something other than a file."""
+    try:
+        mode = docs.stat().st_mode
+    except OSError:
+        return None  # absent (or unreachable: the write will say why)
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None  # a directory is refused as a file the generator did not write
+    kind = (
+        "a character device"
+        if stat.S_ISCHR(mode)
+        else "a pipe"
+        if stat.S_ISFIFO(mode)
+        else "not a regular file"
+    )
+    return (
+        f"cannot write {docs.as_posix()}: it is {kind}; name a file for the docs table "
+        "(it is replaced in one rename, with the modules)"
+    )
+
+
+def _io_error(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return EXIT_IO
+
+
+def _guarded(
+    prog: str, run: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None
+) -> int:
+    """*run* (*argv*), with standard output that cannot be written ending it as the trace
+    commands end: quietly when the reader went away (`| head`), else in a one-line error;
+    exit 1 either way."""
+    try:
+        status = run(argv)
+        sys.stdout.flush()
+        return status
+    except OSError as exc:
+        # Every file the generator writes is reported where it is written, naming it.
+        if not isinstance(exc, BrokenPipeError):
+            where = exc.filename or "standard output"
+            print(f"{prog}: error: cannot write {where}: {_reason(exc)}", file=sys.stderr)
+        # Point stdout at devnull so the interpreter's final flush does not fail again.
+        with contextlib.suppress(OSError):  # io.UnsupportedOperation: stdout is no file
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_IO
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``nemo-lens generate`` with *argv*; return the exit status: 0 done (or up to
-    date), 1 a generated file is stale (or the schema breaks its ``--baseline``), 2 the
-    schema is invalid, a file must not be replaced, or the command line is wrong."""
+    date), 1 a generated file is stale (or the schema breaks its ``--baseline``, or an
+    output cannot be written), 2 the schema is invalid, a file must not be replaced, or the
+    command line is wrong."""
+    return _guarded(PROG, _generate, argv)
+
+
+def _generate(argv: Sequence[str] | None) -> int:
     args = _parse(parser(), argv)
     if isinstance(args, int):
         return args
@@ -295,9 +506,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = check_baseline(args.baseline, plan.schema, plan.shown)
         if status is not None:
             return _nothing_written(status=status)
+    shadows = _shadows(schema, plan.out_root)
     if args.validate:
+        if shadows:
+            return _nothing_written(f"error: {_count(shadows)} in the schema:", *shadows)
         print(f"{plan.shown}: valid")
         return EXIT_OK
+    unwritable = None if plan.docs is None else _unwritable_docs(plan.docs)
+    if unwritable is not None:
+        return _io_error(f"{unwritable}; nothing was written")
     region = None
     if plan.docs is not None:
         try:
@@ -314,26 +531,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     if plan.default:
         # This repository's own schema names the JSON Schema beside it (its #:schema line).
         files[plan.schema.with_name(JSON_SCHEMA_FILE)] = json_schema_text()
-    refusals = _refusals(schema, plan, docs_region=region is not None)
+    refusals = shadows + _refusals(schema, plan, docs_region=region is not None)
     if refusals:
-        count = f"{len(refusals)} problem{'s' if len(refusals) != 1 else ''}"
-        return _nothing_written(f"error: {count} in the schema:", *refusals)
+        return _nothing_written(f"error: {_count(refusals)} in the schema:", *refusals)
+    stale = stale_files(plan, files)
     if args.check:
         diffs = _stale(files, read)
-        if diffs:
-            sys.stdout.write("".join(diffs))
+        leftovers = [
+            f"{path.as_posix()}: generated from {plan.shown}, which no longer generates it "
+            f"(`{plan.command}` removes it)\n"
+            for path in stale
+        ]
+        if diffs or leftovers:
+            sys.stdout.write("".join(diffs + leftovers))
+            found = [f"{len(diffs)} generated file(s) differ from {plan.shown}"] if diffs else []
+            if leftovers:
+                found.append(
+                    f"{len(leftovers)} {'' if diffs else f'generated from {plan.shown} '}"
+                    "no longer belong to it"
+                )
             print(
-                f"error: {len(diffs)} generated file(s) differ from {plan.shown}; "
-                f"run `{plan.command}` (generated files are never edited by hand)",
+                f"error: {' and '.join(found)}; run `{plan.command}` (generated files are "
+                "never edited by hand)",
                 file=sys.stderr,
             )
             return EXIT_STALE
         print(f"{len(files)} generated file(s) are up to date")
         return EXIT_OK
-    _write_atomically(files)
+    try:
+        _write_atomically(files)
+    except _Unwritable as exc:
+        return _io_error(str(exc))
     for path in sorted(files):
         print(f"wrote {path.as_posix()}")
+    for path in stale:
+        try:
+            path.unlink()
+        except OSError as exc:
+            return _io_error(f"cannot remove the stale {path.as_posix()}: {_reason(exc)}")
+        print(
+            f"removed {path.as_posix()} (generated from {plan.shown}, which no longer generates it)"
+        )
     return EXIT_OK
+
+
+def _count(problems: Sequence[str]) -> str:
+    return f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
 
 
 def diff_parser() -> argparse.ArgumentParser:
@@ -388,7 +631,12 @@ def _load_side(path: Path, shown: str, role: str) -> Side | None:
 
 def diff_schema(argv: Sequence[str] | None = None) -> int:
     """Run ``nemo-lens diff-schema OLD NEW`` with *argv*; return the exit status: 0 nothing
-    breaks (warnings allowed), 1 something breaks, 2 bad usage or an invalid schema."""
+    breaks (warnings allowed), 1 something breaks (or the report cannot be written), 2 bad
+    usage or an invalid schema."""
+    return _guarded(DIFF_PROG, _diff_schema, argv)
+
+
+def _diff_schema(argv: Sequence[str] | None) -> int:
     args = _parse(diff_parser(), argv)
     if isinstance(args, int):
         return args

@@ -3,7 +3,9 @@ reads its part of the TOML, reports through the Checker and returns the model of
 
 from __future__ import annotations
 
+import builtins
 import keyword
+import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -41,6 +43,31 @@ MAX_DESCRIPTION = 200
 RUNTIME_PACKAGE = "nemo.lens"
 CONSUMERS_PACKAGE = "nemo.lens.consumers"
 _CATEGORY = ("category", "categories")
+STDLIB_MODULES = frozenset(sys.stdlib_module_names)
+# What a generated consumer module imports (consumer.py.j2; a test keeps the two agreed): a
+# class of the same name would replace it there and break the module.
+GENERATED_MODULE_NAMES = frozenset(
+    {
+        "AbstractContextManager",
+        "Any",
+        "Callable",
+        "ClassVar",
+        "DynamicSpanGroup",
+        "Final",
+        "GroupInfo",
+        "Link",
+        "Literal",
+        "Mapping",
+        "MappingProxyType",
+        "RenamedGroup",
+        "Sequence",
+        "Span",
+        "SpanKind",
+        "TypeAlias",
+        "TypeVar",
+        "Tracer",
+    }
+)
 IMPLICIT_MEANING = {
     ALL_PRESET: "every group of the class",
     GOODPUT: "the groups whose category is goodput",
@@ -234,6 +261,8 @@ def read_presets(
 
     resolved: dict[str, frozenset[str]] = {}
     current = frozenset(n for n, g in groups.items() if not g.renamed_to)
+    cyclic: set[str] = set()
+    inherited_broken = chk.broken_presets if inherited is not None else set()
 
     def from_base(name: str) -> frozenset[str]:
         if name not in base or (name in declared and declared[name].replace):
@@ -250,6 +279,7 @@ def read_presets(
         if name in trail:
             cycle = " -> ".join((*trail[trail.index(name) :], name))
             chk.error((*path, name, "extends"), f"'extends' forms a cycle: {cycle}")
+            cyclic.update(trail[trail.index(name) :])
             return frozenset()
         preset = declared[name]
         out = set(m for m in preset.members if m in current) | from_base(name)
@@ -258,6 +288,16 @@ def read_presets(
                 out |= expand(parent, (*trail, name))
         resolved[name] = frozenset(out)
         return resolved[name]
+
+    def unknown(name: str, seen: tuple[str, ...] = ()) -> bool:
+        """Whether the members of *name* went through a cycle: then they are not what the
+        schema means, and checking them only repeats the cycle as other problems."""
+        replaced = name in declared and declared[name].replace
+        if name in cyclic or (name in inherited_broken and not replaced):
+            return True
+        if name in seen or name not in declared:
+            return False
+        return any(unknown(parent, (*seen, name)) for parent in declared[name].extends)
 
     presets: list[Preset] = []
     for name in sorted({*declared, *base}):
@@ -269,7 +309,8 @@ def read_presets(
             if not preset.replace and name in base:
                 for kept, reason in base[name].allow_frequent:
                     allow.setdefault(kept, reason)
-            check_contract(chk, (*path, name), name, enabled, preset, allow, groups)
+            if not unknown(name):
+                check_contract(chk, (*path, name), name, enabled, preset, allow, groups)
             description = preset.description
         else:
             allow = dict(base[name].allow_frequent)
@@ -277,6 +318,8 @@ def read_presets(
         replaces = name in declared and declared[name].replace
         allowed = tuple(sorted(allow.items()))
         presets.append(Preset(name, description, enabled, allowed, from_base(name), replaces))
+        if inherited is None and unknown(name):
+            chk.broken_presets.add(name)
     if (
         PRODUCTION_PRESET not in declared
         and PRODUCTION_PRESET not in base
@@ -348,11 +391,25 @@ def read_base(chk: Checker, data: Mapping[str, Any]) -> GroupClass:
 
 
 def check_module(chk: Checker, module: str, path: KeyPath) -> bool:
-    """A consumer module must be a module of its own: never part of nemo.lens's runtime."""
-    if not MODULE_RE.fullmatch(module) or any(keyword.iskeyword(p) for p in module.split(".")):
-        chk.error(path, f"module {module!r} is not a dotted Python module path")
-        return False
+    """A consumer module must be a module of its own: a dotted Python module path, never part
+    of nemo.lens's runtime, never a name the standard library has (docs/schema.md)."""
     parts = module.split(".")
+    if not MODULE_RE.fullmatch(module) or any(keyword.iskeyword(p) for p in parts):
+        chk.error(
+            path,
+            f"module {module!r} is not a dotted Python module path (lowercase identifiers "
+            "joined by dots, no Python keywords); e.g. 'mylib.lens_groups'",
+        )
+        return False
+    if parts[0] in STDLIB_MODULES:
+        # Only the first name can shadow: `mylib.json` is mylib's own, `json.groups` is not.
+        chk.error(
+            path,
+            f"module {module!r} would shadow the standard library's {parts[0]!r} (a top-level "
+            f"{parts[0]} on sys.path hides it, or is hidden by it); put it in your own package, "
+            f"e.g. {own_package(parts)!r}",
+        )
+        return False
     in_runtime = module == RUNTIME_PACKAGE or module.startswith(RUNTIME_PACKAGE + ".")
     a_consumer_module = module.startswith(CONSUMERS_PACKAGE + ".") and len(parts) == 4
     if in_runtime and not a_consumer_module:
@@ -368,6 +425,34 @@ def check_module(chk: Checker, module: str, path: KeyPath) -> bool:
             path,
             f"module {module!r} names a private or special module; name a public one "
             f"(e.g. {'.'.join((*parts[:-1], parts[-1].strip('_') or 'groups'))!r})",
+        )
+        return False
+    return True
+
+
+def own_package(parts: list[str]) -> str:
+    """*parts* of a module path moved into a package of the consumer's own, for a message."""
+    return ".".join(("mylib", *parts[1:], *(["lens_groups"] if len(parts) == 1 else [])))
+
+
+def check_class(chk: Checker, class_name: str, path: KeyPath) -> bool:
+    """A consumer's class name: a CamelCase identifier that replaces nothing in its module."""
+    if not CLASS_RE.fullmatch(class_name):
+        chk.error(path, f"class {class_name!r} is not a CamelCase Python identifier")
+        return False
+    if keyword.iskeyword(class_name):
+        chk.error(
+            path, f"class {class_name!r} is a Python keyword; name the class, e.g. 'MySpanGroup'"
+        )
+        return False
+    if class_name in GENERATED_MODULE_NAMES or hasattr(builtins, class_name):
+        what = (
+            "a builtin" if hasattr(builtins, class_name) else "a name its generated module imports"
+        )
+        chk.error(
+            path,
+            f"class {class_name!r} is {what}, which the class would replace; name the "
+            f"class for its consumer, e.g. {class_name + 'SpanGroup'!r}",
         )
         return False
     return True
@@ -408,10 +493,7 @@ def read_consumers(
     consumers = []
     for key, body, cpath in chk.tables(raw, ("consumers",), "consumer", keys(CONSUMER)):
         class_name = chk.text(body, "class", cpath, required=True)
-        if class_name and not CLASS_RE.fullmatch(class_name):
-            chk.error(
-                (*cpath, "class"), f"class {class_name!r} is not a CamelCase Python identifier"
-            )
+        if class_name and not check_class(chk, class_name, (*cpath, "class")):
             class_name = ""
         module = chk.text(body, "module", cpath, required=True)
         if module and not check_module(chk, module, (*cpath, "module")):

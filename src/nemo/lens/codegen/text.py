@@ -94,9 +94,15 @@ def one_line(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)[1:-1].replace("-->", "--\\>")
 
 
+def generated_from(source: str) -> str:
+    """The first line of a generated file's header (after its comment mark): how the
+    generator knows its own files, stale ones too."""
+    return f"DO NOT EDIT: generated from {one_line(source)} by nemo-lens generate."
+
+
 def header(schema: Schema, command: str, comment: str = "#") -> str:
     lines = [
-        f"DO NOT EDIT: generated from {one_line(schema.source)} by nemo-lens generate.",
+        generated_from(schema.source),
         f"Edit the schema, then run `{one_line(command)}`.",
         f"schema-sha256: {schema.digest}",
     ]

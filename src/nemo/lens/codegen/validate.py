@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nemo.lens.codegen.catalogues import read_metrics, read_names
-from nemo.lens.codegen.checker import Checker, Locator, SchemaError
+from nemo.lens.codegen.checker import Checker, Locator, SchemaError, SchemaUnreadable
 from nemo.lens.codegen.json_schema import BUNDLED_BASE, SCHEMA_VERSION, TOP, keys
 from nemo.lens.codegen.model import (
     BASE_CLASS,
@@ -68,16 +68,17 @@ def read_document(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
         text = _read_text(path)
     except UnicodeDecodeError as exc:
         reason = f"the schema is not UTF-8 text: {exc.reason}"
-        raise SchemaError([Problem(shown, None, (), reason)]) from exc
+        raise SchemaUnreadable([Problem(shown, None, (), reason)]) from exc
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         reason = getattr(exc, "strerror", None) or str(exc)
-        raise SchemaError([Problem(shown, None, (), f"cannot read the schema: {reason}")]) from exc
+        problem = Problem(shown, None, (), f"cannot read the schema: {reason}")
+        raise SchemaUnreadable([problem]) from exc
     try:
         data = tomllib.loads(text)
     except RecursionError as exc:
         # tomllib parses nested arrays and inline tables recursively.
         reason = "not valid TOML here: arrays or tables nested too deeply"
-        raise SchemaError([Problem(shown, None, (), reason)]) from exc
+        raise SchemaUnreadable([Problem(shown, None, (), reason)]) from exc
     except tomllib.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None)
         match = re.search(r"line (\d+)", str(exc))
@@ -85,8 +86,12 @@ def read_document(path: Path, shown: str) -> tuple[dict[str, Any], Locator]:
             line = int(match.group(1))
         # The position is reported as the problem's line; keep the message short.
         message = re.sub(r"\s*\(at line \d+, column \d+\)$", "", getattr(exc, "msg", str(exc)))
-        raise SchemaError([Problem(shown, line, (), f"not valid TOML: {message}")]) from exc
+        raise SchemaUnreadable([Problem(shown, line, (), f"not valid TOML: {message}")]) from exc
     return data, Locator(text)
+
+
+def _problem(chk: Checker, path: KeyPath, message: str) -> Problem:
+    return Problem(chk.file, chk.locator.line(path), path, message)
 
 
 def load_schema(
@@ -132,17 +137,25 @@ def load_schema(
             chain = (*_extending, path.resolve())
             cycle = base_path.resolve() in chain
         except (OSError, ValueError) as exc:  # a NUL byte, a symlink loop
-            chk.error(("extends",), f"extends {extends!r} is not a usable path: {exc}")
-            raise SchemaError(chk.problems) from None
+            reason = f"extends {extends!r} is not a usable path: {exc}"
+            raise SchemaUnreadable([_problem(chk, ("extends",), reason)]) from None
         if cycle:
-            chk.error(
-                ("extends",),
+            reason = (
                 f"extends {extends!r} leads back to this schema (an extends cycle); "
-                "extend the base schema instead",
+                "extend the base schema instead"
             )
-            raise SchemaError(chk.problems)
+            raise SchemaUnreadable([_problem(chk, ("extends",), reason)])
+        if not base_path.exists():
+            reason = (
+                f"extends {extends!r} names no file ({base_path.as_posix()} does not exist; "
+                f"a path is read from this schema's directory, and {BUNDLED_BASE!r} names "
+                "the base vocabulary of nemo.lens)"
+            )
+            raise SchemaUnreadable([_problem(chk, ("extends",), reason)])
         try:
             parent = load_schema(base_path, extends, documents=documents, _extending=chain)
+        except SchemaUnreadable:
+            raise  # alone: this file's problems may only follow from it
         except SchemaError as exc:
             raise SchemaError([*chk.problems, *exc.problems]) from None
         base, base_digest = parent.base, parent.digest
