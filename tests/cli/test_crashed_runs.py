@@ -110,6 +110,7 @@ def _goodput(run: Run, path: Path) -> dict[str, Any]:
     return loaded
 
 
+@pytest.mark.bad_input("trace-of-running-job")
 def test_spans_a_killed_process_left_open_end_at_its_last_record_marked_truncated(
     run: Run, tmp_path: Path
 ) -> None:

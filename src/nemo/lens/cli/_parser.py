@@ -101,7 +101,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         description="Inspect nemo.lens span groups and the traces its exporters write.",
         epilog=(
             "Exit status: 0 success, 1 an input cannot be used or the output cannot be "
-            "written, 2 bad usage."
+            "written, 2 bad usage, 141 the reader of standard output went away (| head)."
         ),
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
