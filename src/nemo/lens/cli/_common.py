@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -14,18 +15,22 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from nemo.lens.cli._engine._careful import TraceInputError
 from nemo.lens.cli._engine._connect import STDIN
+from nemo.lens.cli._table import visible
 
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
 
 __all__ = [
     "EXIT_BAD_INPUT",
+    "EXIT_CLOSED_PIPE",
     "EXIT_OK",
     "EXIT_USAGE",
     "PERFETTO_URL",
     "PROG",
     "STDIN",
+    "GuardedStream",
     "NotWritable",
+    "OutputError",
     "Process",
     "fail",
     "output_file",
@@ -41,6 +46,9 @@ EXIT_BAD_INPUT: Final = 1
 """An input could not be used, or the output could not be written."""
 EXIT_USAGE: Final = 2
 """The command line itself was wrong (argparse's own status for usage errors)."""
+EXIT_CLOSED_PIPE: Final = 128 + 13
+"""The reader of standard output went away (``| head``): the status a shell reports for a
+tool that SIGPIPE ended, so ``cmd | head || [ $? -eq 141 ]`` works as with any other."""
 
 PROG: Final = "nemo-lens"
 PERFETTO_URL: Final = "https://ui.perfetto.dev"
@@ -70,19 +78,62 @@ class Process:
 
 
 def print_lines(lines: Sequence[str], stream: TextIO | None = None) -> None:
+    """Write *lines* of text for a person (standard output by default), each :func:`visible`:
+    what a trace holds never drives the terminal. Data (JSON, CSV) is written as it is."""
     out = sys.stdout if stream is None else stream
-    out.write("".join(line + "\n" for line in lines))
+    out.write("".join(visible(line) + "\n" for line in lines))
 
 
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def fail(message: str, hint: str = "") -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+def message(kind: str, text: str) -> None:
+    """Say ``nemo-lens: KIND: TEXT`` on standard error, the text :func:`visible`."""
+    print_lines([f"{PROG}: {kind}: {text}"], sys.stderr)
+
+
+def fail(text: str, hint: str = "") -> int:
+    message("error", text)
     if hint:
-        print(f"  hint: {hint}", file=sys.stderr)
+        print_lines([f"  hint: {hint}"], sys.stderr)
     return EXIT_BAD_INPUT
+
+
+class OutputError(Exception):
+    """Standard output or standard error could not be written (a full disk, a closed pipe)."""
+
+    def __init__(self, name: str, error: OSError) -> None:
+        super().__init__(f"cannot write {name}: {error.strerror or error}")
+        self.name = name
+        self.error = error
+
+
+class GuardedStream:
+    """A standard stream whose write errors raise :class:`OutputError`, so ``main`` tells the
+    output failing from an input failing (both are ``OSError``), wherever the write was."""
+
+    def __init__(self, stream: TextIO | None, name: str) -> None:
+        self.stream = stream
+        self.name = name
+
+    def write(self, text: str) -> int:
+        try:
+            if self.stream is None:  # the shell closed it: `nemo-lens ... >&-`
+                raise OSError(errno.EBADF, "it is closed")
+            return self.stream.write(text)
+        except OSError as error:
+            raise OutputError(self.name, error) from error
+
+    def flush(self) -> None:
+        try:
+            if self.stream is not None:
+                self.stream.flush()
+        except OSError as error:
+            raise OutputError(self.name, error) from error
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding...
+        return getattr(self.stream, name)
 
 
 def with_engine(args: argparse.Namespace, work: Callable[[Engine], int], **options: Any) -> int:
@@ -94,6 +145,13 @@ def with_engine(args: argparse.Namespace, work: Callable[[Engine], int], **optio
     from nemo.lens.cli._engine import EngineUnavailable, connect
 
     classes = getattr(args, "class_name", None)
+    if STDIN in args.traces and sys.stdin is not None and sys.stdin.isatty():
+        # Not a silent wait: someone typed `-` by habit, or meant to pipe a file in.
+        message(
+            "note",
+            "reading a trace from standard input, this terminal (JSON lines, a span record "
+            "a line); end it with Ctrl-D, or name a file instead of -",
+        )
     try:
         engine = connect(
             args.traces,
@@ -107,18 +165,17 @@ def with_engine(args: argparse.Namespace, work: Callable[[Engine], int], **optio
     except TraceInputError as error:
         return fail(str(error), error.hint)
     for problem in engine.problems[:MAX_PROBLEMS_SHOWN]:
-        print(f"{PROG}: warning: skipped {problem}", file=sys.stderr)
+        message("warning", f"skipped {problem}")
     if len(engine.problems) > MAX_PROBLEMS_SHOWN:
-        print(
-            f"{PROG}: warning: skipped {len(engine.problems) - MAX_PROBLEMS_SHOWN} more",
-            file=sys.stderr,
-        )
+        message("warning", f"skipped {len(engine.problems) - MAX_PROBLEMS_SHOWN} more")
     if engine.reconstructed:
-        print(
-            f"{PROG}: note: {plural(engine.reconstructed, 'span')} never ended: the process "
-            "died with them open (SIGKILL, a crash); read as ending at their process "
-            "lifetime's last record, marked nemo.span.truncated",
-            file=sys.stderr,
+        # The trace alone cannot tell a job still running from one killed or crashed.
+        message(
+            "note",
+            f"{plural(engine.reconstructed, 'span')} never ended: they were open when the "
+            "trace was read (the job may still be running, or it was killed or crashed); "
+            "read as ending at their process lifetime's last record, marked "
+            "nemo.span.truncated",
         )
     with engine:
         return work(engine)

@@ -196,7 +196,10 @@ def cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         note_goodput_gaps(engine, args.iteration_attribute)
         runs = goodput_runs(engine)
         if args.json:
-            print_lines([json.dumps(run_json(run), allow_nan=False) for run in runs])
+            # Data, written as it is (print_lines is for text a person reads).
+            sys.stdout.write(
+                "".join(json.dumps(run_json(run), allow_nan=False) + "\n" for run in runs)
+            )
         else:
             print_lines(format_goodput(runs))
         return EXIT_OK

@@ -15,7 +15,7 @@ from nemo.lens.cli._report import cmd_report
 from nemo.lens.cli._sql_cmd import FORMATS, cmd_check, cmd_sql
 from nemo.lens.cli._summary import cmd_summarize
 
-__all__ = ["build_parser"]
+__all__ = ["build_parser", "command_names"]
 
 Runner = Callable[[argparse.Namespace, argparse.ArgumentParser], int]
 """What runs a command: its parsed arguments and its parser in, the exit status out."""
@@ -101,7 +101,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         description="Inspect nemo.lens span groups and the traces its exporters write.",
         epilog=(
             "Exit status: 0 success, 1 an input cannot be used or the output cannot be "
-            "written, 2 bad usage."
+            "written, 2 bad usage, 141 the reader of standard output went away (| head)."
         ),
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -302,3 +302,11 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         add_help=False,
     )
     return parser
+
+
+def command_names(parser: argparse.ArgumentParser) -> list[str]:
+    """Every command of :func:`build_parser`'s *parser*, in the order ``--help`` lists them."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []

@@ -73,7 +73,11 @@ def _sort_inputs(paths: Sequence[str]) -> Inputs:
         if path == STDIN:
             spooled = os.path.join(inputs.scratch, f"stdin-{len(inputs.names)}.jsonl")
             with open(spooled, "wb") as copy:
-                shutil.copyfileobj(sys.stdin.buffer, copy, 1 << 20)
+                # read1: one read a call, so one Ctrl-D on a terminal ends the input
+                # (copyfileobj's read waits for a second one after a line was typed).
+                stdin: Any = sys.stdin.buffer  # a BufferedReader, or a test's BytesIO
+                while chunk := stdin.read1(1 << 20):
+                    copy.write(chunk)
             inputs.names[spooled] = STDIN_NAME
             inputs.ordered.append(spooled)
             continue
