@@ -48,6 +48,9 @@ EXIT_IO = 1
 """An output cannot be written (as for the trace commands)."""
 EXIT_USAGE = 2
 """A usage error, an invalid schema, or a file the generator must not replace."""
+EXIT_CLOSED_PIPE = 128 + 13
+"""The reader of standard output went away (``| head``): a shell's status for a tool SIGPIPE
+ended, as the trace commands return (the generator runs without their extra, so keeps this)."""
 # Where a search for stale generated files never looks: tools' and environments' trees
 # (a virtualenv under the out-root holds generated modules of installed packages).
 _NOT_SEARCHED = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages"})
@@ -449,8 +452,8 @@ def _guarded(
     prog: str, run: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None
 ) -> int:
     """*run* (*argv*), with standard output that cannot be written ending it as the trace
-    commands end: quietly when the reader went away (`| head`), else in a one-line error;
-    exit 1 either way."""
+    commands end: quietly when the reader went away (`| head`, exit 141), else in a one-line
+    error (exit 1). ``nemo-lens`` guards its streams itself; this serves ``python -m``."""
     try:
         status = run(argv)
         sys.stdout.flush()
@@ -464,7 +467,7 @@ def _guarded(
         with contextlib.suppress(OSError):  # io.UnsupportedOperation: stdout is no file
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_IO
+        return EXIT_CLOSED_PIPE if isinstance(exc, BrokenPipeError) else EXIT_IO
 
 
 def main(argv: Sequence[str] | None = None) -> int:
