@@ -155,6 +155,7 @@ def connect(
     detail: bool = False,
     show_progress: bool | None = None,
     labels: bool = True,
+    sandbox: bool = False,
 ) -> Engine:
     """Read *paths* (``"-"`` is standard input) into a new engine, its views defined:
     ``spans``, ``steps``, ``span_groups``, ``span_group_presets`` (docs/trace-tables.md).
@@ -163,7 +164,8 @@ def connect(
     input that cannot be used (file, line, reason). With *detail* the ``spans`` view
     carries each span's attributes, events and resource as JSON text (else NULL); without
     *labels* each span's ``name``, ``trace_id`` and ``parent_span_id`` are NULL (the figures
-    do not read them); *span_group_classes* default to every class nemo.lens ships.
+    do not read them); *span_group_classes* default to every class nemo.lens ships. With
+    *sandbox*, statements read the views and the inputs and nothing else (:func:`_sandbox`).
     """
     duckdb = duckdb_module()
     inputs = _sort_inputs(paths)
@@ -190,10 +192,35 @@ def connect(
         union = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS} FROM {part}" for part in parts)
         engine.sql(f"CREATE OR REPLACE TEMP VIEW spans AS {union}")
         engine.sql(query("steps"))
+        if sandbox:
+            _sandbox(engine, inputs)
     except BaseException:
         engine.close()
         raise
     return engine
+
+
+SANDBOX_OFF: Final = (
+    "enable_external_access",
+    "autoinstall_known_extensions",
+    "autoload_known_extensions",
+)
+"""DuckDB's settings that a sandboxed connection turns off, then locks (docs/sql.md)."""
+
+
+def _sandbox(engine: Engine, inputs: Inputs) -> None:
+    """No file, network, database or extension beyond the inputs from here on: the JSON
+    lines are already in tables; the Parquet files stay readable, the only allowed paths
+    (a DuckDB without ``allowed_paths`` gets them copied into a table first)."""
+    settings = {row[0] for row in engine.rows("SELECT name FROM duckdb_settings()")}
+    if inputs.parquet and "allowed_paths" in settings:
+        engine.sql("SET allowed_paths = ?", [inputs.parquet])
+    elif inputs.parquet:
+        engine.sql("CREATE OR REPLACE TEMP TABLE parquet_kept AS SELECT * FROM parquet_spans")
+        engine.sql("CREATE OR REPLACE TEMP VIEW parquet_spans AS SELECT * FROM parquet_kept")
+    for setting in SANDBOX_OFF:
+        engine.sql(f"SET {setting} = false")
+    engine.sql("SET lock_configuration = true")
 
 
 def _define_groups(engine: Engine, classes: Sequence[type[SpanGroup]] | None) -> None:
