@@ -268,7 +268,8 @@ def stage_sql(
     *names*: file -> the name ``source`` gives it; *iteration*: the step spans' iteration
     attribute. With *detail* a span's attributes, events and resource are kept as JSON
     text, else NULL; without *labels* so are its name, trace id and parent id (checked all
-    the same: keeping them costs 0.15 s of 1.1 at 10**6 spans). With *structs* and without
+    the same: keeping them costs 0.15 s of 1.1 at 10**6 spans; ``trace_key`` holds the
+    trace id all the same, for the duplicate check). With *structs* and without
     *detail*, DuckDB takes attributes and resource apart as it reads a line, and refuses a
     file where one (or an SDK resource's ``attributes``) is not an object.
     """
@@ -305,7 +306,9 @@ def stage_sql(
     columns = "{" + ", ".join(f"{quote(f)}: {quote(typed.get(f, 'JSON'))}" for f in _FIELDS) + "}"
     mapped = " ".join(f"WHEN {quote(f)} THEN {quote(n)}" for f, n in names.items())
     source = f"CASE filename {mapped} ELSE filename END" if mapped else "filename"
-    dropped = () if labels else ("name", "trace_id", "parent_span_id")
+    # The trace id is kept whatever *labels* says: with the span id it names a span, and
+    # a span read twice counts once (see _connect's duplicate check).
+    dropped = () if labels else ("name", "parent_span_id")
 
     def string(field: str) -> str:
         # Each scalar is taken out of its JSON once; a label not kept is only checked.
@@ -342,7 +345,8 @@ SELECT
   life_s AS named,
   kind IN ('span', 'open') AND lifetime IS NOT NULL AND resource IS NULL AS uses_header,
   {"name_s" if labels else _NOTHING} AS name,
-  {trace_id if labels else _NOTHING} AS trace_id,
+  {trace_id} AS trace_key,
+  {"trace_key" if labels else _NOTHING} AS trace_id,
   {span_id} AS span_id,
   {parent_id if labels else _NOTHING} AS parent_span_id,
   CASE WHEN kind = 'sdk' THEN {_iso_ns("start_time ->> '$'")} ELSE start_n END AS start_ns,
@@ -431,7 +435,7 @@ SELECT d.run_id, d.rank, d.service, d.lifetime, d.name,
                                                {quote(semconv.SPAN_TRUNCATED_PROCESS_ENDED)}))))
        AS VARCHAR) END AS events,
        d.resource_text AS resource, d.source, CAST(NULL AS BIGINT) AS line,
-       true AS reconstructed
+       true AS reconstructed, d.trace_key
 """
 
 
@@ -472,7 +476,7 @@ SELECT run_id, rank, service, lifetime, name, coalesce(span_group, {quote(NO_GRO
        trace_id, span_id, parent_span_id, start_ns, end_ns, end_ns - start_ns AS duration_ns,
        status_code, status_description, iteration, truncated, span_category,
        attributes, events, resource_text AS resource, source, CAST(NULL AS BIGINT) AS line,
-       false AS reconstructed
+       false AS reconstructed, trace_key
 FROM jsonl_resolved WHERE kind <> 'open'
 UNION ALL
 SELECT * FROM jsonl_dead
