@@ -14,6 +14,7 @@ __all__ = [
     "CHECK_SQL",
     "KINDS",
     "LINES_TABLE",
+    "NAMING_KEYS",
     "OBJECT_BYTES",
     "quote",
     "stage_sql",
@@ -39,6 +40,8 @@ _ATTRIBUTE_KEYS: Final = (
     semconv.SPAN_CATEGORY,
     semconv.SPAN_TRUNCATED,
 )
+NAMING_KEYS: Final = _ATTRIBUTE_KEYS[:3]
+"""The attributes that name a span's group and category: a string each, or absent."""
 _RESOURCE_KEYS: Final = (
     semconv.DL_RANK,
     semconv.RANK,
@@ -226,7 +229,28 @@ def _paths(keys: Sequence[str]) -> str:
     return "[" + ", ".join(quote(f'$."{key}"') for key in keys) + "]"
 
 
-def _checks(objects: str, sdk_resource: str) -> str:
+_NESTED: Final = 63
+"""How deeply a top-level field may nest: its line is one level more (``_careful.MAX_DEPTH``)."""
+
+
+def _shallow(column: str) -> str:
+    """Whether the JSON *column* nests at most :data:`_NESTED` levels: counted only when it
+    holds that many brackets at all, by taking the innermost pairs out that many times
+    (strings gone first), which leaves nothing of a shallow value."""
+    text = _text_of(column)
+    brackets = (
+        f"translate(regexp_replace(regexp_replace({text}, '\"([^\"\\\\]|\\\\.)*\"', '', 'g'), "
+        "'[^\\[\\]{}]', '', 'g'), '{}', '[]')"
+    )
+    rounds = f"list_transform(range({_NESTED}), lambda i: '')"
+    peeled = (
+        f"list_reduce(list_prepend({brackets}, {rounds}), lambda rest, i: replace(rest, '[]', ''))"
+    )
+    opened = f"length({text}) - length(translate({text}, '[{{', ''))"
+    return f"({column} IS NULL OR {opened} <= {_NESTED} OR {peeled} = '')"
+
+
+def _checks(objects: str, sdk_resource: str, shallow: str) -> str:
     """``ok``: whether the record passes every check of its kind (``_careful`` names why not)."""
     optional = " AND ".join(
         f"({f} IS NULL OR {_STRINGS[f]}_s IS NOT NULL)"
@@ -250,7 +274,7 @@ def _checks(objects: str, sdk_resource: str) -> str:
     return (
         f"coalesce(CASE kind WHEN 'span' THEN {span} WHEN 'open' THEN {opened} "
         f"WHEN 'sdk' THEN {sdk} WHEN 'header' THEN {header} WHEN 'alive' THEN {alive} "
-        "WHEN 'other' THEN true ELSE false END, false)"
+        f"WHEN 'other' THEN true ELSE false END AND {shallow}, false)"
     )
 
 
@@ -285,6 +309,7 @@ def stage_sql(
         a = [f"nullif(a[{n + 1}], 'null')" for n in picks]
         r = [f"nullif(r[{n}], 'null')" for n in range(1, len(_RESOURCE_KEYS) + 1)]
         objects = f"{_opt('attributes', _OBJ)} AND {_opt('resource', _OBJ)}"
+        shallow = " AND ".join(_shallow(c) for c in ("attributes", "events", "resource"))
         sdk_resource = "coalesce(json_type(resource, '$.attributes') IN ('OBJECT', 'NULL'), true)"
         res = (
             ", CASE WHEN kind = 'sdk' THEN coalesce(nullif(resource -> '$.attributes', 'null'), "
@@ -301,6 +326,7 @@ def stage_sql(
         a = [f"attributes.{_ident(keys[n])}" for n in picks]
         r = [f"r{n}" for n in range(1, len(_RESOURCE_KEYS) + 1)]
         objects = sdk_resource = "true"
+        shallow = _shallow("events")  # the struct takes out only the keys it reads
         res = ""
     listing = "[" + ", ".join(quote(f) for f in files) + "]"
     columns = "{" + ", ".join(f"{quote(f)}: {quote(typed.get(f, 'JSON'))}" for f in _FIELDS) + "}"
@@ -325,6 +351,7 @@ def stage_sql(
         f"CASE WHEN kind = 'sdk' THEN {_sdk_id(sdk)} ELSE {own}_s END"
         for sdk, own in zip(_SDK_IDS, ("trace", "span", "parent"), strict=True)
     )
+    named = " AND ".join(f"({a[n]} IS NULL OR {_starts(a[n], _STR)})" for n in range(3))
     return f"""
 CREATE OR REPLACE TEMP TABLE {LINES_TABLE} AS
 WITH raw AS (
@@ -334,14 +361,14 @@ WITH raw AS (
 ), valued AS (
   SELECT *, {valued} FROM raw
 ), checked AS (
-  SELECT *, {_checks(objects, sdk_resource)} AS ok{res} FROM valued
+  SELECT *, {_checks(objects, sdk_resource, shallow)} AS ok{res} FROM valued
 ), picked AS (
   SELECT *, {picked} FROM checked
 )
 SELECT
   {source} AS source,
   kind,
-  ok,
+  ok AND (kind NOT IN ('span', 'open', 'sdk') OR {named}) AS ok,
   life_s AS named,
   kind IN ('span', 'open') AND lifetime IS NOT NULL AND resource IS NULL AS uses_header,
   {"name_s" if labels else _NOTHING} AS name,
