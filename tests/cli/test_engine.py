@@ -47,7 +47,9 @@ def _lifetime_lines(
         resource.update({"nemo.run.id": "run1", "dl.rank": rank, "nemo.lifetime.id": lifetime})
         records.append(json.dumps({"trace_format": 2, "lifetime": lifetime, "resource": resource}))
     at = start_ms
-    ids = iter(range(1, 10_000))
+    # Span ids unique over the trace, as the SDK's random ones are: the engine counts the
+    # records of one trace and span id once. The lifetime names the rank and the lifetime.
+    ids = (f"{lifetime[4:]}{n:04x}" for n in range(1, 10_000))
     for _ in range(rng.randint(5, 25)):
         group = rng.choice(GROUPS)
         length = rng.choice([0, 1, 2.5, 7, 20])
@@ -65,7 +67,7 @@ def _lifetime_lines(
             end_ms=at + length,
             group=group,
             rank=rank,
-            span_id=f"{lifetime[:8]}{next(ids):08x}",
+            span_id=next(ids),
             attributes=attributes,
         )
         if rng.random() < 0.3:  # a child inside it, of another group
@@ -75,7 +77,7 @@ def _lifetime_lines(
                 end_ms=at + length / 2,
                 group=rng.choice(GROUPS),
                 rank=rank,
-                span_id=f"{lifetime[:8]}{next(ids):08x}",
+                span_id=next(ids),
             )
             records.append(_as(child, lifetime, old))
         # The exporter records open only goodput spans (by their category attribute).

@@ -164,6 +164,8 @@ def with_engine(args: argparse.Namespace, work: Callable[[Engine], int], **optio
         return EXIT_USAGE
     except TraceInputError as error:
         return fail(str(error), error.hint)
+    for warning in engine.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     for problem in engine.problems[:MAX_PROBLEMS_SHOWN]:
         message("warning", f"skipped {problem}")
     if len(engine.problems) > MAX_PROBLEMS_SHOWN:

@@ -12,7 +12,7 @@ from nemo.lens.cli._emit_spans import cmd_emit_spans
 from nemo.lens.cli._goodput import cmd_goodput
 from nemo.lens.cli._groups_cmd import cmd_groups
 from nemo.lens.cli._report import cmd_report
-from nemo.lens.cli._sql_cmd import FORMATS, cmd_check, cmd_sql
+from nemo.lens.cli._sql_cmd import FORMATS, SQL_UNSAFE_HELP, cmd_check, cmd_sql
 from nemo.lens.cli._summary import cmd_summarize
 
 __all__ = ["build_parser", "command_names"]
@@ -224,6 +224,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         ),
     )
     _class_option(sql, classes)
+    sql.add_argument("--allow-external-access", action="store_true", help=SQL_UNSAFE_HELP)
     _last_options(
         sql,
         cmd_sql,

@@ -30,7 +30,16 @@ from nemo.lens.cli._table import Align, format_table
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
 
-__all__ = ["FORMATS", "Result", "cmd_check", "cmd_sql", "run_query", "write_result"]
+__all__ = [
+    "FORMATS",
+    "SQL_UNSAFE_HELP",
+    "UNSANDBOX",
+    "Result",
+    "cmd_check",
+    "cmd_sql",
+    "run_query",
+    "write_result",
+]
 
 FORMATS: Final = ("table", "csv", "json")
 NULL_TEXT: Final = "NULL"
@@ -41,7 +50,25 @@ Result = tuple[list[str], list[tuple[Any, ...]]]
 
 
 class QueryError(Exception):
-    """The engine rejected a statement: the message names the problem."""
+    """The engine rejected a statement: the message names the problem, :attr:`hint` the fix."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+UNSANDBOX: Final = "--allow-external-access"
+"""The ``sql`` option that lets a statement reach beyond the traces it was given."""
+SANDBOX_HINT: Final = (
+    f"{PROG} sql reads only the traces named on its command line; pass {UNSANDBOX} to let "
+    "a statement read or write other files, attach databases or load extensions"
+)
+
+
+SQL_UNSAFE_HELP: Final = (
+    "let the statement read and write files other than the traces, attach databases and "
+    "install or load extensions (by default it reads only the traces; docs/sql.md)"
+)
 
 
 def run_query(engine: Engine, text: str, params: Any = None) -> Result:
@@ -55,7 +82,24 @@ def run_query(engine: Engine, text: str, params: Any = None) -> Result:
         return [column[0] for column in cursor.description], cursor.fetchall()
     except duckdb.Error as error:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-        raise QueryError(lines[0] if lines else type(error).__name__) from error
+        message = lines[0] if lines else type(error).__name__
+        refused = isinstance(error, duckdb.PermissionException)
+        if refused or "the configuration has been locked" in message:
+            raise QueryError(f"the sandbox refused it: {message}", SANDBOX_HINT) from error
+        raise QueryError(message) from error
+
+
+def count_statements(text: str) -> int | None:
+    """How many statements DuckDB's parser finds in *text*; None when it cannot parse it
+    (running it says why) or DuckDB is missing (reading the traces says so)."""
+    try:
+        import duckdb
+    except ImportError:
+        return None
+    try:
+        return len(duckdb.extract_statements(text))
+    except duckdb.Error:
+        return None
 
 
 # --- output ---------------------------------------------------------------------------------
@@ -121,17 +165,19 @@ def run_statements(
     args: argparse.Namespace,
     parser: argparse.ArgumentParser,
     work: Callable[[Engine], int],
-    *,
-    detail: bool = False,
+    **options: Any,
 ) -> int:
     """Run *work* over the engine (:func:`~nemo.lens.cli._common.with_engine`); a statement
     the engine rejects is a usage error (exit 2), reported through *parser*'s name."""
     from nemo.lens.cli._engine._connect import VIEWS
 
     try:
-        return with_engine(args, work, detail=detail)
+        return with_engine(args, work, **options)
     except QueryError as error:
         print(f"{parser.prog}: error: the query failed: {error}", file=sys.stderr)
+        if error.hint:
+            print(f"  hint: {error.hint}", file=sys.stderr)
+            return EXIT_USAGE
         print(
             f'  hint: the views are {", ".join(VIEWS)}; `{PROG} sql "DESCRIBE spans" '
             "TRACE` lists a view's columns, and docs/sql.md says what each holds",
@@ -143,12 +189,22 @@ def run_statements(
 def cmd_sql(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not args.query.strip():
         parser.error("the query is empty: give a statement such as 'SELECT * FROM steps LIMIT 5'")
+    statements = count_statements(args.query)
+    if statements is not None and statements != 1:
+        parser.error(
+            f"the query holds {statements} statements; give one a call (run "
+            f"{PROG} sql once per statement, or join them with UNION ALL or a WITH clause)"
+            if statements
+            else "the query holds no statement, only comments: give one such as "
+            "'SELECT * FROM steps LIMIT 5'"
+        )
 
     def work(engine: Engine) -> int:
         write_result(run_query(engine, args.query), args.format, sys.stdout)
         return EXIT_OK
 
-    return run_statements(args, parser, work, detail=True)
+    sandbox = not args.allow_external_access
+    return run_statements(args, parser, work, detail=True, sandbox=sandbox)
 
 
 # --- check --------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
-from nemo.lens.cli._engine._jsonl import KINDS
+from nemo.lens.cli._engine._jsonl import KINDS, NAMING_KEYS
 
 __all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "Location", "Problem", "TraceInputError", "careful_pass"]
 
@@ -151,6 +151,21 @@ def _events(
         _object(event.get("attributes"), label + "attributes")
 
 
+def _naming(attributes: object) -> None:
+    """The attributes naming a span's group and category are strings: a number there is
+    no group, and counting the span under ``(none)`` would hide it."""
+    if not isinstance(attributes, dict):
+        return
+    for key in NAMING_KEYS:
+        found = attributes.get(key)
+        if found is not None and not isinstance(found, str):
+            raise _Bad(
+                f"span attribute {key!r} must be a string (a span group's name), got "
+                f"{_snippet(json.dumps(found))}",
+                "to skip such spans, pass --skip-invalid",
+            )
+
+
 def _check_span(value: Mapping[str, Any], kind: str) -> None:
     """A span or open-span record of the ``file`` layout (formats 1 and 2)."""
     if value.get("lifetime") is not None:
@@ -170,6 +185,7 @@ def _check_span(value: Mapping[str, Any], kind: str) -> None:
     else:
         _events(value.get("events"), "time_unix_nano", _ns, "")
     _object(value.get("attributes"), "attributes")
+    _naming(value.get("attributes"))
     _object(value.get("resource"), "resource")
     for key in ("trace_id", "span_id", "parent_span_id"):
         if not isinstance(value.get(key), (str, type(None))):
@@ -191,6 +207,7 @@ def _check_sdk(value: Mapping[str, Any]) -> None:
         raise _Bad(f"span {value['name']!r} ends before it starts (end_time < start_time)")
     for key in ("attributes", "resource"):
         _object(value.get(key), key, shown=repr(value.get(key)))
+    _naming(value.get("attributes"))
     _object((value.get("resource") or {}).get("attributes"), "resource.attributes")
     _events(value.get("events"), "timestamp", _iso_ns, "events.")
     if not isinstance(value.get("links"), (list, type(None))):

@@ -56,6 +56,8 @@ class Inputs:
     names: dict[str, str] = field(default_factory=dict)
     """File -> the name messages give it, where it is not its path."""
     scratch: str = ""
+    repeated: list[str] = field(default_factory=list)
+    """What the command line names twice (the same file by another path too): read once."""
 
     def name(self, path: str) -> str:
         return self.names.get(path, path)
@@ -69,7 +71,15 @@ class Inputs:
 def _sort_inputs(paths: Sequence[str]) -> Inputs:
     """Every input with its reader (a directory without Parquet is the careful pass's error)."""
     inputs = Inputs(scratch=tempfile.mkdtemp(prefix="nemo-lens-"))
+    seen: dict[object, str] = {}
     for path in paths:
+        if path != STDIN:
+            key = _identity(path)
+            if key in seen:
+                again = "" if seen[key] == path else f" (as {seen[key]})"
+                inputs.repeated.append(f"{path} is named twice{again}: read once")
+                continue
+            seen[key] = path
         if path == STDIN:
             spooled = os.path.join(inputs.scratch, f"stdin-{len(inputs.names)}.jsonl")
             with open(spooled, "wb") as copy:
@@ -86,7 +96,8 @@ def _sort_inputs(paths: Sequence[str]) -> Inputs:
         except OSError:
             mode = 0
         pattern = os.path.join(glob.escape(path), "**", "*" + PARQUET_SUFFIX)
-        parquet = sorted(glob.glob(pattern, recursive=True)) if stat.S_ISDIR(mode) else []
+        found = sorted(glob.glob(pattern, recursive=True)) if stat.S_ISDIR(mode) else []
+        parquet = [file for file in found if seen.setdefault(_identity(file), file) == file]
         if parquet or (path.endswith(PARQUET_SUFFIX) and stat.S_ISREG(mode)):
             inputs.parquet += parquet or [path]
             continue
@@ -94,6 +105,15 @@ def _sort_inputs(paths: Sequence[str]) -> Inputs:
             inputs.streams.append(path)
         inputs.ordered.append(path)
     return inputs
+
+
+def _identity(path: str) -> object:
+    """What names one file however it is spelled (a link, ``./``): its device and inode."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return (found.st_dev, found.st_ino)
 
 
 class EngineUnavailable(Exception):
@@ -123,6 +143,9 @@ class Engine:
         """What ``skip_invalid`` skipped."""
         self.reconstructed = 0
         """Spans that never ended, their process dead, ended by the reader."""
+        self.warnings: list[str] = list(inputs.repeated)
+        """What the command should say it did to the inputs (an input named twice, read
+        once; span records read twice, counted once)."""
 
     def sql(self, text: str, params: Any = None) -> duckdb.DuckDBPyConnection:
         """Run *text* (with *params*, a sequence or a dict); the cursor with its result."""
@@ -159,6 +182,7 @@ def connect(
     detail: bool = False,
     show_progress: bool | None = None,
     labels: bool = True,
+    sandbox: bool = False,
 ) -> Engine:
     """Read *paths* (``"-"`` is standard input) into a new engine, its views defined:
     ``spans``, ``steps``, ``span_groups``, ``span_group_presets`` (docs/trace-tables.md).
@@ -167,7 +191,8 @@ def connect(
     input that cannot be used (file, line, reason). With *detail* the ``spans`` view
     carries each span's attributes, events and resource as JSON text (else NULL); without
     *labels* each span's ``name``, ``trace_id`` and ``parent_span_id`` are NULL (the figures
-    do not read them); *span_group_classes* default to every class nemo.lens ships.
+    do not read them); *span_group_classes* default to every class nemo.lens ships. With
+    *sandbox*, statements read the views and the inputs and nothing else (:func:`_sandbox`).
     """
     duckdb = duckdb_module()
     inputs = _sort_inputs(paths)
@@ -191,13 +216,86 @@ def connect(
         if inputs.parquet:
             engine.sql(parquet_view(inputs.parquet, iteration_attribute, detail, labels))
             parts.append("parquet_spans")
-        union = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS} FROM {part}" for part in parts)
-        engine.sql(f"CREATE OR REPLACE TEMP VIEW spans AS {union}")
+        union = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS}, trace_key FROM {p}" for p in parts)
+        engine.sql(f"CREATE OR REPLACE TEMP VIEW spans_read AS {union}")
+        _drop_duplicates(engine, parts)
         engine.sql(query("steps"))
+        if sandbox:
+            _sandbox(engine, inputs)
     except BaseException:
         engine.close()
         raise
     return engine
+
+
+_KEYS: Final = {
+    "jsonl_spans": "SELECT trace_key, span_id FROM lines WHERE kind IN ('span', 'sdk')",
+    "parquet_spans": "SELECT trace_key, span_id FROM parquet_spans",
+}
+"""Per part, the keys of its finished spans (a dead process's are one a lifetime already)."""
+_NAMED: Final = "trace_key IS NOT NULL AND span_id IS NOT NULL"
+_KEPT: Final = f"""
+CREATE OR REPLACE TEMP TABLE spans_kept AS
+SELECT * FROM spans_read
+QUALIFY NOT ({_NAMED}) OR row_number() OVER (
+  PARTITION BY trace_key, span_id
+  ORDER BY reconstructed, end_ns, start_ns DESC, source, span_group, status_code, name) = 1
+"""
+"""Of the records of one span (same trace and span id), the one kept: a finished one over
+one a dead process left open, then the one that ends first, the one that starts last, the
+first by input name (docs/sql.md: a copy can never lengthen a span or inflate goodput)."""
+
+
+def _drop_duplicates(engine: Engine, parts: Sequence[str]) -> None:
+    """Define ``spans``: each span once, however many times it was read (a file concatenated
+    or copied twice, a collector's retry), with a warning saying how many records were
+    dropped. Checking costs one pass over the keys; only a trace with duplicates pays for
+    the sort that picks the copy kept."""
+    keys = " UNION ALL ".join(_KEYS[part] for part in parts)
+    check = (
+        f"SELECT count(*) > count(DISTINCT hash(trace_key, span_id)) FROM ({keys}) WHERE {_NAMED}"
+    )
+    source = "spans_read"
+    if engine.rows(check)[0][0]:
+        engine.sql(_KEPT)
+        read, kept = engine.rows(
+            "SELECT (SELECT count(*) FROM spans_read), (SELECT count(*) FROM spans_kept)"
+        )[0]
+        if read > kept:
+            engine.warnings.append(
+                f"dropped {_plural(read - kept, 'span record')} repeating a span already read "
+                "(the same trace_id and span_id): each span counts once; docs/sql.md says "
+                "which copy is kept"
+            )
+            source = "spans_kept"
+    engine.sql(f"CREATE OR REPLACE TEMP VIEW spans AS SELECT {SPAN_COLUMNS} FROM {source}")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+SANDBOX_OFF: Final = (
+    "enable_external_access",
+    "autoinstall_known_extensions",
+    "autoload_known_extensions",
+)
+"""DuckDB's settings that a sandboxed connection turns off, then locks (docs/sql.md)."""
+
+
+def _sandbox(engine: Engine, inputs: Inputs) -> None:
+    """No file, network, database or extension beyond the inputs from here on: the JSON
+    lines are already in tables; the Parquet files stay readable, the only allowed paths
+    (a DuckDB without ``allowed_paths`` gets them copied into a table first)."""
+    settings = {row[0] for row in engine.rows("SELECT name FROM duckdb_settings()")}
+    if inputs.parquet and "allowed_paths" in settings:
+        engine.sql("SET allowed_paths = ?", [inputs.parquet])
+    elif inputs.parquet:
+        engine.sql("CREATE OR REPLACE TEMP TABLE parquet_kept AS SELECT * FROM parquet_spans")
+        engine.sql("CREATE OR REPLACE TEMP VIEW parquet_spans AS SELECT * FROM parquet_kept")
+    for setting in SANDBOX_OFF:
+        engine.sql(f"SET {setting} = false")
+    engine.sql("SET lock_configuration = true")
 
 
 def _define_groups(engine: Engine, classes: Sequence[type[SpanGroup]] | None) -> None:

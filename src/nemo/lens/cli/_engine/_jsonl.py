@@ -14,6 +14,7 @@ __all__ = [
     "CHECK_SQL",
     "KINDS",
     "LINES_TABLE",
+    "NAMING_KEYS",
     "OBJECT_BYTES",
     "quote",
     "stage_sql",
@@ -39,6 +40,8 @@ _ATTRIBUTE_KEYS: Final = (
     semconv.SPAN_CATEGORY,
     semconv.SPAN_TRUNCATED,
 )
+NAMING_KEYS: Final = _ATTRIBUTE_KEYS[:3]
+"""The attributes that name a span's group and category: a string each, or absent."""
 _RESOURCE_KEYS: Final = (
     semconv.DL_RANK,
     semconv.RANK,
@@ -226,7 +229,29 @@ def _paths(keys: Sequence[str]) -> str:
     return "[" + ", ".join(quote(f'$."{key}"') for key in keys) + "]"
 
 
-def _checks(objects: str, sdk_resource: str) -> str:
+_NESTED: Final = 63
+"""How deeply a top-level field may nest: its line is one level more (``_careful.MAX_DEPTH``)."""
+
+
+def _shallow(column: str) -> str:
+    """Whether the JSON *column* nests at most :data:`_NESTED` levels: counted only when it
+    holds that many brackets at all, by taking the innermost pairs out that many times
+    (strings gone first), which leaves nothing of a shallow value."""
+    text = _text_of(column)
+    brackets = (
+        f"translate(regexp_replace(regexp_replace({text}, '\"([^\"\\\\]|\\\\.)*\"', '', 'g'), "
+        "'[^\\[\\]{}]', '', 'g'), '{}', '[]')"
+    )
+    rounds = f"list_transform(range({_NESTED}), lambda i: '')"
+    peeled = (
+        f"list_reduce(list_prepend({brackets}, {rounds}), lambda rest, i: replace(rest, '[]', ''))"
+    )
+    opened = f"length({text}) - length(translate({text}, '[{{', ''))"
+    # A CASE, not an OR: DuckDB skips the peeling for the rows the count clears.
+    return f"coalesce(CASE WHEN {opened} <= {_NESTED} THEN true ELSE {peeled} = '' END, true)"
+
+
+def _checks(objects: str, sdk_resource: str, shallow: str) -> str:
     """``ok``: whether the record passes every check of its kind (``_careful`` names why not)."""
     optional = " AND ".join(
         f"({f} IS NULL OR {_STRINGS[f]}_s IS NOT NULL)"
@@ -250,7 +275,7 @@ def _checks(objects: str, sdk_resource: str) -> str:
     return (
         f"coalesce(CASE kind WHEN 'span' THEN {span} WHEN 'open' THEN {opened} "
         f"WHEN 'sdk' THEN {sdk} WHEN 'header' THEN {header} WHEN 'alive' THEN {alive} "
-        "WHEN 'other' THEN true ELSE false END, false)"
+        f"WHEN 'other' THEN true ELSE false END AND {shallow}, false)"
     )
 
 
@@ -268,7 +293,8 @@ def stage_sql(
     *names*: file -> the name ``source`` gives it; *iteration*: the step spans' iteration
     attribute. With *detail* a span's attributes, events and resource are kept as JSON
     text, else NULL; without *labels* so are its name, trace id and parent id (checked all
-    the same: keeping them costs 0.15 s of 1.1 at 10**6 spans). With *structs* and without
+    the same: keeping them costs 0.15 s of 1.1 at 10**6 spans; ``trace_key`` holds the
+    trace id all the same, for the duplicate check). With *structs* and without
     *detail*, DuckDB takes attributes and resource apart as it reads a line, and refuses a
     file where one (or an SDK resource's ``attributes``) is not an object.
     """
@@ -284,6 +310,7 @@ def stage_sql(
         a = [f"nullif(a[{n + 1}], 'null')" for n in picks]
         r = [f"nullif(r[{n}], 'null')" for n in range(1, len(_RESOURCE_KEYS) + 1)]
         objects = f"{_opt('attributes', _OBJ)} AND {_opt('resource', _OBJ)}"
+        shallow = " AND ".join(_shallow(c) for c in ("attributes", "events", "resource"))
         sdk_resource = "coalesce(json_type(resource, '$.attributes') IN ('OBJECT', 'NULL'), true)"
         res = (
             ", CASE WHEN kind = 'sdk' THEN coalesce(nullif(resource -> '$.attributes', 'null'), "
@@ -300,12 +327,15 @@ def stage_sql(
         a = [f"attributes.{_ident(keys[n])}" for n in picks]
         r = [f"r{n}" for n in range(1, len(_RESOURCE_KEYS) + 1)]
         objects = sdk_resource = "true"
+        shallow = _shallow("events")  # the struct takes out only the keys it reads
         res = ""
     listing = "[" + ", ".join(quote(f) for f in files) + "]"
     columns = "{" + ", ".join(f"{quote(f)}: {quote(typed.get(f, 'JSON'))}" for f in _FIELDS) + "}"
     mapped = " ".join(f"WHEN {quote(f)} THEN {quote(n)}" for f, n in names.items())
     source = f"CASE filename {mapped} ELSE filename END" if mapped else "filename"
-    dropped = () if labels else ("name", "trace_id", "parent_span_id")
+    # The trace id is kept whatever *labels* says: with the span id it names a span, and
+    # a span read twice counts once (see _connect's duplicate check).
+    dropped = () if labels else ("name", "parent_span_id")
 
     def string(field: str) -> str:
         # Each scalar is taken out of its JSON once; a label not kept is only checked.
@@ -322,6 +352,7 @@ def stage_sql(
         f"CASE WHEN kind = 'sdk' THEN {_sdk_id(sdk)} ELSE {own}_s END"
         for sdk, own in zip(_SDK_IDS, ("trace", "span", "parent"), strict=True)
     )
+    named = " AND ".join(f"({a[n]} IS NULL OR {_starts(a[n], _STR)})" for n in range(3))
     return f"""
 CREATE OR REPLACE TEMP TABLE {LINES_TABLE} AS
 WITH raw AS (
@@ -331,18 +362,19 @@ WITH raw AS (
 ), valued AS (
   SELECT *, {valued} FROM raw
 ), checked AS (
-  SELECT *, {_checks(objects, sdk_resource)} AS ok{res} FROM valued
+  SELECT *, {_checks(objects, sdk_resource, shallow)} AS ok{res} FROM valued
 ), picked AS (
   SELECT *, {picked} FROM checked
 )
 SELECT
   {source} AS source,
   kind,
-  ok,
+  ok AND (kind NOT IN ('span', 'open', 'sdk') OR {named}) AS ok,
   life_s AS named,
   kind IN ('span', 'open') AND lifetime IS NOT NULL AND resource IS NULL AS uses_header,
   {"name_s" if labels else _NOTHING} AS name,
-  {trace_id if labels else _NOTHING} AS trace_id,
+  {trace_id} AS trace_key,
+  {"trace_key" if labels else _NOTHING} AS trace_id,
   {span_id} AS span_id,
   {parent_id if labels else _NOTHING} AS parent_span_id,
   CASE WHEN kind = 'sdk' THEN {_iso_ns("start_time ->> '$'")} ELSE start_n END AS start_ns,
@@ -431,7 +463,7 @@ SELECT d.run_id, d.rank, d.service, d.lifetime, d.name,
                                                {quote(semconv.SPAN_TRUNCATED_PROCESS_ENDED)}))))
        AS VARCHAR) END AS events,
        d.resource_text AS resource, d.source, CAST(NULL AS BIGINT) AS line,
-       true AS reconstructed
+       true AS reconstructed, d.trace_key
 """
 
 
@@ -472,7 +504,7 @@ SELECT run_id, rank, service, lifetime, name, coalesce(span_group, {quote(NO_GRO
        trace_id, span_id, parent_span_id, start_ns, end_ns, end_ns - start_ns AS duration_ns,
        status_code, status_description, iteration, truncated, span_category,
        attributes, events, resource_text AS resource, source, CAST(NULL AS BIGINT) AS line,
-       false AS reconstructed
+       false AS reconstructed, trace_key
 FROM jsonl_resolved WHERE kind <> 'open'
 UNION ALL
 SELECT * FROM jsonl_dead

@@ -95,6 +95,6 @@ SELECT run_id, CAST(rank AS BIGINT) AS rank, service, lifetime,
        {"attributes" if detail else nothing} AS attributes,
        {"events" if detail else nothing} AS events,
        {"resource" if detail else nothing} AS resource,
-       source, line, false AS reconstructed
+       source, line, false AS reconstructed, trace_id AS trace_key
 FROM read_parquet({listing}, hive_partitioning = false, union_by_name = true)
 """
