@@ -20,6 +20,7 @@ from nemo.lens.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     PROG,
+    message,
     plural,
     print_lines,
     with_engine,
@@ -174,9 +175,10 @@ def run_statements(
     try:
         return with_engine(args, work, **options)
     except QueryError as error:
-        print(f"{parser.prog}: error: the query failed: {error}", file=sys.stderr)
+        # DuckDB's message may quote the trace's text: shown visibly, as every message is.
+        print_lines([f"{parser.prog}: error: the query failed: {error}"], sys.stderr)
         if error.hint:
-            print(f"  hint: {error.hint}", file=sys.stderr)
+            print_lines([f"  hint: {error.hint}"], sys.stderr)
             return EXIT_USAGE
         print(
             f'  hint: the views are {", ".join(VIEWS)}; `{PROG} sql "DESCRIBE spans" '
@@ -270,10 +272,8 @@ def cmd_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         flagged = [row for row in rows if row[finding]]
         quiet = [f"{row[0]} ({row[1]})" for row in rows if row[unseen] and not row[finding]]
         if quiet:
-            print(
-                f"{PROG}: note: enabled but not seen, which a run may well not do: "
-                + ", ".join(quiet),
-                file=sys.stderr,
+            message(
+                "note", "enabled but not seen, which a run may well not do: " + ", ".join(quiet)
             )
         steps = run_query(engine, "SELECT count(*) FROM steps")[1][0][0]
         if not steps:
