@@ -61,7 +61,7 @@ def trace(tmp_path: Path) -> Path:
                 start_ms=start,
                 end_ms=start + 900,
                 group="step",
-                span_id=f"{iteration:016x}",
+                span_id=f"{iteration + 10:016x}",
                 attributes={"iteration": iteration},
             )
         )
