@@ -22,12 +22,16 @@ from nemo.lens import semconv as sc
 from nemo.lens._core import fork as _fork
 from nemo.lens._core import state as _state
 from nemo.lens.semconv.metrics import INSTRUMENTS
+from nemo.lens.spec import MetricInfo
 
 __all__ = [
     "as_number",
     "create",
+    "forget_reports",
+    "instrument",
     "merge_attributes",
     "record",
+    "record_as",
     "record_each",
     "record_gym_rollout_metrics",
     "record_inference_metrics",
@@ -55,16 +59,27 @@ def report(key: str, problem: str, message: str, *args: object, error: bool = Fa
     )
 
 
+def forget_reports(key: str) -> None:
+    """Let the problems of *key* and its ``key: ...`` sub-keys be warned about afresh
+    (a metric group registered again may have fixed or changed them)."""
+    prefix = key + ": "
+    for reported in [r for r in _reported if r[0] == key or r[0].startswith(prefix)]:
+        _reported.discard(reported)
+
+
 # -- instruments, cached per meter ----------------------------------------------------
 
 _Record = Callable[[float, Mapping[str, AttributeValue]], None]
+Callback = metrics.CallbackT
 
 
 def _discard(value: float, attributes: Mapping[str, AttributeValue]) -> None:
     """Stands in for an instrument that could not be created, so creation is tried once."""
 
 
-_instruments: weakref.WeakKeyDictionary[metrics.Meter, dict[str, _Record]] = (
+# Per meter: name -> (what the instrument was made from, its callback, its record method).
+_Cached = tuple[MetricInfo, Callback | None, _Record]
+_instruments: weakref.WeakKeyDictionary[metrics.Meter, dict[str, _Cached]] = (
     weakref.WeakKeyDictionary()
 )
 _instruments_lock = threading.Lock()
@@ -79,32 +94,52 @@ def _new_lock_in_child() -> None:
 _fork.on_fork(after_in_child=_new_lock_in_child)
 
 
-def create(meter: metrics.Meter, name: str) -> _Record:
-    """The recording method of a new instrument *name*, as the schema's catalogue describes it."""
-    spec = INSTRUMENTS[name]
+def create(
+    meter: metrics.Meter, instrument: str | MetricInfo, callback: Callback | None = None
+) -> _Record:
+    """The recording method of a new *instrument*: a :class:`MetricInfo`, or the name of one
+    in the schema's catalogue. An observable one (reported by *callback*) records nothing."""
+    info = INSTRUMENTS[instrument] if isinstance(instrument, str) else instrument
+    name, kind, unit, description = info.name, info.kind, info.unit, info.description
     try:
-        if spec.kind == "counter":
-            return meter.create_counter(name, spec.unit, spec.description).add
-        if spec.kind == "up_down_counter":
-            return meter.create_up_down_counter(name, spec.unit, spec.description).add
-        if spec.kind == "gauge":
-            return meter.create_gauge(name, spec.unit, spec.description).set
-        return meter.create_histogram(
-            name,
-            spec.unit,
-            spec.description,
-            explicit_bucket_boundaries_advisory=spec.boundaries,
-        ).record
+        if kind == "counter":
+            return meter.create_counter(name, unit, description).add
+        if kind == "up_down_counter":
+            return meter.create_up_down_counter(name, unit, description).add
+        if kind == "gauge":
+            return meter.create_gauge(name, unit, description).set
+        if kind == "histogram":
+            return meter.create_histogram(
+                name, unit, description, explicit_bucket_boundaries_advisory=info.boundaries
+            ).record
+        factory = getattr(meter, f"create_{kind}")
+        # The meter keeps the callback; the cache entry keeps the instrument alive.
+        observable = factory(
+            name, callbacks=[callback] if callback else [], unit=unit, description=description
+        )
+        return _Observed(observable)
     except Exception:
         report(name, "create", "nemo.lens: could not create metric %s", name, error=True)
         return _discard
 
 
-def _instrument(meter: metrics.Meter, name: str) -> _Record:
-    try:
-        return _instruments[meter][name]
-    except KeyError:
+class _Observed:
+    """An observable instrument in the cache: holds it, and records nothing when called."""
+
+    __slots__ = ("instrument",)
+
+    def __init__(self, instrument: object) -> None:
+        self.instrument = instrument
+
+    def __call__(self, value: float, attributes: Mapping[str, AttributeValue]) -> None:
         pass
+
+
+def instrument(meter: metrics.Meter, info: MetricInfo, callback: Callback | None = None) -> _Record:
+    try:
+        cached = _instruments[meter].get(info.name)
+    except KeyError:
+        cached = None
     except TypeError:  # a meter that cannot be weakly referenced: work uncached
         report(
             type(meter).__name__,
@@ -113,15 +148,23 @@ def _instrument(meter: metrics.Meter, name: str) -> _Record:
             "each record creates its instruments again",
             meter,
         )
-        return create(meter, name)
+        return create(meter, info, callback)
+    # Cached by name with the description it was made from: a metric group registered
+    # again with another kind or unit gets a new instrument, not the old one.
+    if cached is not None and _same(cached, info, callback):
+        return cached[2]
     # Created under a lock: two threads creating the same instrument would make
     # the SDK log a duplicate-registration warning and keep only one of them.
     with _instruments_lock:
         per_meter = _instruments.setdefault(meter, {})
-        found = per_meter.get(name)
-        if found is None:
-            found = per_meter[name] = create(meter, name)
-        return found
+        found = per_meter.get(info.name)
+        if found is None or not _same(found, info, callback):
+            found = per_meter[info.name] = (info, callback, create(meter, info, callback))
+        return found[2]
+
+
+def _same(cached: _Cached, info: MetricInfo, callback: Callback | None) -> bool:
+    return (cached[0] is info or cached[0] == info) and cached[1] is callback
 
 
 # -- the default meter ----------------------------------------------------------------
@@ -209,14 +252,28 @@ def merge_attributes(
 def record(
     meter: metrics.Meter, name: str, value: object, attributes: Mapping[str, AttributeValue]
 ) -> None:
+    record_as(meter, INSTRUMENTS[name], value, attributes)
+
+
+def record_as(
+    meter: metrics.Meter,
+    info: MetricInfo,
+    value: object,
+    attributes: Mapping[str, AttributeValue],
+    *,
+    key: str | None = None,
+) -> None:
+    """Record *value* on the instrument *info* describes; problems are reported once per
+    *key* (default: the metric's name)."""
     if value is None:
         return
+    name = info.name
+    problem_key = name if key is None else key
     number = as_number(value)
-    spec = INSTRUMENTS[name]
-    if number is None or (spec.non_negative and number < 0):
-        requirement = "a finite, non-negative number" if spec.non_negative else "a finite number"
+    if number is None or (info.non_negative and number < 0):
+        requirement = "a finite, non-negative number" if info.non_negative else "a finite number"
         report(
-            name,
+            problem_key,
             "value",
             "nemo.lens: skipping %s for metric %s (needs %s)",
             reprlib.repr(value),
@@ -225,9 +282,9 @@ def record(
         )
         return
     try:
-        _instrument(meter, name)(number, attributes)
+        instrument(meter, info)(number, attributes)
     except Exception:
-        report(name, "record", "nemo.lens: recording metric %s failed", name, error=True)
+        report(problem_key, "record", "nemo.lens: recording metric %s failed", name, error=True)
 
 
 _NO_ATTRIBUTES: Final[Mapping[str, AttributeValue]] = {}
