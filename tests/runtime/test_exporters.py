@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from nemo.lens import state, testing
+from nemo.lens._core import destinations
 from nemo.lens._core.destinations import otlp_protocol, sibling_path
 from nemo.lens._sdk.batching import BatchingSpanProcessor
 from nemo.lens._sdk.exporters.factory import create_exporter, is_otlp_span_exporter
@@ -430,13 +431,40 @@ def test_set_up_picks_the_otlp_transport_from_the_environment(
 
 
 def test_unsupported_otlp_protocol_fails_before_set_up(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "http/json")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "http/protobuff")
     cfg = NemoLensConfig(enabled=True, exporter="otlp")
     with pytest.raises(ValueError) as info:
         setup_telemetry(cfg)
-    assert "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL='http/json' is not supported" in str(info.value)
+    assert "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL='http/protobuff' is not supported" in str(
+        info.value
+    )
     assert "grpc, http/protobuf" in str(info.value)
     assert isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def test_http_json_picks_the_http_exporter_as_upstream_does_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The Python exporters implement no JSON: upstream sends protobuf over HTTP for it.
+    monkeypatch.setattr(destinations, "_warned_json", set())
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+    assert isinstance(create_exporter("traces", "otlp"), HttpSpanExporter)
+    assert isinstance(create_exporter("metrics", "otlp"), HttpMetricExporter)
+    assert isinstance(create_exporter("metrics", "otlp"), HttpMetricExporter)
+    warnings = [r.getMessage() for r in caplog.records if "implement no JSON" in r.getMessage()]
+    assert warnings == [
+        "nemo.lens: OTEL_EXPORTER_OTLP_PROTOCOL=http/json: the Python OTLP exporters implement "
+        "no JSON, so the HTTP exporter sends protobuf; set http/protobuf to silence this"
+    ]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
+    assert isinstance(create_exporter("traces", "otlp"), GrpcSpanExporter)
+
+
+def test_an_unknown_exporter_name_carries_upstreams_phrase_wherever_it_is_caught() -> None:
+    with pytest.raises(ValueError, match="Unknown exporter type: 'jaeger'") as info:
+        create_exporter("traces", "jaeger")
+    assert str(info.value).startswith("unknown exporter 'jaeger' (Unknown exporter")
+    assert "use one of: otlp, console, file, none" in str(info.value)
 
 
 # -- replacement and none --------------------------------------------------------------------------

@@ -7,6 +7,7 @@ before the SDK is imported.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import re
@@ -31,6 +32,7 @@ __all__ = [
     "register_otlp_secrets",
     "shown_path",
     "sibling_path",
+    "unknown_exporter",
 ]
 
 EXPORTER_NAMES: Final = ("otlp", "console", "file", "none")
@@ -44,11 +46,21 @@ exporter's line."""
 OTLP_PROTOCOLS: Final = ("grpc", "http/protobuf")
 """The OTLP transports the Python exporters implement (``http/json`` is not one)."""
 
+_HTTP_JSON: Final = "http/json"
+_warned_json: set[str] = set()
+
 Signal = Literal["traces", "metrics", "logs"]
 
 _CHOICES: Final = (
     f"use one of: {', '.join(EXPORTER_NAMES)}; several at once separated by commas, e.g. otlp,file"
 )
+
+
+def unknown_exporter(name: str, within: str | None = None) -> str:
+    """The message for an exporter *name* that is not one (in the list *within*): ours, then
+    0.1.0's ``Unknown exporter type: 'x'``, which callers match on, then the fix."""
+    where = "" if within is None else f" in {within!r}"
+    return f"unknown exporter {name!r}{where} (Unknown exporter type: {name!r}); {_CHOICES}"
 
 
 def exporter_names(value: str) -> tuple[str, ...]:
@@ -67,15 +79,10 @@ def exporter_names(value: str) -> tuple[str, ...]:
         return names
     if len(names) <= 1:
         # The message a single name has always had (callers match on it).
-        raise ValueError(
-            f"unknown exporter {value!r} (Unknown exporter type: {value!r}); {_CHOICES}"
-        )
+        raise ValueError(unknown_exporter(value))
     for entry in entries:
         if entry and entry.lower() not in EXPORTER_NAMES:
-            raise ValueError(
-                f"unknown exporter {entry!r} in {value!r} (Unknown exporter type: {entry!r}); "
-                f"{_CHOICES}"
-            )
+            raise ValueError(unknown_exporter(entry, value))
     for index, name in enumerate(names):
         if name in names[:index]:
             raise ValueError(f"exporter {value!r} names {name} twice; name each exporter once")
@@ -92,8 +99,10 @@ def otlp_protocol(signal: Signal, environ: Mapping[str, str] | None = None) -> s
     """Return the OTLP transport for *signal*: ``"grpc"`` (default) or ``"http/protobuf"``.
 
     ``OTEL_EXPORTER_OTLP_{SIGNAL}_PROTOCOL`` wins over ``OTEL_EXPORTER_OTLP_PROTOCOL``;
-    blank values count as unset. Raises :class:`ValueError` naming the variable
-    for any other value, so a typo fails at set-up instead of silently using gRPC.
+    blank values count as unset. ``http/json`` picks the HTTP exporter, as upstream does,
+    which sends protobuf (the Python exporters implement no JSON); a warning says so once.
+    Raises :class:`ValueError` naming the variable for any other value, so a typo fails at
+    set-up instead of silently using gRPC.
     """
     env = os.environ if environ is None else environ
     for variable in (
@@ -104,6 +113,16 @@ def otlp_protocol(signal: Signal, environ: Mapping[str, str] | None = None) -> s
         if not raw:
             continue
         value = raw.lower()
+        if value == _HTTP_JSON:
+            if variable not in _warned_json:
+                _warned_json.add(variable)
+                logging.getLogger("nemo.lens").warning(
+                    "nemo.lens: %s=%s: the Python OTLP exporters implement no JSON, so "
+                    "the HTTP exporter sends protobuf; set http/protobuf to silence this",
+                    variable,
+                    raw,
+                )
+            return "http/protobuf"
         if value not in OTLP_PROTOCOLS:
             raise ValueError(
                 f"{variable}={raw!r} is not supported by the Python OTLP exporters; "

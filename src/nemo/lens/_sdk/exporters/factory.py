@@ -6,7 +6,13 @@ from __future__ import annotations
 import importlib
 from typing import Any, Final
 
-from nemo.lens._core.destinations import EXPORTER_NAMES, Signal, otlp_protocol, sibling_path
+from nemo.lens._core.destinations import (
+    EXPORTER_NAMES,
+    Signal,
+    otlp_protocol,
+    sibling_path,
+    unknown_exporter,
+)
 from nemo.lens._sdk.exporters.jsonl import (
     FileSink,
     JsonLinesLogExporter,
@@ -45,7 +51,7 @@ def create_exporter(
     """
     key = name.strip().lower()
     if key not in EXPORTER_NAMES:
-        raise ValueError(f"unknown exporter {name!r}; use one of: {', '.join(EXPORTER_NAMES)}")
+        raise ValueError(unknown_exporter(name))
     if key == "otlp":
         protocol = otlp_protocol(signal)
         try:
