@@ -7,7 +7,9 @@ span group, checked each time a span would start; its spans carry the group's ta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -17,7 +19,7 @@ from opentelemetry.util.types import Attributes
 from nemo.lens._core import state as _state
 from nemo.lens._core.spans import CurrentSpanTracer, start_span
 
-__all__ = ["GatedTracerProvider", "resolve_providers"]
+__all__ = ["GatedTracerProvider", "provider_arguments", "resolve_providers"]
 
 
 class _GatedTracer(CurrentSpanTracer):
@@ -113,3 +115,37 @@ def resolve_providers(
     if group is not None:
         tracers = GatedTracerProvider(tracers, group)
     return tracers, meters
+
+
+def _accepts(method: Callable[..., Any], name: str) -> bool:
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: assume the usual one
+        return True
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def provider_arguments(
+    method: Callable[..., Any],
+    tracers: trace.TracerProvider,
+    meters: metrics.MeterProvider,
+    *,
+    chosen: bool,
+    helper: str,
+) -> dict[str, Any]:
+    """The provider keywords *method* (an instrumentor's) takes: an instrumentor that takes
+    none (an old or a stand-in one) is called without them and uses the global providers,
+    which are nemo.lens's. *chosen*: the caller asked for a provider or a group gate, which
+    such an instrumentor cannot honour, so that is a :class:`TypeError` naming the fix."""
+    arguments: dict[str, Any] = {}
+    for name, provider in (("tracer_provider", tracers), ("meter_provider", meters)):
+        if _accepts(method, name):
+            arguments[name] = provider
+        elif chosen:
+            raise TypeError(
+                f"{helper}(): the installed instrumentor's {method.__name__}() takes no "
+                f"{name}, so the provider or group= given cannot be applied; upgrade the "
+                "OpenTelemetry instrumentation package, or drop the provider and group "
+                "arguments to use nemo.lens's providers"
+            )
+    return arguments

@@ -11,7 +11,7 @@ from typing import Any
 from opentelemetry import metrics, trace
 
 from nemo.lens.contrib._extras import import_extra
-from nemo.lens.contrib._providers import resolve_providers
+from nemo.lens.contrib._providers import provider_arguments, resolve_providers
 
 __all__ = ["aiohttp_trace_config", "instrument_aiohttp_client", "uninstrument_aiohttp_client"]
 
@@ -47,9 +47,12 @@ def instrument_aiohttp_client(
     tracers, meters = resolve_providers(
         tracer_provider, meter_provider, group, helper="instrument_aiohttp_client"
     )
-    instrumentation.AioHttpClientInstrumentor().instrument(
-        tracer_provider=tracers, meter_provider=meters, **options
+    instrument = instrumentation.AioHttpClientInstrumentor().instrument
+    chosen = tracer_provider is not None or meter_provider is not None or group is not None
+    arguments = provider_arguments(
+        instrument, tracers, meters, chosen=chosen, helper="instrument_aiohttp_client"
     )
+    instrument(**arguments, **options)
 
 
 def uninstrument_aiohttp_client() -> None:

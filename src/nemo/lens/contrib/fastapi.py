@@ -11,7 +11,7 @@ from typing import Any
 from opentelemetry import metrics, trace
 
 from nemo.lens.contrib._extras import import_extra
-from nemo.lens.contrib._providers import resolve_providers
+from nemo.lens.contrib._providers import provider_arguments, resolve_providers
 
 __all__ = ["instrument_fastapi", "uninstrument_fastapi"]
 
@@ -56,9 +56,12 @@ def instrument_fastapi(
     tracers, meters = resolve_providers(
         tracer_provider, meter_provider, group, helper="instrument_fastapi"
     )
-    instrumentation.FastAPIInstrumentor.instrument_app(
-        app, tracer_provider=tracers, meter_provider=meters, **options
+    instrument_app = instrumentation.FastAPIInstrumentor.instrument_app
+    chosen = tracer_provider is not None or meter_provider is not None or group is not None
+    arguments = provider_arguments(
+        instrument_app, tracers, meters, chosen=chosen, helper="instrument_fastapi"
     )
+    instrument_app(app, **arguments, **options)
 
 
 def uninstrument_fastapi(app: Any) -> None:
