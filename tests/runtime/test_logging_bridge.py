@@ -285,6 +285,37 @@ def test_setting_up_twice_keeps_one_handler_and_takes_the_new_level() -> None:
     assert first is not None and first.level == logging.ERROR
 
 
+def test_an_sdk_provider_the_application_installed_gets_one_handler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from opentelemetry import _logs as otel_logs
+    from opentelemetry.sdk._logs import LoggerProvider
+
+    class AppProvider(LoggerProvider):  # a subclass counts, as in 0.1.0
+        pass
+
+    provider = AppProvider()
+    monkeypatch.setattr(otel_logs, "get_logger_provider", lambda: provider)
+
+    first = setup_logging_bridge(_APP, level=logging.WARNING)
+    second = setup_logging_bridge(_APP, level=logging.WARNING)
+
+    assert first is not None and first is second
+    assert _bridges(_APP) == [first]
+    assert first.level == logging.WARNING
+    assert first._provider is provider
+    provider.shutdown()
+
+
+def test_a_provider_that_is_not_the_sdks_gets_no_handler(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry import _logs as otel_logs
+
+    monkeypatch.setattr(otel_logs, "get_logger_provider", object)
+
+    assert setup_logging_bridge(_APP) is None
+    assert _bridges(_APP) == []
+
+
 def test_remove_stops_the_export() -> None:
     logs = _exporter()
     _set_up(logs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import sys
 import threading
 import time
 import traceback
@@ -242,7 +243,14 @@ def _application_provider() -> otel_logs.LoggerProvider | None:
     provider = otel_logs.get_logger_provider()
     if provider is _lens_provider() or isinstance(provider, otel_logs.NoOpLoggerProvider):
         return None
-    return provider if type(provider).__module__.startswith("opentelemetry.sdk.") else None
+    # An SDK provider means its module was imported; looking there keeps the bridge
+    # from importing the SDK itself.
+    sdk_logs = sys.modules.get("opentelemetry.sdk._logs")
+    sdk_class = getattr(sdk_logs, "LoggerProvider", None)
+    # An instance of the SDK's class or a subclass of it, as 0.1.0 checked.
+    if isinstance(sdk_class, type) and isinstance(provider, sdk_class):
+        return provider
+    return None
 
 
 def setup_logging_bridge(
