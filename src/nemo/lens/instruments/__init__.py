@@ -3,7 +3,7 @@
 The GenAI, RL step and Gym rollout recorders, 0.1.0's helpers (``inference``, ``rl``, ``gym``)
 and a consumer's own series (:func:`register_metric_group`, :func:`record_metrics`).
 ``None`` means "not measured"; a bad value is skipped and logged once; nothing raises
-(``docs/metrics.md``)."""
+(``docs/metrics-and-logs.md``)."""
 
 from __future__ import annotations
 

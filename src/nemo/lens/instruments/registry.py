@@ -2,7 +2,7 @@
 :func:`register_metric_group`, :func:`record_metrics` (upstream's next API).
 
 The names are the consumer's; the instruments, their cache per meter and the
-once-only problem reports are the recorders' (``docs/metrics.md``).
+once-only problem reports are the recorders' (``docs/metrics-and-logs.md``).
 """
 
 from __future__ import annotations
