@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -257,3 +258,35 @@ def test_an_observable_series_reports_through_its_callback(
 def test_the_package_and_upstream_module_path_export_the_registry() -> None:
     for name in ("MetricSpec", "register_metric_group", "record_metrics"):
         assert getattr(instruments, name) is getattr(registry_module, name)
+
+
+# Upstream's signatures, as its consumers call them: (name, kind, default).
+_SIGNATURES: dict[str, list[tuple[str, str, object]]] = {
+    "register_metric_group": [
+        ("group", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+        ("specs", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+        ("allow_override", "KEYWORD_ONLY", False),
+    ],
+    "record_metrics": [
+        ("meter", "POSITIONAL_ONLY", inspect.Parameter.empty),
+        ("group", "POSITIONAL_ONLY", inspect.Parameter.empty),
+        ("values", "POSITIONAL_ONLY", None),
+        ("attributes", "KEYWORD_ONLY", None),
+        ("kw", "VAR_KEYWORD", inspect.Parameter.empty),
+    ],
+    "MetricSpec": [
+        ("key", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+        ("name", "POSITIONAL_OR_KEYWORD", inspect.Parameter.empty),
+        ("kind", "POSITIONAL_OR_KEYWORD", "gauge"),
+        ("unit", "POSITIONAL_OR_KEYWORD", ""),
+        ("description", "POSITIONAL_OR_KEYWORD", ""),
+        ("callback", "POSITIONAL_OR_KEYWORD", None),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SIGNATURES))
+def test_upstreams_signatures(name: str) -> None:
+    parameters = inspect.signature(getattr(instruments, name)).parameters.values()
+    assert [(p.name, p.kind.name, p.default) for p in parameters] == _SIGNATURES[name]
+    assert name in instruments.__all__
