@@ -21,7 +21,13 @@ from nemo.lens.handle import TelemetryHandle, is_telemetry_initialized, setup_te
 from nemo.lens.propagation import extract_context
 from nemo.lens.resources import OTEL_RESOURCE_ATTRIBUTES, encode_resource_attributes
 
-pytestmark = pytest.mark.usefixtures("clean_env", "unset_providers")
+pytestmark = pytest.mark.usefixtures("clean_env", "unset_providers", "_info")
+
+
+@pytest.fixture
+def _info(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="nemo.lens.handle")
+
 
 _NO_RANK = "was given no rank and found no"
 
@@ -48,7 +54,8 @@ def _identity(span: ReadableSpan) -> Mapping[str, object]:
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    """What set-up said of this process's identity (logged at INFO: see migrating.md)."""
+    return [r.getMessage() for r in caplog.records if _NO_RANK in r.getMessage()]
 
 
 # -- where a rank-less set-up finds its identity ------------------------------------------
@@ -109,7 +116,7 @@ def test_every_enabled_process_exports_whatever_the_configured_strategy() -> Non
     assert [span.name for span in [_one_span(handle, exporter)]] == ["work"]
 
 
-def test_no_rank_known_is_a_warning_and_v020s_identity(caplog: pytest.LogCaptureFixture) -> None:
+def test_no_rank_known_is_said_and_v020s_identity_sent(caplog: pytest.LogCaptureFixture) -> None:
     exporter = InMemorySpanExporter()
     handle = setup_telemetry(_config(), span_exporter=exporter)
     assert (handle.rank, handle.world_size, handle.is_exporting) == (0, 1, True)

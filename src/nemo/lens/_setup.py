@@ -127,8 +127,8 @@ def setup_telemetry(
     **rank-less** (upstream's next API): the rank and world size are read from
     ``nv.dl.rank``/``nv.dl.world_size`` (or ``dl.rank``/``dl.world_size``) in
     *resource_attributes*, else in ``OTEL_RESOURCE_ATTRIBUTES``; every enabled
-    process exports; and a rank not found is logged as a warning and reported
-    as rank 0 (of 1). A call that passes any of the three is v0.2.0's: a rank
+    process exports; and a rank not found is logged (INFO) and reported as
+    rank 0 (of 1). A call that passes any of the three is v0.2.0's: a rank
     not passed is 0, a world size 1, and the export strategy decides.
 
     Args:
@@ -409,7 +409,9 @@ def publish(plan: Plan, pipeline: Pipeline | None) -> TelemetryHandle:
                 _install_signal_handlers(handle)
             _register_exit_hook()
     if config.enabled and plan.identity_warning is not None:
-        _logger.warning("%s", plan.identity_warning)
+        # INFO, not WARNING: a single-process job (a demo, a notebook) is rank 0 of 1, as
+        # v0.2.0 said, and a warning on stderr in every such job is noise (docs/migrating.md).
+        _logger.info("%s", plan.identity_warning)
     if config.enabled:
         _logger.info(
             "nemo.lens: telemetry set up (rank %d/%d, run %s, exporting=%s, exporter=%s, "
