@@ -19,6 +19,8 @@ _EXPORTS: dict[str, str] = {
     "setup_telemetry": "nemo.lens.handle",
     "get_tracer": "nemo.lens.handle",
     "get_meter": "nemo.lens.handle",
+    "is_telemetry_initialized": "nemo.lens.handle",
+    "encode_resource_attributes": "nemo.lens.resources",
     "managed_span": "nemo.lens.helpers",
     "trace_fn": "nemo.lens.helpers",
     "span_cm": "nemo.lens.helpers",
@@ -67,11 +69,13 @@ __all__ = [
     "continue_trace",
     "create_linked_span",
     "emit_span",
+    "encode_resource_attributes",
     "extract_context",
     "get_meter",
     "get_tracer",
     "inject_context",
     "is_span_group_enabled",
+    "is_telemetry_initialized",
     "managed_span",
     "record_gym_rollout_metrics",
     "record_inference_metrics",
@@ -105,7 +109,13 @@ if TYPE_CHECKING:
     from nemo.lens.config import NemoLensConfig
     from nemo.lens.distributed import broadcast_trace_context
     from nemo.lens.groups import SpanGroup
-    from nemo.lens.handle import TelemetryHandle, get_meter, get_tracer, setup_telemetry
+    from nemo.lens.handle import (
+        TelemetryHandle,
+        get_meter,
+        get_tracer,
+        is_telemetry_initialized,
+        setup_telemetry,
+    )
     from nemo.lens.helpers import (
         DEFAULT_REDACT_KEYS,
         managed_span,
@@ -133,6 +143,7 @@ if TYPE_CHECKING:
         extract_context,
         inject_context,
     )
+    from nemo.lens.resources import encode_resource_attributes
     from nemo.lens.span_utilities import emit_span
     from nemo.lens.state import is_span_group_enabled, set_enabled_span_groups
     from nemo.lens.strategies import (

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from opentelemetry.util.types import AttributeValue
 
-from nemo.lens import _compat, state
+from nemo.lens import _compat, semconv, state
 from nemo.lens._core import handle as _handle
 from nemo.lens._core import signals as _signals
 from nemo.lens._core import state as _state
@@ -37,6 +38,7 @@ from nemo.lens._core.setup_checks import (
     resolve_strategy,
 )
 from nemo.lens.config import NemoLensConfig
+from nemo.lens.resources.encoding import OTEL_RESOURCE_ATTRIBUTES, decode_resource_attributes
 from nemo.lens.strategies import export_decision
 
 if TYPE_CHECKING:
@@ -46,7 +48,24 @@ if TYPE_CHECKING:
 
     from nemo.lens._sdk.pipeline import Pipeline
 
-__all__ = ["Plan", "StrategyArgument", "build", "publish", "setup_telemetry", "validate"]
+__all__ = [
+    "RANK_KEYS",
+    "WORLD_SIZE_KEYS",
+    "Plan",
+    "StrategyArgument",
+    "build",
+    "publish",
+    "rank_from_attributes",
+    "setup_telemetry",
+    "validate",
+]
+
+# The nv.dl.* keys are upstream's later names; the schema's catalogue does not list them yet.
+RANK_KEYS: Final = ("nv.dl.rank", semconv.DL_RANK)
+"""The resource attributes a rank-less set-up reads this process's rank from (upstream's
+later key first)."""
+WORLD_SIZE_KEYS: Final = ("nv.dl.world_size", semconv.DL_WORLD_SIZE)
+"""The resource attributes a rank-less set-up reads the job's world size from."""
 
 _logger = logging.getLogger("nemo.lens.handle")
 _atexit_registered = False
@@ -74,12 +93,27 @@ class Plan:
     span_exporter: SpanExporter | None = None
     metric_reader: MetricReader | None = None
     log_exporter: LogRecordExporter | None = None
+    identity_warning: str | None = None
+    """What a rank-less set-up could not find out about this process (logged when published)."""
+
+
+class _NotPassed(int):
+    """A default that reads as v0.2.0's (``0``, ``1``) but tells "not passed" apart by identity."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return int.__repr__(self)
+
+
+_RANK_NOT_PASSED: Final = _NotPassed(0)
+_WORLD_SIZE_NOT_PASSED: Final = _NotPassed(1)
 
 
 def setup_telemetry(
     config: NemoLensConfig,
-    rank: int = 0,
-    world_size: int = 1,
+    rank: int = _RANK_NOT_PASSED,
+    world_size: int = _WORLD_SIZE_NOT_PASSED,
     resource_attributes: Mapping[str, AttributeValue] | None = None,
     span_exporter: SpanExporter | None = None,
     metric_reader: MetricReader | None = None,
@@ -89,9 +123,17 @@ def setup_telemetry(
 ) -> TelemetryHandle:
     """Set up telemetry for this process and return its :class:`TelemetryHandle`.
 
+    A call that passes none of *rank*, *world_size* and *export_strategy* is
+    **rank-less** (upstream's next API): the rank and world size are read from
+    ``nv.dl.rank``/``nv.dl.world_size`` (or ``dl.rank``/``dl.world_size``) in
+    *resource_attributes*, else in ``OTEL_RESOURCE_ATTRIBUTES``; every enabled
+    process exports; and a rank not found is logged (INFO) and reported as
+    rank 0 (of 1). A call that passes any of the three is v0.2.0's: a rank
+    not passed is 0, a world size 1, and the export strategy decides.
+
     Args:
         config: What to set up; ``config.enabled=False`` installs nothing.
-        rank: This process's global rank.
+        rank: This process's global rank (see above when not passed).
         world_size: Number of ranks in the job.
         resource_attributes: Extra resource attributes; they win over every
             other source (see :mod:`nemo.lens.resources`).
@@ -118,7 +160,9 @@ def setup_telemetry(
     Raises:
         TypeError: an argument or config field has the wrong type.
         ValueError: a config value is invalid (unknown span group, exporter,
-            strategy, OTLP protocol, rank out of range, bad ``trace_file``).
+            strategy, OTLP protocol, rank out of range, bad ``trace_file``), or a
+            rank-less set-up found a rank or world size that is not a whole
+            number, or two keys that disagree.
         RuntimeError: telemetry is already set up and ``_allow_reinit`` is false.
         ImportError: telemetry is enabled but the SDK extra is not installed.
     """
@@ -155,10 +199,20 @@ def validate(
         )
     if not isinstance(allow_reinit, bool):
         raise TypeError(f"_allow_reinit must be a bool, got {allow_reinit!r}")
+    rankless = (
+        rank is _RANK_NOT_PASSED
+        and world_size is _WORLD_SIZE_NOT_PASSED
+        and export_strategy is None
+    )
+    extra_attributes = check_resource_attributes(resource_attributes)
+    identity_warning = None
+    if rankless:
+        rank, world_size, identity_warning = rank_from_attributes(extra_attributes)
     rank, world_size = check_rank(rank, world_size)
+    # A default not overridden is still its marker: keep a plain int from here on.
+    rank, world_size = int(rank), int(world_size)
     groups = config._check_fields()
     strategy = resolve_strategy(config, export_strategy)
-    extra_attributes = check_resource_attributes(resource_attributes)
     check_components(span_exporter, metric_reader, log_exporter)
     with _handle.LOCK:
         check_guard(allow_reinit)
@@ -173,7 +227,7 @@ def validate(
     resolved = config.resolved()
     # An export_rank at or beyond world_size is not an error (v0.2.0): under
     # single_rank no rank matches it, and an export_strategy= override still decides.
-    exporting = export_decision(strategy, resolved, rank, world_size)
+    exporting = rankless or export_decision(strategy, resolved, rank, world_size)
     if not exporting and not resolved.spans_on_every_rank:
         return Plan(resolved, rank, world_size, allow_reinit, frozenset(), False, builds=False)
     names = resolved.exporters
@@ -207,6 +261,81 @@ def validate(
         span_exporter=span_exporter,
         metric_reader=metric_reader,
         log_exporter=log_exporter,
+        identity_warning=identity_warning,
+    )
+
+
+def rank_from_attributes(
+    attributes: Mapping[str, AttributeValue],
+) -> tuple[int, int, str | None]:
+    """Return the rank and world size a rank-less set-up reports, and what it could not find.
+
+    Each is read from *attributes* if they hold one of its keys (:data:`RANK_KEYS`,
+    :data:`WORLD_SIZE_KEYS`), else from ``OTEL_RESOURCE_ATTRIBUTES``. A rank not found is
+    0, a world size not found one more than the rank; the third item then says so (a
+    warning to log), else it is ``None``.
+
+    Raises:
+        ValueError: a value is not a whole number, or two keys of one source disagree.
+    """
+    sources = (
+        ("resource_attributes", attributes),
+        (
+            OTEL_RESOURCE_ATTRIBUTES,
+            decode_resource_attributes(os.environ.get(OTEL_RESOURCE_ATTRIBUTES, "")),
+        ),
+    )
+    rank = _whole_number(sources, RANK_KEYS)
+    world_size = _whole_number(sources, WORLD_SIZE_KEYS)
+    if rank is not None and world_size is not None:
+        return rank, world_size, None
+    missing = " and ".join(
+        keys[0]
+        for keys, value in ((RANK_KEYS, rank), (WORLD_SIZE_KEYS, world_size))
+        if value is None
+    )
+    rank = 0 if rank is None else rank
+    world_size = rank + 1 if world_size is None else world_size
+    warning = (
+        f"nemo.lens: setup_telemetry() was given no rank and found no {missing} in "
+        f"resource_attributes or {OTEL_RESOURCE_ATTRIBUTES}, so this process reports rank "
+        f"{rank} of {world_size} and cannot be told apart from other processes of the job "
+        f"that report the same; pass resource_attributes={{'nv.dl.rank': rank, "
+        f"'nv.dl.world_size': world_size}}, or set them in {OTEL_RESOURCE_ATTRIBUTES} "
+        "(nemo.lens.resources.encode_resource_attributes writes it for a child process)"
+    )
+    return rank, world_size, warning
+
+
+def _whole_number(
+    sources: tuple[tuple[str, Mapping[str, object]], ...], keys: tuple[str, ...]
+) -> int | None:
+    """The whole number the first source holding one of *keys* holds (``None``: none does)."""
+    for where, attributes in sources:
+        found: dict[str, int] = {}
+        for key in keys:
+            if key in attributes:
+                found[key] = _parse_whole_number(attributes[key], key, where)
+        if len(set(found.values())) > 1:
+            shown = ", ".join(f"{key}={value}" for key, value in found.items())
+            raise ValueError(
+                f"setup_telemetry: {where} holds {shown}, which disagree; "
+                f"set one value, under {keys[0]}"
+            )
+        if found:
+            return next(iter(found.values()))
+    return None
+
+
+def _parse_whole_number(value: object, key: str, where: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value >= 0:
+            return int(value)
+    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value.strip())
+    raise ValueError(
+        f"setup_telemetry: {key}={value!r} in {where} is not a whole number >= 0; "
+        f"set it to this process's value (like {key}=0) or remove it"
     )
 
 
@@ -279,6 +408,10 @@ def publish(plan: Plan, pipeline: Pipeline | None) -> TelemetryHandle:
             if config.handle_signals:
                 _install_signal_handlers(handle)
             _register_exit_hook()
+    if config.enabled and plan.identity_warning is not None:
+        # INFO, not WARNING: a single-process job (a demo, a notebook) is rank 0 of 1, as
+        # v0.2.0 said, and a warning on stderr in every such job is noise (docs/migrating.md).
+        _logger.info("%s", plan.identity_warning)
     if config.enabled:
         _logger.info(
             "nemo.lens: telemetry set up (rank %d/%d, run %s, exporting=%s, exporter=%s, "

@@ -91,6 +91,8 @@ def span_cm(
     tracer: Tracer | None = None,
     record_exception: bool = True,
     group: str | None = None,
+    *,
+    context: Context | None = None,
     **attributes: object,
 ) -> AbstractContextManager[Span]:
     """Run the ``with`` body with no span; the ``as`` target is ``None``.

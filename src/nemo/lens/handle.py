@@ -1,6 +1,7 @@
 """Set-up and shutdown: :func:`setup_telemetry` and :class:`TelemetryHandle`.
 
-Also v0.2.0's ``_INITIALIZED`` flag (see :mod:`nemo.lens._compat`).
+Also v0.2.0's ``_INITIALIZED`` flag (see :mod:`nemo.lens._compat`), which
+:func:`is_telemetry_initialized` reads under a public name.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from nemo.lens._core.handle import (
     TelemetryHandle,
     get_meter,
     get_tracer,
+    is_telemetry_initialized,
 )
 from nemo.lens._names import rehome
 from nemo.lens._setup import StrategyArgument, setup_telemetry
@@ -23,6 +25,7 @@ __all__ = [
     "TelemetryHandle",
     "get_meter",
     "get_tracer",
+    "is_telemetry_initialized",
     "setup_telemetry",
 ]
 

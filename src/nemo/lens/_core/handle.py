@@ -35,6 +35,7 @@ __all__ = [
     "get_meter",
     "get_tracer",
     "install_globals",
+    "is_telemetry_initialized",
     "release_globals",
     "reset_for_testing",
     "retire",
@@ -167,12 +168,13 @@ class TelemetryHandle:
 
     @property
     def rank(self) -> int:
-        """The rank passed to :func:`setup_telemetry`."""
+        """This process's rank: passed to :func:`setup_telemetry`, or read by a rank-less
+        set-up from the resource attributes (0 when neither said)."""
         return self._rank
 
     @property
     def world_size(self) -> int:
-        """The world size passed to :func:`setup_telemetry`."""
+        """The job's world size, passed or read as :attr:`rank` is."""
         return self._world_size
 
     @property
@@ -315,6 +317,17 @@ def _timeout_ms(timeout_ms: object, method: str) -> float:
         DEFAULT_SHUTDOWN_TIMEOUT_MS,
     )
     return DEFAULT_SHUTDOWN_TIMEOUT_MS
+
+
+def is_telemetry_initialized() -> bool:
+    """Whether an enabled :func:`setup_telemetry` is active in this process.
+
+    A library that runs inside another's job asks this before setting up, and uses
+    :func:`get_tracer` and :func:`get_meter` instead when it is ``True`` (the owner of
+    the set-up shuts it down). It is v0.2.0's ``nemo.lens.handle._INITIALIZED``, read
+    through a public name: ``False`` again after the set-up's handle shuts down.
+    """
+    return _compat.initialised()
 
 
 def retire(handle: TelemetryHandle) -> None:

@@ -2,7 +2,8 @@
 
 Every key upstream v0.2.0 sends is sent, with its type, beside nemo.lens's own; the 0.1.0
 detectors are here too (:func:`detect_resource`, the submodules ``local``, ``slurm`` and
-``kubernetes``). Importing it does not import the OpenTelemetry SDK.
+``kubernetes``), and :func:`encode_resource_attributes` for a child process's resource.
+Importing it does not import the OpenTelemetry SDK.
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ from nemo.lens.resources.detect import (
     nvidia_smi_gpu_count,
     visible_gpu_count,
 )
+from nemo.lens.resources.encoding import (
+    OTEL_RESOURCE_ATTRIBUTES,
+    decode_resource_attributes,
+    encode_resource_attributes,
+)
 from nemo.lens.resources.kubernetes import detect_kubernetes
 from nemo.lens.resources.local import detect_local
 from nemo.lens.resources.slurm import detect_slurm
@@ -35,14 +41,17 @@ __all__ = [
     "K8S_NAMESPACE_FILE",
     "K8S_SECRETS_DIR",
     "NVIDIA_SMI_TIMEOUT_S",
+    "OTEL_RESOURCE_ATTRIBUTES",
     "attributes",
     "build_resource",
     "config_attributes",
+    "decode_resource_attributes",
     "detect_attributes",
     "detect_kubernetes",
     "detect_local",
     "detect_resource",
     "detect_slurm",
+    "encode_resource_attributes",
     "kubernetes",
     "local",
     "merged_attributes",
