@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -167,3 +170,25 @@ def test_the_fallback_registry_keeps_nothing() -> None:
     assert fallbacks.SpanRegistry.presets() == {"all": frozenset()}
     assert fallbacks.SpanRegistry.resolve("a, B ,") == (frozenset(), frozenset({"a", "b"}))
     assert "x" not in SpanRegistry.namespaces()
+
+
+@pytest.mark.parametrize(
+    "method", ["register", "unregister", "clear", "groups", "namespaces", "presets", "resolve"]
+)
+def test_the_fallback_registry_has_the_real_signatures(method: str) -> None:
+    real = inspect.signature(getattr(SpanRegistry, method))
+    assert inspect.signature(getattr(fallbacks.SpanRegistry, method)) == real
+
+
+def test_a_fresh_process_resolves_the_generated_vocabulary_through_the_registry() -> None:
+    # Importing the base vocabulary registers it, inside the very call that needs it:
+    # the call must neither deadlock nor lose the groups that registration brought.
+    code = (
+        "from nemo.lens.state import set_span_group_spec, enabled_span_groups\n"
+        "set_span_group_spec('job')\n"
+        "print(sorted(enabled_span_groups()))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert completed.stdout.strip() == "['job']"

@@ -111,6 +111,7 @@ def set_enabled_span_groups(groups: Iterable[str]) -> None:
         if not isinstance(name, str):
             raise TypeError(f"span group names must be str, got {type(name).__name__} ({name!r})")
     global _spec, _pending
+    _configured_categories()  # see _spec_lock
     with _spec_lock:
         # An explicit set pins the groups: a later registration must not reopen them.
         _spec = None
@@ -137,7 +138,9 @@ def enabled_span_groups() -> frozenset[str]:
 # The spec set_span_group_spec stored (None: the groups were set explicitly), what of it
 # resolved to nothing, and the pending set last warned about. Guarded by _spec_lock, which
 # is held while resolving through the registry (the lock order is state -> registry).
-_spec_lock = threading.Lock()
+# Callers import the base vocabulary first (_configured_categories): its first import
+# registers it, and a registration re-resolves under this lock; re-entrant regardless.
+_spec_lock = threading.RLock()
 _spec: str | None = None
 _pending: frozenset[str] = frozenset()
 _warned: frozenset[str] = frozenset()
@@ -153,6 +156,7 @@ def set_span_group_spec(spec: str) -> None:
     global _spec, _warned
     from nemo.lens.registry import SpanRegistry
 
+    _configured_categories()  # see _spec_lock
     with _spec_lock:
         groups, pending = SpanRegistry.resolve(spec)
         _spec = spec
