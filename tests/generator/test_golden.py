@@ -76,7 +76,7 @@ def test_reordering_toml_keys_changes_nothing(tmp_path: Path) -> None:
         # generated code imports only public modules
         "from nemo.lens.spec import (\n",
         # one system with the run-time registry: registered on import, re-exported
-        "\nregister_span_group_class(SpanGroup)\n",
+        "\n_register_class(SpanGroup)\n",
         '    "SpanRegistry",\n',
     ],
 )
@@ -100,7 +100,7 @@ def test_golden_base_module_shows_each_feature(tmp_path: Path, needle: str) -> N
         '    """One request, with \\\\backslashes\\\\ and \\"quotes\\" that stay inert text: '
         '\\"\\"\\" \\\\N \\\\x.\n',
         # one system with the run-time registry: registered on import
-        "\nregister_span_group_class(ServeSpanGroup)\n",
+        "\n_register_class(ServeSpanGroup)\n",
     ],
 )
 def test_golden_consumer_module_shows_each_feature(tmp_path: Path, needle: str) -> None:

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import ClassVar, Final, Literal, TypeAlias, cast
 
-from nemo.lens.registry import SpanRegistry, register_span_group_class
+from nemo.lens.registry import SpanRegistry
+from nemo.lens.registry import register_span_group_class as _register_class
 from nemo.lens.spec import (
     DynamicSpanGroup,
     GroupInfo,
@@ -300,4 +301,4 @@ ALL_PRESET: Final = PROFILING_PRESET
 """The 'all' preset of SpanGroup. Every group of the class."""
 
 # One system with the run-time registry: the class's groups and presets, registered on import.
-register_span_group_class(SpanGroup)
+_register_class(SpanGroup)

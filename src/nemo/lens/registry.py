@@ -14,7 +14,14 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Final
 
-from nemo.lens.spec import ClassOrClasses, SpanGroupClass, SpecStep, explain_spec, presets_of
+from nemo.lens.spec import (
+    ClassOrClasses,
+    SpanGroupClass,
+    SpecStep,
+    explain_spec,
+    presets_of,
+    union_of,
+)
 
 __all__ = [
     "ALL",
@@ -198,9 +205,7 @@ def explain_job_spec(
 ) -> tuple[frozenset[str], tuple[SpecStep, ...]]:
     """Resolve a job's spec (``NemoLensConfig.span_groups``) against *classes* and every
     namespace registered by hand, entry by entry (see :func:`resolve_job_spec`)."""
-    from nemo.lens.spec import _union
-
-    owner, groups, presets, renamed = _union(classes)
+    owner, groups, presets, renamed = union_of(classes)
     with _LOCK:
         hand = [ns for ns in sorted(_groups) if ns not in _vocabulary]
         extra = frozenset().union(*(_groups[ns] for ns in hand))

@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, cast
 
 from nemo.lens.groups import SpanGroup
-from nemo.lens.registry import register_span_group_class
+from nemo.lens.registry import register_span_group_class as _register_class
 from nemo.lens.spec import (
     DynamicSpanGroup,
     GroupInfo,
@@ -314,4 +314,4 @@ else:
     __getattr__ = primitives_getattr(__name__, globals())
 
 # One system with the run-time registry: the class's groups and presets, registered on import.
-register_span_group_class(MegatronSpanGroup)
+_register_class(MegatronSpanGroup)
