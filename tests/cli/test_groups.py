@@ -10,7 +10,7 @@ import pytest
 
 from nemo.lens import cli
 from nemo.lens.cli import span_group_classes
-from nemo.lens.groups import SpanGroup
+from nemo.lens.groups import SpanGroup, SpanRegistry
 from tests.fixture_vocabulary import fixture_classes
 
 from .conftest import Result
@@ -34,7 +34,19 @@ def test_lists_the_base_groups_with_frequency_category_and_description_then_pres
 
     assert result.status == 0
     assert result.err == ""
-    assert result.out_lines == [
+    # The registered namespaces (a table after the presets) depend on what this process
+    # imported: checked on their own below.
+    lines = result.out_lines
+    table = 15
+    namespaces = SpanRegistry.namespaces()
+    assert lines[table - 1] == ""
+    assert lines[table].split() == ["registered", "namespace", "groups"]
+    assert [line.split()[0] for line in lines[table + 1 : table + 1 + len(namespaces)]] == (
+        namespaces
+    )
+    assert lines[table + 1 + len(namespaces)] == ""
+    del lines[table : table + 2 + len(namespaces)]
+    assert lines == [
         "SpanGroup: The base span-group vocabulary, meaningful to every consumer.",
         "",
         "group        fires     category   description",
@@ -55,6 +67,18 @@ def test_lists_the_base_groups_with_frequency_category_and_description_then_pres
         "Choose groups per run with NEMO_LENS_SPAN_GROUPS, e.g. NEMO_LENS_SPAN_GROUPS=per_step.",
         "See what a spec enables: nemo-lens groups --spec per_step,-step",
     ]
+
+
+def test_lists_a_namespace_registered_by_hand(run: Run) -> None:
+    SpanRegistry.register("cli_test.lib", {"cli_test.lib.phase", "cli_test.lib.io"})
+    try:
+        result = run("groups")
+    finally:
+        SpanRegistry.unregister("cli_test.lib")
+    assert result.status == 0
+    row = next(line for line in result.out_lines if line.startswith("cli_test.lib "))
+    assert row.split(maxsplit=1)[1] == "cli_test.lib.io, cli_test.lib.phase"
+    assert any(line.startswith("nemo.lens.groups ") for line in result.out_lines)
 
 
 @pytest.mark.parametrize("name", sorted(span_group_classes()))

@@ -75,6 +75,9 @@ def test_reordering_toml_keys_changes_nothing(tmp_path: Path) -> None:
         "    _PRESETS: ClassVar[Mapping[str, frozenset[str]]] = PRESETS\n",
         # generated code imports only public modules
         "from nemo.lens.spec import (\n",
+        # one system with the run-time registry: registered on import, re-exported
+        "\n_register_class(SpanGroup)\n",
+        '    "SpanRegistry",\n',
     ],
 )
 def test_golden_base_module_shows_each_feature(tmp_path: Path, needle: str) -> None:
@@ -96,6 +99,8 @@ def test_golden_base_module_shows_each_feature(tmp_path: Path, needle: str) -> N
         # schema text stays text: escaped, never code
         '    """One request, with \\\\backslashes\\\\ and \\"quotes\\" that stay inert text: '
         '\\"\\"\\" \\\\N \\\\x.\n',
+        # one system with the run-time registry: registered on import
+        "\n_register_class(ServeSpanGroup)\n",
     ],
 )
 def test_golden_consumer_module_shows_each_feature(tmp_path: Path, needle: str) -> None:

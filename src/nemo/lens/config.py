@@ -20,7 +20,8 @@ from nemo.lens._core import strategy_registry
 from nemo.lens._core.destinations import CONSOLE_FORMATS, exporter_names, file_name_part
 from nemo.lens._core.ids import new_run_id
 from nemo.lens.groups import SpanGroup
-from nemo.lens.spec import resolve_for, spec_in_effect
+from nemo.lens.registry import resolve_job_spec
+from nemo.lens.spec import spec_in_effect
 
 __all__ = [
     "DEFAULT_ENV_PREFIX",
@@ -236,7 +237,7 @@ class NemoLensConfig:
                 f"(RLSpanGroup, MegatronSpanGroup), got {_describe(cls)}",
             )
         try:
-            groups = resolve_for(spec_in_effect(self.span_groups), chosen)
+            groups = resolve_job_spec(spec_in_effect(self.span_groups), chosen)
         except (ValueError, TypeError) as exc:
             raise _FieldValueError(
                 "span_groups", f"invalid span_groups {self.span_groups!r}: {exc}"
@@ -259,7 +260,7 @@ class NemoLensConfig:
     def resolved_span_groups(self) -> frozenset[str]:
         """The groups ``span_groups`` enables, resolved against ``span_group_cls`` at each
         access (:class:`ValueError` for an unknown name); an empty spec means ``default``."""
-        return resolve_for(spec_in_effect(self.span_groups), self.span_group_cls)
+        return resolve_job_spec(spec_in_effect(self.span_groups), self.span_group_cls)
 
     @property
     def exporters(self) -> tuple[str, ...]:

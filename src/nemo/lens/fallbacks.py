@@ -16,7 +16,7 @@ from typing import TypeVar as _TypeVar
 from typing import cast as _cast
 
 if _TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from collections.abc import Set as AbstractSet
     from contextlib import AbstractContextManager
     from decimal import Decimal
@@ -26,6 +26,7 @@ if _TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_REDACT_KEYS",
+    "SpanRegistry",
     "emit_span",
     "is_span_group_enabled",
     "managed_span",
@@ -158,6 +159,54 @@ def redact_value(key: str, value: _T, redact_keys: AbstractSet[str] = DEFAULT_RE
         hidden = ["[REDACTED]" if isinstance(item, str) else item for item in value]
         return _cast(_T, hidden if isinstance(value, list) else tuple(hidden))
     return value
+
+
+class SpanRegistry:
+    """A registry that keeps nothing: registering succeeds, nothing is registered, and every
+    spec entry resolves to nothing (the real one is ``nemo.lens.groups.SpanRegistry``)."""
+
+    @classmethod
+    def register(
+        cls,
+        namespace: str,
+        groups: Iterable[str],
+        presets: Mapping[str, Iterable[str]] | None = None,
+        *,
+        allow_override: bool = False,
+    ) -> None:
+        """Accept the registration and forget it."""
+        return None
+
+    @classmethod
+    def unregister(cls, namespace: str) -> None:
+        """Do nothing."""
+        return None
+
+    @classmethod
+    def clear(cls) -> None:
+        """Do nothing."""
+        return None
+
+    @classmethod
+    def groups(cls) -> frozenset[str]:
+        """No group is registered."""
+        return frozenset()
+
+    @classmethod
+    def namespaces(cls) -> list[str]:
+        """No namespace is registered."""
+        return []
+
+    @classmethod
+    def presets(cls) -> dict[str, frozenset[str]]:
+        """Only ``all``, which covers no group."""
+        return {"all": frozenset()}
+
+    @classmethod
+    def resolve(cls, spec: str) -> tuple[frozenset[str], frozenset[str]]:
+        """Nothing enabled; every entry of *spec* pending."""
+        entries = (entry.strip().lower() for entry in spec.split(","))
+        return frozenset(), frozenset(entry for entry in entries if entry)
 
 
 # `from __future__ import annotations` binds the name `annotations` here; the feature

@@ -39,6 +39,7 @@ __all__ = [
     "resolve_for",
     "resolve_spec",
     "spec_in_effect",
+    "union_of",
     "with_implicit_presets",
     "with_old_names",
 ]
@@ -286,7 +287,8 @@ def _classes(classes: ClassOrClasses) -> tuple[type[SpanGroupClass], ...]:
 _Union: TypeAlias = tuple[str, frozenset[str], Mapping[str, frozenset[str]], Mapping[str, str]]
 
 
-def _union(classes: ClassOrClasses) -> _Union:
+def union_of(classes: ClassOrClasses) -> _Union:
+    """What a spec is resolved against for *classes*: ``(owner, groups, presets, renamed)``."""
     chosen = _classes(classes)
     if not chosen:
         raise ValueError("span-group classes: name at least one class, e.g. (SpanGroup,)")
@@ -307,7 +309,7 @@ def _union(classes: ClassOrClasses) -> _Union:
 
 def explain_for(spec: str, classes: ClassOrClasses) -> tuple[frozenset[str], tuple[SpecStep, ...]]:
     """:func:`explain_spec` against one class or the union of several (see :func:`resolve_for`)."""
-    owner, groups, presets, renamed = _union(classes)
+    owner, groups, presets, renamed = union_of(classes)
     return explain_spec(spec, owner=owner, groups=groups, presets=presets, renamed=renamed)
 
 

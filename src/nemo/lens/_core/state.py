@@ -8,6 +8,8 @@ ever rebound.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol, cast
 
@@ -37,12 +39,15 @@ __all__ = [
     "group_tags",
     "installed_tracer_provider",
     "is_span_group_enabled",
+    "pending_span_groups",
     "recorder",
+    "refresh_enabled_span_groups",
     "reset_span_group_classes",
     "set_current_handle",
     "set_enabled_span_groups",
     "set_pp_trace_carrier",
     "set_span_group_classes",
+    "set_span_group_spec",
     "span_group_classes",
     "tags",
     "use_tracer_provider",
@@ -96,7 +101,6 @@ def set_enabled_span_groups(groups: Iterable[str]) -> None:
             per character) or yields something that is not a ``str``. The enabled
             set is left unchanged.
     """
-    global enabled, _selected, tags
     if isinstance(groups, str):
         raise TypeError(
             "set_enabled_span_groups() takes an iterable of group names, not a str; "
@@ -106,6 +110,17 @@ def set_enabled_span_groups(groups: Iterable[str]) -> None:
     for name in new:
         if not isinstance(name, str):
             raise TypeError(f"span group names must be str, got {type(name).__name__} ({name!r})")
+    global _spec, _pending
+    _configured_categories()  # see _spec_lock
+    with _spec_lock:
+        # An explicit set pins the groups: a later registration must not reopen them.
+        _spec = None
+        _pending = frozenset()
+        _enable(new)
+
+
+def _enable(new: frozenset[str]) -> None:
+    global enabled, _selected, tags
     names = with_old_names(new)
     # Tags first: a reader that sees the new enabled set finds its names tagged.
     tags = _build_tags(_configured_categories(), names, new)
@@ -116,6 +131,72 @@ def set_enabled_span_groups(groups: Iterable[str]) -> None:
 def enabled_span_groups() -> frozenset[str]:
     """Return the currently enabled span groups (for introspection and tests)."""
     return _selected
+
+
+# --- the spec resolved through the registry (upstream's next API) -------------------------
+
+# The spec set_span_group_spec stored (None: the groups were set explicitly), what of it
+# resolved to nothing, and the pending set last warned about. Guarded by _spec_lock, which
+# is held while resolving through the registry (the lock order is state -> registry).
+# Callers import the base vocabulary first (_configured_categories): its first import
+# registers it, and a registration re-resolves under this lock; re-entrant regardless.
+_spec_lock = threading.RLock()
+_spec: str | None = None
+_pending: frozenset[str] = frozenset()
+_warned: frozenset[str] = frozenset()
+
+
+def set_span_group_spec(spec: str) -> None:
+    """Enable what *spec* resolves to through :class:`~nemo.lens.registry.SpanRegistry`, and
+    keep *spec*: a namespace registered later is resolved into the enabled set.
+
+    Unlike a class's ``resolve``, an entry naming nothing registered does not raise: it is
+    logged once as a warning and reported by :func:`pending_span_groups`.
+    """
+    global _spec, _warned
+    from nemo.lens.registry import SpanRegistry
+
+    _configured_categories()  # see _spec_lock
+    with _spec_lock:
+        groups, pending = SpanRegistry.resolve(spec)
+        _spec = spec
+        _warned = frozenset()
+        _store(groups, pending)
+
+
+def refresh_enabled_span_groups() -> None:
+    """Resolve the stored spec again (the registry calls it on every change); nothing
+    when the groups were set explicitly with :func:`set_enabled_span_groups`."""
+    from nemo.lens.registry import SpanRegistry
+
+    with _spec_lock:
+        if _spec is None:
+            return
+        groups, pending = SpanRegistry.resolve(_spec)
+        _store(groups, pending)
+
+
+def _store(groups: frozenset[str], pending: frozenset[str]) -> None:
+    global _pending, _warned
+    _enable(groups)
+    _pending = pending
+    if pending and pending != _warned:
+        _warned = pending
+        from nemo.lens.registry import SpanRegistry
+
+        logging.getLogger("nemo.lens.state").warning(
+            "span-group spec %r names %s, which no namespace registered in this process "
+            "provides; nothing is emitted for them until their namespace registers "
+            "(registered namespaces: %s)",
+            _spec,
+            sorted(pending),
+            ", ".join(SpanRegistry.namespaces()) or "(none)",
+        )
+
+
+def pending_span_groups() -> frozenset[str]:
+    """The entries of the stored spec that resolved to nothing (empty without a spec)."""
+    return _pending
 
 
 # --- categories and the span attributes they give -----------------------------------------

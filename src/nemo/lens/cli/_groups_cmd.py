@@ -97,6 +97,7 @@ def cmd_groups(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         for name in names
     ]
     lines += format_table(("preset", "groups"), preset_rows, ("<", "<"))
+    lines += ["", *_namespace_lines()]
     classes_flag = "".join(f" --class {name}" for name in args.class_name or [])
     lines += [
         "",
@@ -106,6 +107,18 @@ def cmd_groups(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     ]
     print_lines(lines)
     return EXIT_OK
+
+
+def _namespace_lines() -> list[str]:
+    """The run-time registry's namespaces: the generated modules imported so far register
+    their classes; a library that calls ``SpanRegistry.register`` adds its own."""
+    from nemo.lens.registry import SpanRegistry
+
+    rows = [
+        (namespace, ", ".join(sorted(groups)))
+        for namespace, groups in SpanRegistry.namespace_groups().items()
+    ]
+    return format_table(("registered namespace", "groups"), rows, ("<", "<"))
 
 
 def _explain_spec(

@@ -306,7 +306,13 @@ def class_view(
     exports = {cls.class_name, f"{cls.class_name}Name", f"{cls.class_name}PresetName"}
     exports |= {p.constant for p in presets}
     if cls.base is None:
-        exports |= {"AnySpanGroupName", "DynamicSpanGroup", "GroupInfo", "SpanGroupArg"}
+        exports |= {
+            "AnySpanGroupName",
+            "DynamicSpanGroup",
+            "GroupInfo",
+            "SpanGroupArg",
+            "SpanRegistry",
+        }
         module_doc = "The base span-group vocabulary of nemo.lens."
     else:
         exports |= {"is_span_group_enabled", "managed_span", "trace_fn"}

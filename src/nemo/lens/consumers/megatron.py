@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, TypeVar, cast
 
 from nemo.lens.groups import SpanGroup
+from nemo.lens.registry import register_span_group_class as _register_class
 from nemo.lens.spec import (
     DynamicSpanGroup,
     GroupInfo,
@@ -311,3 +312,6 @@ if TYPE_CHECKING:
 else:
     # Imported on first use, so importing this module stays free of OpenTelemetry.
     __getattr__ = primitives_getattr(__name__, globals())
+
+# One system with the run-time registry: the class's groups and presets, registered on import.
+_register_class(MegatronSpanGroup)
