@@ -1,8 +1,9 @@
 """The commands read a span's rank and run under upstream's keys and under the old ones.
 
 Upstream nemo-lens 0.2.0 writes ``dl.rank`` and ``nemo.run.id``; nemo.lens before this
-release wrote only ``nemo.rank`` and ``nemo.run_id``; nemo.lens now writes both. A trace
-of either kind is read the same: every command finds each span's rank and run.
+release wrote only ``nemo.rank`` and ``nemo.run_id``; nemo.lens now writes both, and
+upstream's next set-up writes the rank as ``nv.dl.rank``. A trace of any kind is read the
+same: every command finds each span's rank and run.
 """
 
 from __future__ import annotations
@@ -40,7 +41,17 @@ def _old(rank: int, run: str) -> dict[str, Any]:
     return {semconv.SERVICE_NAME: "svc", semconv.RANK: rank, semconv.RUN_ID: run}
 
 
-KEYS = {"upstream's keys": _upstream, "the old keys": _old}
+def _next(rank: int, run: str) -> dict[str, Any]:
+    """A resource as upstream's next, rank-less set-up writes it: the rank only under nv.dl.*."""
+    return {
+        semconv.SERVICE_NAME: "svc",
+        semconv.NV_DL_RANK: rank,
+        semconv.NV_DL_WORLD_SIZE: 2,
+        semconv.NEMO_RUN_ID: run,
+    }
+
+
+KEYS = {"upstream's keys": _upstream, "the old keys": _old, "upstream's next keys": _next}
 
 
 def _trace(tmp_path: Path, resource: Callable[[int, str], dict[str, Any]]) -> list[Path]:

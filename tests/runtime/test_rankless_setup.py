@@ -30,6 +30,7 @@ def _info(caplog: pytest.LogCaptureFixture) -> None:
 
 
 _NO_RANK = "was given no rank and found no"
+_NEXT_KEYS = ("nv.dl.rank", "nv.dl.world_size")
 
 
 def _config(**fields: Any) -> NemoLensConfig:
@@ -49,7 +50,7 @@ def _one_span(handle: TelemetryHandle, exporter: InMemorySpanExporter) -> Readab
 
 def _identity(span: ReadableSpan) -> Mapping[str, object]:
     attributes = span.resource.attributes
-    keys = ("dl.rank", "dl.world_size", "nemo.rank", "service.instance.id")
+    keys = ("dl.rank", "dl.world_size", "nemo.rank", "service.instance.id", *_NEXT_KEYS)
     return {key: attributes.get(key) for key in keys}
 
 
@@ -76,6 +77,8 @@ def test_the_rank_comes_from_the_resource_attributes(
         "dl.world_size": 8,
         "nemo.rank": 3,
         "service.instance.id": "run7-rank3",
+        "nv.dl.rank": 3,
+        "nv.dl.world_size": 8,
     }
     assert _warnings(caplog) == []
 
@@ -126,6 +129,9 @@ def test_no_rank_known_is_said_and_v020s_identity_sent(caplog: pytest.LogCapture
         "dl.world_size": 1,
         "nemo.rank": 0,
         "service.instance.id": "run7-rank0",
+        # Upstream's next keys say only what is known: a made-up rank is not sent under them.
+        "nv.dl.rank": None,
+        "nv.dl.world_size": None,
     }
     (warning,) = _warnings(caplog)
     assert _NO_RANK + " nv.dl.rank and nv.dl.world_size" in warning
@@ -217,6 +223,24 @@ def test_any_of_v020s_arguments_makes_the_set_up_v020s(
     assert handle.rank == 0  # v0.2.0's default, not the variable's 2
     assert handle.world_size == arguments.get("world_size", 1)
     assert _warnings(caplog) == []
+
+
+def test_a_rank_passed_is_sent_under_upstreams_next_keys_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A dashboard on upstream's next keys finds a v0.2.0-style job's ranks; the rank passed
+    # wins over the variable's, as it does for dl.rank.
+    monkeypatch.setenv(OTEL_RESOURCE_ATTRIBUTES, "nv.dl.rank=0,nv.dl.world_size=1")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    exporter = InMemorySpanExporter()
+    config = _config(export_strategy="all_ranks")
+    handle = setup_telemetry(config, rank=3, world_size=4, span_exporter=exporter)
+    attributes = _one_span(handle, exporter).resource.attributes
+    assert {key: attributes.get(key) for key in _NEXT_KEYS} == {
+        "nv.dl.rank": 3,
+        "nv.dl.world_size": 4,
+    }
+    assert attributes.get("nv.dl.local_rank") == attributes.get("nemo.local_rank") == 1
 
 
 def test_a_strategy_passed_alone_still_decides() -> None:

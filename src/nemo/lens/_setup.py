@@ -60,11 +60,10 @@ __all__ = [
     "validate",
 ]
 
-# The nv.dl.* keys are upstream's later names; the schema's catalogue does not list them yet.
-RANK_KEYS: Final = ("nv.dl.rank", semconv.DL_RANK)
+RANK_KEYS: Final = (semconv.NV_DL_RANK, semconv.DL_RANK)
 """The resource attributes a rank-less set-up reads this process's rank from (upstream's
 later key first)."""
-WORLD_SIZE_KEYS: Final = ("nv.dl.world_size", semconv.DL_WORLD_SIZE)
+WORLD_SIZE_KEYS: Final = (semconv.NV_DL_WORLD_SIZE, semconv.DL_WORLD_SIZE)
 """The resource attributes a rank-less set-up reads the job's world size from."""
 
 _logger = logging.getLogger("nemo.lens.handle")
@@ -207,10 +206,14 @@ def validate(
     extra_attributes = check_resource_attributes(resource_attributes)
     identity_warning = None
     if rankless:
-        rank, world_size, identity_warning = rank_from_attributes(extra_attributes)
+        rank, world_size, identity_warning, known = rank_from_attributes(extra_attributes)
     rank, world_size = check_rank(rank, world_size)
     # A default not overridden is still its marker: keep a plain int from here on.
     rank, world_size = int(rank), int(world_size)
+    if not rankless:
+        known = {semconv.NV_DL_RANK: rank, semconv.NV_DL_WORLD_SIZE: world_size}
+    # Upstream's next keys are sent beside dl.rank when known; a rank made up is not.
+    extra_attributes = {**known, **(extra_attributes or {})}
     groups = config._check_fields()
     strategy = resolve_strategy(config, export_strategy)
     check_components(span_exporter, metric_reader, log_exporter)
@@ -267,8 +270,9 @@ def validate(
 
 def rank_from_attributes(
     attributes: Mapping[str, AttributeValue],
-) -> tuple[int, int, str | None]:
-    """Return the rank and world size a rank-less set-up reports, and what it could not find.
+) -> tuple[int, int, str | None, dict[str, int]]:
+    """Return the rank and world size a rank-less set-up reports, what it could not find,
+    and what it found (under upstream's next keys, ``nv.dl.rank``, ``nv.dl.world_size``).
 
     Each is read from *attributes* if they hold one of its keys (:data:`RANK_KEYS`,
     :data:`WORLD_SIZE_KEYS`), else from ``OTEL_RESOURCE_ATTRIBUTES``. A rank not found is
@@ -287,8 +291,11 @@ def rank_from_attributes(
     )
     rank = _whole_number(sources, RANK_KEYS)
     world_size = _whole_number(sources, WORLD_SIZE_KEYS)
+    known = {
+        k[0]: v for k, v in ((RANK_KEYS, rank), (WORLD_SIZE_KEYS, world_size)) if v is not None
+    }
     if rank is not None and world_size is not None:
-        return rank, world_size, None
+        return rank, world_size, None, known
     missing = " and ".join(
         keys[0]
         for keys, value in ((RANK_KEYS, rank), (WORLD_SIZE_KEYS, world_size))
@@ -304,7 +311,7 @@ def rank_from_attributes(
         f"'nv.dl.world_size': world_size}}, or set them in {OTEL_RESOURCE_ATTRIBUTES} "
         "(nemo.lens.resources.encode_resource_attributes writes it for a child process)"
     )
-    return rank, world_size, warning
+    return rank, world_size, warning, known
 
 
 def _whole_number(

@@ -69,8 +69,8 @@ class Process:
         return (self.rank is None, self.rank or 0, self.run_id, self.service)
 
     def label(self, *, with_run: bool = False) -> str:
-        """``rank 0`` (``unknown rank`` without ``dl.rank`` or ``nemo.rank``), and its run
-        when asked."""
+        """``rank 0`` (``unknown rank`` without ``dl.rank``, ``nemo.rank`` or ``nv.dl.rank``),
+        and its run when asked."""
         text = "unknown rank" if self.rank is None else f"rank {self.rank}"
         if with_run and self.run_id:
             text += f" of run {self.run_id}"

@@ -201,7 +201,7 @@ def detect_attributes(
         found[attr.GPU_COUNT] = gpus
     local_rank = _as_int(env.get("LOCAL_RANK", "").strip())
     if local_rank is not None:
-        found[attr.LOCAL_RANK] = local_rank
+        found.update(dict.fromkeys((attr.LOCAL_RANK, attr.NV_DL_LOCAL_RANK), local_rank))
     found.update(slurm_attributes(env))
     found.update(
         kubernetes_attributes(env, namespace_file=namespace_file, kubernetes_dir=kubernetes_dir)

@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 31d4c412271ccba67d6ed7a0707cc7a9afb1dee2108d735e3865a7ba9638b112
+# schema-sha256: cf18272d05235bb61761de3296fbfd86c856dd96e8ee82687a6a811993b90674
 """The names nemo.lens emits and reads, other than the resource's and the metrics': span and log
 attributes, metric attributes and fixed values, and upstream's names.
 """

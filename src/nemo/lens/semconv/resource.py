@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: 31d4c412271ccba67d6ed7a0707cc7a9afb1dee2108d735e3865a7ba9638b112
+# schema-sha256: cf18272d05235bb61761de3296fbfd86c856dd96e8ee82687a6a811993b90674
 """The resource attributes nemo.lens sets on every signal, and what each one holds."""
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ __all__ = [
     "LOCAL_RANK",
     "NEMO_RUN_ID",
     "NEMO_USER_ID",
+    "NV_DL_LOCAL_RANK",
+    "NV_DL_RANK",
+    "NV_DL_WORLD_SIZE",
     "PROCESS_PID",
     "RANK",
     "RUN_ID",
@@ -67,6 +70,9 @@ HOST_NAME: Final = "host.name"
 
 LOCAL_RANK: Final = "nemo.local_rank"
 """`LOCAL_RANK` as torchrun sets it, when set. Type: `int`."""
+
+NV_DL_LOCAL_RANK: Final = "nv.dl.local_rank"
+"""`LOCAL_RANK` under upstream's next key (beside `nemo.local_rank`), when set. Type: `int`."""
 
 PROCESS_PID: Final = "process.pid"
 """The process id. Type: `int`. Upstream nemo.lens 0.2.0 sends this key too."""
@@ -112,6 +118,16 @@ NEMO_USER_ID: Final = "nemo.user.id"
 """`NemoLensConfig.user` (`NEMO_LENS_USER_ID`), when set (`nemo.user` holds it too). Type:
 `string`. Upstream nemo.lens 0.2.0 defines this constant with this value. Upstream nemo.lens
 0.2.0 sends this key too.
+"""
+
+NV_DL_RANK: Final = "nv.dl.rank"
+"""Global rank under upstream's next key, read by a rank-less `setup_telemetry`; sent when the
+rank is known (passed, or found under this key or `dl.rank`). Type: `int`.
+"""
+
+NV_DL_WORLD_SIZE: Final = "nv.dl.world_size"
+"""World size under upstream's next key, read by a rank-less `setup_telemetry`; sent when the
+world size is known. Type: `int`.
 """
 
 RANK: Final = "nemo.rank"

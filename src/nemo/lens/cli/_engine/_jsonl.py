@@ -52,6 +52,7 @@ _RESOURCE_KEYS: Final = (
     semconv.LIFETIME_ID,
     semconv.HOST_NAME,
     semconv.PROCESS_PID,
+    semconv.NV_DL_RANK,  # upstream's next key, alone in a rank-less upstream job's resource
 )
 _STATUS: Final = "STRUCT(code VARCHAR, description VARCHAR, status_code VARCHAR)"
 """Read as DuckDB reads the line: an object (else it refuses the file), each value as text."""
@@ -395,7 +396,7 @@ SELECT
   {keep("CAST(coalesce(attributes, '{}') AS VARCHAR)")} AS attributes,
   {keep(_EVENTS)} AS events,
   {keep("CAST(coalesce(res, '{}') AS VARCHAR)")} AS resource,
-  coalesce({_resource_int(r[0])}, {_resource_int(r[1])}) AS res_rank,
+  coalesce({_resource_int(r[0])}, {_resource_int(r[1])}, {_resource_int(r[9])}) AS res_rank,
   coalesce(CASE WHEN {_truthy(r[2])} THEN {_text(r[2])} END,
            CASE WHEN {_truthy(r[3])} THEN {_text(r[3])} END,
            CASE WHEN {_truthy(r[4])} THEN {_text(r[4])} END, '') AS res_run,
