@@ -150,6 +150,47 @@ def test_a_hand_registered_group_is_enabled_and_gated_like_a_generated_one(
     assert dict(exporter.get_finished_spans()[1].attributes or {})["lens.group"] == "mine.phase"
 
 
+def test_a_namespace_registered_after_set_up_joins_the_jobs_spec() -> None:
+    config = NemoLensConfig(
+        enabled=True, exporter="none", metrics_enabled=False, span_groups="per_step,-optimizer"
+    )
+    setup_telemetry(config)
+    assert enabled_span_groups() == SpanGroup.resolve("per_step,-optimizer")
+    # A library imported after set-up: its per_step preset joins, its other group does not.
+    SpanRegistry.register("late", {"late.phase", "late.detail"}, {"per_step": {"late.phase"}})
+    assert is_span_group_enabled(DynamicSpanGroup("late.phase"))
+    assert not is_span_group_enabled(DynamicSpanGroup("late.detail"))
+    assert not is_span_group_enabled("optimizer")  # the job's exclusion still holds
+    SpanRegistry.unregister("late")
+    assert enabled_span_groups() == SpanGroup.resolve("per_step,-optimizer")
+
+
+def test_a_job_spec_entry_whose_namespace_left_is_pending(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    SpanRegistry.register("mine", {"mine.x"})
+    config = NemoLensConfig(enabled=True, exporter="none", metrics_enabled=False)
+    config.span_groups = "job,mine.x"
+    setup_telemetry(config)
+    assert enabled_span_groups() == {"job", "mine.x"}
+    SpanRegistry.unregister("mine")  # no error escapes into the unregistering library
+    assert enabled_span_groups() == {"job"}
+    assert pending_span_groups() == {"mine.x"}
+    assert "mine.x" in caplog.text
+    SpanRegistry.register("mine", {"mine.x"})
+    assert enabled_span_groups() == {"job", "mine.x"}
+
+
+def test_testing_reset_forgets_hand_registered_namespaces_only() -> None:
+    from nemo.lens import testing
+
+    generated = SpanRegistry.namespaces()
+    SpanRegistry.register("mine", {"mine.x"})
+    testing.reset()
+    assert SpanRegistry.namespaces() == generated
+    assert "mine.x" not in SpanRegistry.groups()
+
+
 def test_the_job_spec_keeps_the_class_meaning_and_strictness() -> None:
     # Another generated class's groups do not join a config that names SpanGroup.
     assert NemoLensConfig(span_groups="all").resolved_span_groups == SpanGroup.ALL_GROUPS

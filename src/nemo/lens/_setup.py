@@ -39,6 +39,7 @@ from nemo.lens._core.setup_checks import (
 )
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.resources.encoding import OTEL_RESOURCE_ATTRIBUTES, decode_resource_attributes
+from nemo.lens.spec import spec_in_effect
 from nemo.lens.strategies import export_decision
 
 if TYPE_CHECKING:
@@ -409,7 +410,12 @@ def publish(plan: Plan, pipeline: Pipeline | None) -> TelemetryHandle:
             _compat.claim_setup(False)
             state.set_span_group_classes(config.span_group_cls)
             _state.set_current_handle(handle)
-        state.set_enabled_span_groups(plan.groups)
+        if plan.builds and config.traces_enabled:
+            # The spec is kept, so a namespace registered after set-up joins (upstream #43).
+            spec = spec_in_effect(config.span_groups)
+            _state.set_job_span_group_spec(spec, config.span_group_cls)
+        else:
+            state.set_enabled_span_groups(plan.groups)
         if pipeline is not None:
             _state.use_tracer_provider(pipeline.tracer_provider)
             if config.handle_signals:

@@ -27,6 +27,7 @@ __all__ = [
     "ALL",
     "SpanRegistry",
     "explain_job_spec",
+    "forget_hand_registered",
     "register_span_group_class",
     "resolve_job_spec",
 ]
@@ -185,6 +186,16 @@ class SpanRegistry:
             else:
                 enabled |= members
         return frozenset(enabled), frozenset(pending)
+
+
+def forget_hand_registered() -> None:
+    """Remove the namespaces registered by hand, keep the generated vocabulary's: what a
+    fresh import has (``nemo.lens.testing.reset``)."""
+    with _LOCK:
+        for namespace in [ns for ns in _groups if ns not in _vocabulary]:
+            del _groups[namespace]
+            del _presets[namespace]
+    _notify()
 
 
 def register_span_group_class(cls: type[SpanGroupClass], namespace: str | None = None) -> None:

@@ -24,9 +24,10 @@ def reset() -> None:
     """Restore nemo.lens's process-wide state to what a fresh import has.
 
     Shuts down whatever ``setup_telemetry`` installed (and restores the
-    OpenTelemetry globals it set), forgets custom export strategies, disables
-    every span group, and forgets the cached default tracer and any provider
-    routed to it. Safe to call at any time, any number of times.
+    OpenTelemetry globals it set), forgets custom export strategies and the
+    span-group namespaces registered by hand (``SpanRegistry.register``; the
+    generated modules' stay), disables every span group, and forgets the cached
+    default tracer and any provider routed to it. Safe to call at any time, any number of times.
     """
     from nemo.lens._core.handle import reset_for_testing
 

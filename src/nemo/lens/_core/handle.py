@@ -26,6 +26,7 @@ from nemo.lens._core import fork
 from nemo.lens._core import signals as _signals
 from nemo.lens._core import state as _state
 from nemo.lens.config import NemoLensConfig
+from nemo.lens.registry import forget_hand_registered
 
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT_MS",
@@ -449,7 +450,7 @@ def reset_for_testing() -> None:
 
     Shuts down the installed handle (never raising, short timeout), releases
     OpenTelemetry's globals nemo.lens set, disables every span group, restores the
-    default tracer and forgets custom export strategies.
+    default tracer and forgets custom export strategies and hand-registered namespaces.
     """
     with LOCK:
         handle = _state.current_handle()
@@ -463,6 +464,7 @@ def reset_for_testing() -> None:
         _compat.claim_setup(False)
     release_globals()
     _forget_custom_strategies()
+    forget_hand_registered()
     _state.set_enabled_span_groups(())
     _state.reset_span_group_classes()
     _state.use_tracer_provider(None)

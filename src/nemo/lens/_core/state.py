@@ -45,6 +45,7 @@ __all__ = [
     "reset_span_group_classes",
     "set_current_handle",
     "set_enabled_span_groups",
+    "set_job_span_group_spec",
     "set_pp_trace_carrier",
     "set_span_group_classes",
     "set_span_group_spec",
@@ -142,6 +143,9 @@ def enabled_span_groups() -> frozenset[str]:
 # registers it, and a registration re-resolves under this lock; re-entrant regardless.
 _spec_lock = threading.RLock()
 _spec: str | None = None
+# A job's spec (set-up) resolves through its span-group classes and the hand-registered
+# namespaces as the config did; None: through the registry alone (set_span_group_spec).
+_spec_classes: Any = None
 _pending: frozenset[str] = frozenset()
 _warned: frozenset[str] = frozenset()
 
@@ -153,27 +157,41 @@ def set_span_group_spec(spec: str) -> None:
     Unlike a class's ``resolve``, an entry naming nothing registered does not raise: it is
     logged once as a warning and reported by :func:`pending_span_groups`.
     """
-    global _spec, _warned
-    from nemo.lens.registry import SpanRegistry
+    _keep_spec(spec, None)
 
+
+def set_job_span_group_spec(spec: str, classes: object) -> None:
+    """Keep a job's spec (what set-up enables): resolved as ``NemoLensConfig`` resolves it,
+    against *classes* and every hand-registered namespace, and again whenever a namespace
+    registers later. An entry that no longer resolves (its namespace left) is pending."""
+    _keep_spec(spec, classes)
+
+
+def _keep_spec(spec: str, classes: object) -> None:
+    global _spec, _spec_classes, _warned
     _configured_categories()  # see _spec_lock
     with _spec_lock:
-        groups, pending = SpanRegistry.resolve(spec)
-        _spec = spec
-        _warned = frozenset()
-        _store(groups, pending)
+        _spec, _spec_classes, _warned = spec, classes, frozenset()
+        _store(*_resolve(spec, classes))
+
+
+def _resolve(spec: str, classes: object) -> tuple[frozenset[str], frozenset[str]]:
+    from nemo.lens.registry import SpanRegistry, resolve_job_spec
+
+    if classes is not None:
+        try:
+            return resolve_job_spec(spec, cast(Any, classes)), frozenset()
+        except ValueError:
+            pass  # a namespace the spec named has gone: the registry says what is pending
+    return SpanRegistry.resolve(spec)
 
 
 def refresh_enabled_span_groups() -> None:
     """Resolve the stored spec again (the registry calls it on every change); nothing
     when the groups were set explicitly with :func:`set_enabled_span_groups`."""
-    from nemo.lens.registry import SpanRegistry
-
     with _spec_lock:
-        if _spec is None:
-            return
-        groups, pending = SpanRegistry.resolve(_spec)
-        _store(groups, pending)
+        if _spec is not None:
+            _store(*_resolve(_spec, _spec_classes))
 
 
 def _store(groups: frozenset[str], pending: frozenset[str]) -> None:
