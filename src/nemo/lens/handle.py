@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from nemo.lens._compat import apply_handle_module
+from nemo.lens._compat import apply_handle_module, should_export
 from nemo.lens._core.handle import (
     DEFAULT_SHUTDOWN_TIMEOUT_MS,
     TelemetryHandle,
@@ -31,6 +31,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     _INITIALIZED: bool
+
+# Upstream-internal; 0.1.0's and v0.2.0's tests import it from here.
+_should_export = should_export
 
 apply_handle_module(__name__)
 rehome(globals(), __all__)

@@ -7,10 +7,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from opentelemetry.sdk.metrics.export import MetricReader
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.types import AttributeValue
 
+from nemo.lens._compat import build_exporter
 from nemo.lens._names import rehome
 from nemo.lens._sdk.pipeline import Pipeline, build_pipeline
 from nemo.lens._sdk.processors import (
@@ -90,6 +91,16 @@ def build_noop_providers() -> None:
     if current is not None:
         current.shutdown()
     handle.install_globals(trace.NoOpTracerProvider(), metrics.NoOpMeterProvider(), None)
+
+
+def _build_span_exporter(config: NemoLensConfig) -> SpanExporter | None:
+    # Upstream-internal, kept because its tests and some users call it.
+    return build_exporter("traces", config)  # type: ignore[no-any-return]
+
+
+def _build_metric_exporter(config: NemoLensConfig) -> MetricExporter | None:
+    # Upstream-internal, kept because its tests and some users call it.
+    return build_exporter("metrics", config)  # type: ignore[no-any-return]
 
 
 rehome(globals(), __all__)
