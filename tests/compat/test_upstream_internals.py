@@ -7,6 +7,7 @@ over the one mechanism each stands for (``nemo.lens._compat``).
 from __future__ import annotations
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
     OTLPMetricExporter as GrpcMetricExporter,
 )
@@ -19,8 +20,11 @@ from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
     OTLPSpanExporter as HttpSpanExporter,
 )
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from nemo.lens import providers, strategies
+from nemo.lens import providers, semconv, strategies
 from nemo.lens.config import NemoLensConfig
 from nemo.lens.handle import _should_export
 
@@ -117,3 +121,25 @@ def test_exporter_helpers_build_one_exporter_only() -> None:
     assert providers._build_span_exporter(NemoLensConfig(exporter="none")) is None
     with pytest.raises(ValueError, match="builds one"):
         providers._build_span_exporter(NemoLensConfig(exporter="otlp,console"))
+
+
+# -- providers._OpenSpanCloser --------------------------------------------------------------
+
+
+def test_open_span_closer_ends_open_spans_at_shutdown_marked_truncated() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(providers._OpenSpanCloser())
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("compat")
+    tracer.start_span("done").end()
+    parent = tracer.start_span("parent")
+    tracer.start_span("child", context=trace.set_span_in_context(parent))
+    provider.force_flush()
+    assert [s.name for s in exporter.get_finished_spans()] == ["done"]
+    provider.shutdown()
+    finished = {s.name: s for s in exporter.get_finished_spans()}
+    assert sorted(finished) == ["child", "done", "parent"]
+    assert finished["child"].attributes[semconv.NEMO_SPAN_TRUNCATED] is True  # type: ignore[index]
+    assert finished["child"].end_time <= finished["parent"].end_time  # type: ignore[operator]
+    assert semconv.NEMO_SPAN_TRUNCATED not in (finished["done"].attributes or {})

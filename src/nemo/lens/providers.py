@@ -13,6 +13,7 @@ from opentelemetry.util.types import AttributeValue
 
 from nemo.lens._compat import build_exporter
 from nemo.lens._names import rehome
+from nemo.lens._sdk.open_spans import OpenSpanTracker
 from nemo.lens._sdk.pipeline import Pipeline, build_pipeline
 from nemo.lens._sdk.processors import (
     FILE_MAX_EXPORT_BATCH_SIZE,
@@ -91,6 +92,14 @@ def build_noop_providers() -> None:
     if current is not None:
         current.shutdown()
     handle.install_globals(trace.NoOpTracerProvider(), metrics.NoOpMeterProvider(), None)
+
+
+class _OpenSpanCloser(OpenSpanTracker):
+    """Upstream-internal: a span processor that ends the spans still open when its provider
+    shuts down (marked truncated, as set-up's pipeline does), for a provider built by hand."""
+
+    def shutdown(self) -> None:
+        self.close()
 
 
 def _build_span_exporter(config: NemoLensConfig) -> SpanExporter | None:
