@@ -7,24 +7,18 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from nemo.lens._core import state as _state
-
-if TYPE_CHECKING:
-    from nemo.lens._core.destinations import Signal
-    from nemo.lens.config import NemoLensConfig
 
 __all__ = [
     "FIXTURE_SHUTDOWN_TIMEOUT_MS",
     "HandleModule",
     "apply_handle_module",
-    "build_exporter",
     "claim_setup",
     "initialised",
     "old_name",
     "set_initialised",
-    "should_export",
 ]
 
 FIXTURE_SHUTDOWN_TIMEOUT_MS: Final = 1000
@@ -88,32 +82,3 @@ def old_name(field: str) -> property:
         setattr(owner, field, value)
 
     return property(read, assign, doc=f"v0.2.0's name of ``{field}``.")
-
-
-def should_export(
-    config: NemoLensConfig, rank: int, world_size: int, override: object = None
-) -> bool:
-    """Upstream's ``handle._should_export``: whether *rank* of *world_size* exports, asked
-    of *override* (a strategy in any form set-up takes) or else ``config.export_strategy``."""
-    from nemo.lens._core.setup_checks import resolve_strategy
-    from nemo.lens.strategies import export_decision
-
-    strategy = resolve_strategy(config, override)  # type: ignore[arg-type]
-    return export_decision(strategy, config, rank, world_size)
-
-
-def build_exporter(signal: Signal, config: NemoLensConfig) -> Any:
-    """Upstream's ``providers._build_span_exporter`` / ``_build_metric_exporter``: the
-    exporter set-up creates for *signal* (``traces``/``metrics``) from ``config.exporter``,
-    which must name one exporter (upstream took no list); ``None`` for ``none``."""
-    from nemo.lens._sdk.exporters.factory import create_exporter
-
-    names = config.exporters
-    if len(names) != 1:
-        raise ValueError(
-            f"exporter {config.exporter!r} names {len(names)} exporters; this upstream helper "
-            "builds one: pass a single name, or let setup_telemetry() build them all"
-        )
-    resolved = config.resolved()
-    path = resolved.format_trace_file(0) if names[0] == "file" else None
-    return create_exporter(signal, names[0], path=path, console_format=config.console_format)
