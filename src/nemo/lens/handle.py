@@ -16,6 +16,7 @@ from nemo.lens._core.handle import (
     get_tracer,
     is_telemetry_initialized,
 )
+from nemo.lens._core.setup_checks import resolve_strategy
 from nemo.lens._names import rehome
 from nemo.lens._setup import StrategyArgument, setup_telemetry
 
@@ -31,6 +32,21 @@ __all__ = [
 
 if TYPE_CHECKING:
     _INITIALIZED: bool
+
+from nemo.lens.config import NemoLensConfig
+from nemo.lens.strategies import export_decision
+
+
+def _should_export(
+    config: NemoLensConfig,
+    rank: int,
+    world_size: int,
+    override: StrategyArgument | None = None,
+) -> bool:
+    """Upstream-internal (its tests import it): whether *rank* of *world_size* exports,
+    asked of *override* or else ``config.export_strategy``, as set-up asks."""
+    return export_decision(resolve_strategy(config, override), config, rank, world_size)
+
 
 apply_handle_module(__name__)
 rehome(globals(), __all__)

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
-from opentelemetry.sdk.metrics.export import MetricReader
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.types import AttributeValue
 
+from nemo.lens._core.destinations import Signal
 from nemo.lens._names import rehome
+from nemo.lens._sdk.exporters.factory import create_exporter
+from nemo.lens._sdk.open_spans import OpenSpanTracker
 from nemo.lens._sdk.pipeline import Pipeline, build_pipeline
 from nemo.lens._sdk.processors import (
     FILE_MAX_EXPORT_BATCH_SIZE,
@@ -90,6 +94,35 @@ def build_noop_providers() -> None:
     if current is not None:
         current.shutdown()
     handle.install_globals(trace.NoOpTracerProvider(), metrics.NoOpMeterProvider(), None)
+
+
+class _OpenSpanCloser(OpenSpanTracker):
+    """Upstream-internal: a span processor that ends the spans still open when its provider
+    shuts down (marked truncated, as set-up's pipeline does), for a provider built by hand."""
+
+    def shutdown(self) -> None:
+        self.close()
+
+
+def _one_exporter(signal: Signal, config: NemoLensConfig) -> Any:
+    names = config.exporters
+    if len(names) != 1:
+        raise ValueError(
+            f"exporter {config.exporter!r} names {len(names)} exporters; this upstream helper "
+            "builds one: pass a single name, or let setup_telemetry() build them all"
+        )
+    path = config.resolved().format_trace_file(0) if names[0] == "file" else None
+    return create_exporter(signal, names[0], path=path, console_format=config.console_format)
+
+
+# Upstream-internal, kept because its tests (and code copied from them) call them: the
+# exporter set-up would create for one exporter name, the OTLP class by the protocol variables.
+def _build_span_exporter(config: NemoLensConfig) -> SpanExporter | None:
+    return _one_exporter("traces", config)  # type: ignore[no-any-return]
+
+
+def _build_metric_exporter(config: NemoLensConfig) -> MetricExporter | None:
+    return _one_exporter("metrics", config)  # type: ignore[no-any-return]
 
 
 rehome(globals(), __all__)

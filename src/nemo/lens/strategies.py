@@ -175,4 +175,9 @@ def get_export_strategy(name: str) -> Any:
     return _registry.lookup(name)
 
 
+# Upstream's names for the registry and its lock: its test fixtures snapshot and restore
+# the registry through them between tests, so they must be the very objects used here.
+_REGISTRY: Final = _registry.REGISTRY
+_REGISTRY_LOCK: Final = _registry.LOCK
+
 rehome(globals(), __all__)

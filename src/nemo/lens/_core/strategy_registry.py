@@ -16,6 +16,8 @@ from typing import Any, Final, Generic, Protocol, SupportsIndex, TypeVar, overlo
 __all__ = [
     "BUILTIN_STRATEGIES",
     "LOCAL_RANK_VARIABLES",
+    "LOCK",
+    "REGISTRY",
     "AllRanksStrategy",
     "BuiltinStrategy",
     "BuiltinStrategyNames",
@@ -212,6 +214,9 @@ BUILTIN_STRATEGIES: Final[BuiltinStrategyNames[BuiltinStrategy]] = BuiltinStrate
 _LOCK = threading.Lock()
 # Name -> what was registered under it (typed by nemo.lens.strategies, which registers).
 _REGISTRY: dict[str, object] = dict(BUILTIN_STRATEGIES.items())
+REGISTRY: Final = _REGISTRY
+"""The registry itself (upstream's ``strategies._REGISTRY``): change it only under LOCK."""
+LOCK: Final = _LOCK
 
 
 def normalise(name: object) -> str:
