@@ -17,7 +17,12 @@ from typing import Any, Final, TypeAlias
 
 from nemo.lens._compat import old_name
 from nemo.lens._core import strategy_registry
-from nemo.lens._core.destinations import CONSOLE_FORMATS, exporter_names, file_name_part
+from nemo.lens._core.destinations import (
+    CONSOLE_FORMATS,
+    exporter_names,
+    file_name_part,
+    profiler_names,
+)
 from nemo.lens._core.ids import new_run_id
 from nemo.lens.groups import SpanGroup
 from nemo.lens.registry import resolve_job_spec
@@ -165,6 +170,10 @@ class NemoLensConfig:
     spans_on_every_rank: bool = False
     """Make real spans (exported nowhere) on the ranks the export strategy leaves out too, so
     every rank has a valid trace context; off, as in v0.2.0, such ranks enable no group."""
+    profiler: str = ""
+    """Profilers each recorded span is mirrored to, separated by commas: ``nvtx`` (an NVTX
+    range in the ``nemo.lens`` domain; the ``nvtx`` extra) and ``torch`` (a
+    ``torch.profiler.record_function`` range). Empty (the default): none."""
     _span_group_cls: InitVar[SpanGroupClasses | None] = None
     """v0.2.0's keyword for :attr:`span_group_cls`; it sets that field, and reading it reads it."""
 
@@ -227,6 +236,10 @@ class NemoLensConfig:
                 f"{', '.join(CONSOLE_FORMATS)} (otel: the OpenTelemetry SDK's to_json per "
                 "line; lens: the file exporter's line)",
             )
+        try:
+            profiler_names(self.profiler)
+        except ValueError as exc:
+            raise _FieldValueError("profiler", str(exc)) from None
         cls = self.span_group_cls
         chosen = cls if isinstance(cls, (tuple, list)) else (cls,)
         if not chosen or not all(_is_span_group_class(each) for each in chosen):
@@ -261,6 +274,12 @@ class NemoLensConfig:
         """The groups ``span_groups`` enables, resolved against ``span_group_cls`` at each
         access (:class:`ValueError` for an unknown name); an empty spec means ``default``."""
         return resolve_job_spec(spec_in_effect(self.span_groups), self.span_group_cls)
+
+    @property
+    def profilers(self) -> tuple[str, ...]:
+        """The profilers ``profiler`` names, trimmed and lower-cased, in order
+        (``"nvtx,torch"`` -> ``("nvtx", "torch")``; ``""`` -> ``()``)."""
+        return profiler_names(self.profiler)
 
     @property
     def exporters(self) -> tuple[str, ...]:

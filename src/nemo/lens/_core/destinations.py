@@ -23,12 +23,14 @@ __all__ = [
     "EXPORTER_NAMES",
     "FILE_NAME_PART_BYTES",
     "OTLP_PROTOCOLS",
+    "PROFILERS",
     "Signal",
     "check_otlp_environment",
     "exporter_names",
     "file_name_part",
     "file_problem",
     "otlp_protocol",
+    "profiler_names",
     "register_otlp_secrets",
     "shown_path",
     "sibling_path",
@@ -42,6 +44,10 @@ CONSOLE_FORMATS: Final = ("otel", "lens")
 """The span layouts ``NemoLensConfig.console_format`` accepts: ``otel``, the SDK's
 ``ReadableSpan.to_json(indent=None)`` (the default), and ``lens``, the ``file``
 exporter's line."""
+
+PROFILERS: Final = ("nvtx", "torch")
+"""The profilers ``NemoLensConfig.profiler`` may mirror spans to: NVTX ranges (Nsight
+Systems) and ``torch.profiler.record_function`` ranges."""
 
 OTLP_PROTOCOLS: Final = ("grpc", "http/protobuf")
 """The OTLP transports the Python exporters implement (``http/json`` is not one)."""
@@ -61,6 +67,23 @@ def unknown_exporter(name: str, within: str | None = None) -> str:
     0.1.0's ``Unknown exporter type: 'x'``, which callers match on, then the fix."""
     where = "" if within is None else f" in {within!r}"
     return f"unknown exporter {name!r}{where} (Unknown exporter type: {name!r}); {_CHOICES}"
+
+
+def profiler_names(value: str) -> tuple[str, ...]:
+    """The profilers *value* names, trimmed and lower-cased, in order (``""``: none;
+    ``"nvtx, torch"`` -> ``("nvtx", "torch")``); :class:`ValueError` for an unknown name."""
+    names: list[str] = []
+    for entry in value.split(","):
+        name = entry.strip().lower()
+        if not name or name in names:
+            continue
+        if name not in PROFILERS:
+            raise ValueError(
+                f"unknown profiler {entry.strip()!r} in profiler {value!r}; use one or more of: "
+                f"{', '.join(PROFILERS)}, separated by commas (or leave it empty for none)"
+            )
+        names.append(name)
+    return tuple(names)
 
 
 def exporter_names(value: str) -> tuple[str, ...]:

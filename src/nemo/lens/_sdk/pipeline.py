@@ -27,6 +27,7 @@ from nemo.lens._sdk.exporters.factory import create_exporter
 from nemo.lens._sdk.exporters.guard import MetricGuard
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
 from nemo.lens._sdk.exporters.redaction import exportable_resource
+from nemo.lens._sdk.mirroring import build_mirror
 from nemo.lens._sdk.open_spans import OpenSpanTracker
 from nemo.lens._sdk.processors import (
     SeedIndependentIdGenerator,
@@ -186,6 +187,8 @@ def build_pipeline(
     exporter for their signal only. On failure, everything already built is shut down
     before the exception propagates.
     """
+    # First: a profiler whose package is missing fails before anything is built.
+    mirror = build_mirror(config.profilers) if config.traces_enabled else None
     resource, resource_changes = exportable_resource(
         build_resource(config, rank, world_size, resource_attributes)
     )
@@ -273,7 +276,7 @@ def build_pipeline(
                     sinks.append(cast("Callable[[RecordingSpan], None]", processor.on_end))
                 tracer_provider.add_span_processor(processor)
             # The primitives record their spans and hand them to the same processors.
-            tracer_provider.record_to(pipeline.tracker, fan_out(sinks))
+            tracer_provider.record_to(pipeline.tracker, fan_out(sinks), mirror)
         if config.logs_enabled:
             logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
             pipeline.logger_provider = logger_provider

@@ -48,6 +48,7 @@ from nemo.lens._core.spans import SPAN_KEY, CurrentSpanTracer, current_context, 
 from nemo.lens.sampling import RankAwareSampler
 
 if TYPE_CHECKING:
+    from nemo.lens._sdk.mirroring import Mirror
     from nemo.lens._sdk.open_spans import OpenSpanTracker
 
 __all__ = [
@@ -479,6 +480,24 @@ class RecordingSpan(trace_api.Span):
 new_span: Final = RecordingSpan.__new__
 
 
+class MirroredSpan(RecordingSpan):
+    """A :class:`RecordingSpan` whose profiler ranges (``_ranges``, in the instance dict)
+    close as it ends. A recorded span becomes one when set-up asked for profiler mirroring
+    (:mod:`nemo.lens._sdk.mirroring`): the same layout, so spans without it pay nothing."""
+
+    __slots__ = ()
+
+    _ranges: tuple[int, Any, Any] | None = None
+
+    def end(self, end_time: int | None = None) -> None:
+        """Close the span's profiler ranges (at its first end), then end it."""
+        ranges = self._ranges
+        if ranges is not None and self._end_time is None:
+            self._ranges = None
+            self._tracer.mirror.close(ranges)  # type: ignore[union-attr]
+        super().end(end_time)
+
+
 class RecordingTracer(CurrentSpanTracer):
     """Starts :class:`RecordingSpan` s for nemo.lens's primitives.
 
@@ -497,8 +516,13 @@ class RecordingTracer(CurrentSpanTracer):
         instrumentation_info: InstrumentationInfo | None,
         tracker: OpenSpanTracker | None,
         sink: Callable[[RecordingSpan], None] | None,
+        mirror: Mirror | None = None,
     ) -> None:
         self._active = True
+        self.mirror = mirror
+        if mirror is not None:
+            # Chosen here, once: without mirroring the class's start runs, unchanged.
+            self.start_primitive = self._start_mirrored  # type: ignore[method-assign]
         self._sdk = sdk_tracer
         self.resource = resource
         self.instrumentation_scope = scope
@@ -710,6 +734,40 @@ class RecordingTracer(CurrentSpanTracer):
             tracker.open[span] = span
         return span
 
+    def _start_mirrored(
+        self,
+        name: str,
+        kind: SpanKind | None,
+        links: Sequence[Link] | None,
+        attributes: Mapping[str, object] | None,
+        group: str | None,
+        owned: bool = False,
+        context: Context | None = None,
+        start_time: int | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+        sdk_rules: bool = False,
+    ) -> trace_api.Span:
+        """:meth:`start_primitive`, and the span's profiler ranges opened (set-up's choice)."""
+        span = RecordingTracer.start_primitive(
+            self,
+            name,
+            kind,
+            links,
+            attributes,
+            group,
+            owned,
+            context,
+            start_time,
+            record_exception,
+            set_status_on_exception,
+            sdk_rules,
+        )
+        if type(span) is RecordingSpan:
+            span.__class__ = MirroredSpan  # the same slots: a class change, no copy
+            span._ranges = self.mirror.open(name, group)  # type: ignore[attr-defined, union-attr]
+        return span
+
     def _own(self, attributes: types.Attributes) -> tuple[dict[str, Any] | None, int]:
         """*attributes* as the SDK's span would store them, in a dict of the span's own,
         and how many the SDK's rules dropped."""
@@ -800,9 +858,11 @@ class LensTracerProvider(TracerProvider):
         self,
         tracker: OpenSpanTracker | None,
         sink: Callable[[RecordingSpan], None] | None,
+        mirror: Mirror | None = None,
     ) -> None:
         """Record the primitives' spans: track them with *tracker*, give the sampled ones
-        to *sink* as they end. Set-up calls this once its processors are attached."""
+        to *sink* as they end, open their profiler ranges with *mirror*. Set-up calls this
+        once its processors are attached."""
         self._tracker = tracker
         sdk_tracer = self.get_tracer(semconv.SCOPE_NAME, _state.SCOPE_VERSION)
         self._recording = RecordingTracer(
@@ -814,6 +874,7 @@ class LensTracerProvider(TracerProvider):
             instrumentation_info=getattr(sdk_tracer, "instrumentation_info", None),
             tracker=tracker,
             sink=sink,
+            mirror=mirror,
         )
         self._routed = True
         waiting = list(_waiting)
