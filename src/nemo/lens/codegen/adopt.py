@@ -107,6 +107,8 @@ class _Source:
         self.classes = {n.name: n for n in self.tree.body if isinstance(n, ast.ClassDef)}
         self._class_names = {name: _assignments(c.body) for name, c in self.classes.items()}
         self._evaluating: set[tuple[str, str]] = set()
+        self.lines: dict[str, int] = {}
+        """Where each string was first read: a bad group name is reported at its line."""
 
     def fail(self, node: ast.AST, what: str) -> AdoptError:
         return AdoptError(f"{self.shown}:{getattr(node, 'lineno', '?')}: {what}")
@@ -123,6 +125,7 @@ class _Source:
     def evaluate(self, node: ast.expr, cls: str | None) -> Value:
         """The value of *node* in the body of class *cls* (None: at module level)."""
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            self.lines.setdefault(node.value, node.lineno)
             return node.value
         if isinstance(node, ast.Name):
             return self.lookup(node, node.id, cls)
@@ -520,7 +523,8 @@ def read(
                 if "." in group
                 else ""
             )
-            raise AdoptError(f"{shown}: group {group!r} of {adopted.origin} {problem}{dotted}")
+            where = f"{shown}:{source.lines[group]}" if group in source.lines else shown
+            raise AdoptError(f"{where}: group {group!r} of {adopted.origin} {problem}{dotted}")
     problem = name_problem(adopted.key, MAX_NAME)
     if problem:
         raise AdoptError(
@@ -537,16 +541,19 @@ def _names(names: Sequence[str]) -> str:
     return "[" + ", ".join(_toml(n) for n in names) + "]"
 
 
-def render(adopted: Adopted, base: GroupClass, module: str, shown: str, since: str) -> str:
+def render(
+    adopted: Adopted, base: GroupClass, module: str, shown: str, since: str, out_root: str = "DIR"
+) -> str:
     """The ``lens.toml`` text for *adopted*: a consumer of the shipped base vocabulary."""
     base_groups = {g.name: g for g in base.current_groups}
     own = sorted(adopted.groups - set(base_groups))
     every = adopted.groups | set(base_groups)
     base_presets = {p.name: p for p in base.presets}
     lines = [
-        f"# Written by `nemo-lens adopt` from {shown}: {adopted.origin}, read as source",
-        "# (never run). Review what is marked `review`, then generate the module from it:",
-        "#   nemo-lens generate --schema lens.toml --out-root DIR",
+        f"# Written by `nemo-lens adopt` from {adopted.origin} in",
+        f"# {shown}, read as source (never run).",
+        "# Review what is marked `review`, then generate the module from it:",
+        f"#   nemo-lens generate --schema lens.toml --out-root {out_root}",
         "schema_version = 1",
         f"extends = {_toml(BUNDLED_BASE)}",
         "",
@@ -630,15 +637,16 @@ def render(adopted: Adopted, base: GroupClass, module: str, shown: str, since: s
     return "\n".join(lines) + "\n"
 
 
-def default_module(path: Path, key: str) -> str:
+def default_module(path: Path, key: str) -> tuple[str, Path]:
     """``lens_groups`` beside the source, in its package (found by its ``__init__.py``
-    files); ``KEY_lens_groups`` for a module outside any package."""
+    files), and the directory its module path starts from; ``KEY_lens_groups`` beside a
+    module outside any package."""
     parts: list[str] = []
     directory = path.resolve().parent
     while (directory / "__init__.py").is_file() and directory.parent != directory:
         parts.insert(0, directory.name)
         directory = directory.parent
-    return ".".join([*parts, "lens_groups"]) if parts else f"{key}_lens_groups"
+    return (".".join([*parts, "lens_groups"]) if parts else f"{key}_lens_groups"), directory
 
 
 def adopt(
@@ -656,7 +664,12 @@ def adopt(
     base = load_schema(BUNDLED_BASE_PATH, BUNDLED_BASE).base
     path, shown = find_module(given)
     adopted = read(path, shown, base, class_name, key)
-    text = render(adopted, base, module or default_module(path, adopted.key), shown, since)
+    out_root = "DIR"
+    if module is None:
+        module, root = default_module(path, adopted.key)
+        # Said as the source was given: relative to here, or absolute.
+        out_root = root.as_posix() if path.is_absolute() else Path(os.path.relpath(root)).as_posix()
+    text = render(adopted, base, module, shown, since, out_root)
     # The generator's own checks, so what adopt writes is what `generate` accepts.
     with tempfile.TemporaryDirectory() as directory:
         written = Path(directory) / "lens.toml"
