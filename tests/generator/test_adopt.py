@@ -297,6 +297,26 @@ def test_dotted_group_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "keep registering this one with SpanRegistry.register" in line
 
 
+def test_a_preset_name_the_schema_refuses_is_reported_at_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write(
+        tmp_path,
+        """
+        from nemo.lens.groups import SpanGroup
+        class ASpanGroup(SpanGroup):
+            ONE = "one"
+            ALL_GROUPS = SpanGroup.ALL_GROUPS | {ONE}
+            _PRESETS = {
+                "per-step": {ONE},
+            }
+        """,
+    )
+    line = run_bad([str(source)], capsys)
+    assert "groups_module.py:7: preset 'per-step' of class ASpanGroup is not lowercase" in line
+    assert "try 'per_step'" in line
+
+
 @pytest.mark.bad_input("adopt-output-exists")
 def test_an_existing_output_is_kept_without_force(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -105,7 +105,7 @@ class _Source:
         self.comments = _comments(text)
         self.module_names = _assignments(self.tree.body)
         self.classes = {n.name: n for n in self.tree.body if isinstance(n, ast.ClassDef)}
-        self._class_names = {name: _assignments(c.body) for name, c in self.classes.items()}
+        self.class_names = {name: _assignments(c.body) for name, c in self.classes.items()}
         self._evaluating: set[tuple[str, str]] = set()
         self.lines: dict[str, int] = {}
         """Where each string was first read: a bad group name is reported at its line."""
@@ -188,7 +188,7 @@ class _Source:
         the module's, then (an attribute of a SpanGroup subclass) the base vocabulary's."""
         scopes: list[tuple[str | None, Mapping[str, ast.expr]]] = []
         if cls is not None:
-            scopes.append((cls, self._class_names[cls]))
+            scopes.append((cls, self.class_names[cls]))
         if not attribute:
             scopes.append((None, self.module_names))
         for owner, names in scopes:
@@ -406,12 +406,12 @@ def find_module(given: str) -> tuple[Path, str]:
 
 
 def _read_class(source: _Source, cls: ast.ClassDef, key: str | None) -> Adopted:
-    names = source._class_names[cls.name]
+    names = source.class_names[cls.name]
     everything: frozenset[str]
     if "ALL_GROUPS" in names:
         everything = source.groups(names["ALL_GROUPS"], cls.name)
     else:  # the base's, and every string constant the class defines
-        constants = [v for v in names.values() if isinstance(v, ast.Constant)]
+        constants = [v for k, v in names.items() if k.isupper() and isinstance(v, ast.Constant)]
         own = {str(v.value) for v in constants if isinstance(v.value, str)}
         everything = frozenset(g.name for g in source.base.current_groups) | own
     presets: dict[str, frozenset[str]] = {}
@@ -525,6 +525,11 @@ def read(
             )
             where = f"{shown}:{source.lines[group]}" if group in source.lines else shown
             raise AdoptError(f"{where}: group {group!r} of {adopted.origin} {problem}{dotted}")
+    for preset in sorted(set(adopted.presets) - set(IMPLICIT_PRESETS)):
+        problem = name_problem(preset, MAX_NAME)
+        if problem:
+            where = f"{shown}:{source.lines[preset]}" if preset in source.lines else shown
+            raise AdoptError(f"{where}: preset {preset!r} of {adopted.origin} {problem}")
     problem = name_problem(adopted.key, MAX_NAME)
     if problem:
         raise AdoptError(
