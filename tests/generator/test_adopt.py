@@ -137,6 +137,10 @@ def test_descriptions_come_from_docstrings_and_comments_and_fires_is_marked(
                     "default": frozenset({SpanGroup.JOB, SpanGroup.CHECKPOINT,
                                           SpanGroup.EVALUATE, SHARD_MERGE}),
                     "per_step": SpanGroup.ALL_GROUPS - {SHARD_SPLIT} | {PREFETCH},
+                    # Only the shards: ``merge`` and split,
+                    # nothing else.
+                    "shards": {SHARD_MERGE, SHARD_SPLIT},
+                    "prefetch_only": {PREFETCH},
                 }
             '''
         ),
@@ -164,6 +168,39 @@ def test_descriptions_come_from_docstrings_and_comments_and_fires_is_marked(
     # default adds to the base default; per_step adds to the base per_step.
     assert consumer["presets"]["default"] == {"groups": ["shard_merge"]}
     assert consumer["presets"]["per_step"]["groups"] == ["prefetch"]
+    shards = consumer["presets"]["shards"]
+    assert shards["description"] == "Only the shards: `merge` and split, nothing else."
+    assert shards["groups"] == ["shard_merge", "shard_split"]
+    assert consumer["presets"]["prefetch_only"]["description"] == "The prefetch_only preset."
+    assert 'description = "The prefetch_only preset."  # review' in text
+
+
+def test_a_class_that_registers_itself_is_adopted_as_the_class(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write(
+        tmp_path,
+        """
+        from nemo.lens.groups import SpanGroup, SpanRegistry
+        NAMESPACE = "nemo_rl"
+        class RLSpanGroup(SpanGroup):
+            ROLLOUT = "rollout"
+            ALL_GROUPS = SpanGroup.ALL_GROUPS | frozenset([ROLLOUT])
+            _PRESETS = {"per_step": SpanGroup.ALL_GROUPS | {ROLLOUT}}
+        def register_span_groups(*, allow_override=True):
+            SpanRegistry.register(
+                NAMESPACE,
+                groups=RLSpanGroup.ALL_GROUPS,
+                presets=RLSpanGroup._PRESETS,
+                allow_override=allow_override,
+            )
+        register_span_groups()
+        """,
+    )
+    assert main(["adopt", str(source)]) == 0
+    schema = tomllib.loads(capsys.readouterr().out)
+    assert schema["consumers"]["rl"]["class"] == "RLSpanGroup"
+    assert schema["consumers"]["rl"]["presets"]["per_step"] == {"groups": ["rollout"]}
 
 
 def test_the_module_is_read_never_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

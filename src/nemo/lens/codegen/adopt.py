@@ -79,6 +79,7 @@ class Adopted:
     described: dict[str, str] = field(default_factory=dict)
     registered: frozenset[str] | None = None
     """A registration's own groups (None for a class)."""
+    preset_described: dict[str, str] = field(default_factory=dict)
 
 
 class _Source:
@@ -108,6 +109,8 @@ class _Source:
         self.class_names = {name: _assignments(c.body) for name, c in self.classes.items()}
         self._evaluating: set[tuple[str, str]] = set()
         self.lines: dict[str, int] = {}
+        self.preset_comments: dict[str, str] = {}
+        """The comment beside (or above) each preset's key in a dict literal."""
         """Where each string was first read: a bad group name is reported at its line."""
 
     def fail(self, node: ast.AST, what: str) -> AdoptError:
@@ -252,8 +255,23 @@ class _Source:
             if key is None:  # {**OTHER, ...}
                 presets.update(self.presets(members, cls))
             else:
-                presets[self.group(key, cls)] = self.groups(members, cls)
+                name = self.group(key, cls)
+                presets[name] = self.groups(members, cls)
+                text = self.comment_at(key.lineno)
+                if text:
+                    self.preset_comments.setdefault(name, text)
         return presets
+
+    def comment_at(self, line: int) -> str:
+        """The comment beside *line*, else the comment lines right above it, joined."""
+        beside = self.comments.get(line)
+        if beside is not None and not beside[1]:
+            return beside[0]
+        above: list[str] = []
+        while line - 1 in self.comments and self.comments[line - 1][1]:
+            line -= 1
+            above.insert(0, self.comments[line][0])
+        return " ".join(above)
 
     def described(self, cls: ast.ClassDef, value: str) -> str:
         """The description of the constant of *cls* that holds *value*: its docstring, the
@@ -513,6 +531,7 @@ def read(
                 "reads one: move the others to a module of their own, or adopt a class"
             )
         adopted = _read_registration(source, calls[0], key)
+    adopted.preset_described = source.preset_comments
     for group in sorted(adopted.groups | frozenset().union(*adopted.presets.values())):
         problem = name_problem(group, MAX_NAME)
         if problem:
@@ -616,9 +635,10 @@ def render(
         inherited = base_presets.get(name)
         lines += ["", f"[consumers.{adopted.key}.presets.{name}]"]
         if inherited is None:
-            lines.append(
-                f"description = {_toml(f'The {name} preset of {adopted.origin}.')}  # review"
-            )
+            comment = adopted.preset_described.get(name, "")
+            text, shortened = _one_line(comment) if comment else (f"The {name} preset.", True)
+            mark = "  # review: shortened from the comment" if comment else "  # review"
+            lines.append(f"description = {_toml(text)}" + (mark if shortened else ""))
             listed = members
         elif members >= inherited.members:
             listed = members - inherited.members  # the base's own, kept in step with the base
