@@ -210,6 +210,7 @@ def _run_to(
         ("generate", "--check"),
         ("generate", "--print-json-schema"),
         ("diff-schema", "schema/span_groups.toml", "schema/span_groups.toml"),
+        ("adopt", "tests/generator/fixtures/adopt/gym.py"),
     ],
 )
 def test_standard_output_that_cannot_be_written_is_a_one_line_error(args: tuple[str, ...]) -> None:

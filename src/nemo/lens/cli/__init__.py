@@ -77,6 +77,11 @@ def _run(arguments: list[str]) -> int:
         from nemo.lens.codegen.command import diff_schema
 
         return diff_schema(arguments[1:])
+    if arguments[:1] == ["adopt"]:
+        # Beside the generator, whose schema it writes; the source is read, never imported.
+        from nemo.lens.codegen.adopt import main as adopt
+
+        return adopt(arguments[1:])
     from nemo.lens.cli._parser import build_parser, command_names
 
     parser = build_parser(sorted(_classes.span_group_classes()))

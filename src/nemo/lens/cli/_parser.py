@@ -302,6 +302,12 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         "warns (see nemo-lens diff-schema --help)",
         add_help=False,
     )
+    commands.add_parser(
+        "adopt",
+        help="write the lens.toml that generates a hand-written SpanGroup class or a "
+        "SpanRegistry.register call's groups (see nemo-lens adopt --help)",
+        add_help=False,
+    )
     return parser
 
 

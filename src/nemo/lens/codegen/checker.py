@@ -257,13 +257,13 @@ class Checker:
         return True
 
     def name(self, name: str, path: KeyPath, what: str, longest: int = MAX_NAME) -> bool:
-        problem = _name_problem(name, longest)
+        problem = name_problem(name, longest)
         if problem:
             self.error(path, f"{what} name {name!r} {problem}")
         return not problem
 
 
-def _name_problem(name: str, longest: int) -> str:
+def name_problem(name: str, longest: int) -> str:
     """Why *name* cannot name a group, preset, consumer or instrument; empty when it can."""
     if not NAME_RE.fullmatch(name):
         suggestion = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
