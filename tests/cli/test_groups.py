@@ -78,7 +78,7 @@ def test_lists_a_namespace_registered_by_hand(run: Run) -> None:
     assert result.status == 0
     row = next(line for line in result.out_lines if line.startswith("cli_test.lib "))
     assert row.split(maxsplit=1)[1] == "cli_test.lib.io, cli_test.lib.phase"
-    assert any(line.startswith("nemo.lens.groups ") for line in result.out_lines)
+    assert any(line.startswith("nemo.lens.consumers.") for line in result.out_lines)
 
 
 @pytest.mark.parametrize("name", sorted(span_group_classes()))

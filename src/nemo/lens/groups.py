@@ -10,7 +10,6 @@ from types import MappingProxyType
 from typing import ClassVar, Final, Literal, TypeAlias, cast
 
 from nemo.lens.registry import SpanRegistry
-from nemo.lens.registry import register_span_group_class as _register_class
 from nemo.lens.spec import (
     DynamicSpanGroup,
     GroupInfo,
@@ -299,6 +298,3 @@ PROFILING_PRESET: Final = _TYPED_PRESETS["profiling"]
 
 ALL_PRESET: Final = PROFILING_PRESET
 """The 'all' preset of SpanGroup. Every group of the class."""
-
-# One system with the run-time registry: the class's groups and presets, registered on import.
-_register_class(SpanGroup)

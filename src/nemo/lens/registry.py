@@ -1,6 +1,6 @@
 """The run-time span-group registry (upstream's ``SpanRegistry``), one system with the schema.
 
-Namespaces register groups and presets; a generated span-group module registers its class
+Namespaces register groups and presets; a generated consumer module registers its class
 when imported. ``SpanRegistry.resolve`` reads a spec against all of them and reports what
 it could not resolve instead of raising. See docs/span-groups.md for the two resolutions.
 """

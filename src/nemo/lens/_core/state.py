@@ -139,8 +139,8 @@ def enabled_span_groups() -> frozenset[str]:
 # The spec set_span_group_spec stored (None: the groups were set explicitly), what of it
 # resolved to nothing, and the pending set last warned about. Guarded by _spec_lock, which
 # is held while resolving through the registry (the lock order is state -> registry).
-# Callers import the base vocabulary first (_configured_categories): its first import
-# registers it, and a registration re-resolves under this lock; re-entrant regardless.
+# Re-entrant: importing a generated consumer module while resolving registers it, and a
+# registration re-resolves under this lock.
 _spec_lock = threading.RLock()
 _spec: str | None = None
 # A job's spec (set-up) resolves through its span-group classes and the hand-registered
