@@ -522,7 +522,7 @@ class RecordingTracer(CurrentSpanTracer):
         self.mirror = mirror
         if mirror is not None:
             # Chosen here, once: without mirroring the class's start runs, unchanged.
-            self.start_primitive = self._start_mirrored  # type: ignore[method-assign]
+            self.start_primitive = self._start_mirrored  # type: ignore[method-assign, assignment]
         self._sdk = sdk_tracer
         self.resource = resource
         self.instrumentation_scope = scope
@@ -738,31 +738,14 @@ class RecordingTracer(CurrentSpanTracer):
         self,
         name: str,
         kind: SpanKind | None,
-        links: Sequence[Link] | None,
-        attributes: Mapping[str, object] | None,
+        links: Any,
+        attributes: Any,
         group: str | None,
-        owned: bool = False,
-        context: Context | None = None,
-        start_time: int | None = None,
-        record_exception: bool = True,
-        set_status_on_exception: bool = True,
-        sdk_rules: bool = False,
+        *more: Any,
     ) -> trace_api.Span:
-        """:meth:`start_primitive`, and the span's profiler ranges opened (set-up's choice)."""
-        span = RecordingTracer.start_primitive(
-            self,
-            name,
-            kind,
-            links,
-            attributes,
-            group,
-            owned,
-            context,
-            start_time,
-            record_exception,
-            set_status_on_exception,
-            sdk_rules,
-        )
+        """:meth:`start_primitive` (the same arguments), and the span's profiler ranges
+        opened (set-up's choice)."""
+        span = RecordingTracer.start_primitive(self, name, kind, links, attributes, group, *more)
         if type(span) is RecordingSpan:
             span.__class__ = MirroredSpan  # the same slots: a class change, no copy
             span._ranges = self.mirror.open(name, group)  # type: ignore[attr-defined, union-attr]
