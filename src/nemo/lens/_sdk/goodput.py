@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from nemo.lens import semconv
 from nemo.lens._core import fork as _fork
+from nemo.lens._sdk.recording import RecordingSpan
 from nemo.lens.spec import GOODPUT
 
 __all__ = ["DEFAULT_WINDOWS_S", "GoodputRecorder", "group_buckets", "whole_number"]
@@ -92,12 +93,6 @@ class _Account:
         self.last_runs: dict[int, _Entry] = {}
         self.lost_ns = 0
         """Time of late spans older than the kept pieces: left where it was."""
-
-    def extent(self, start: int, end: int) -> None:
-        if self.first is None or start < self.first:
-            self.first = start
-        if self.last is None or end > self.last:
-            self.last = end
 
     def judge(
         self, start: int, end: int, bucket: str, iteration: int | None, truncated: bool
@@ -269,6 +264,17 @@ class _Account:
         return max(0, end - begin), figures
 
 
+def _attributes_of(span: Any) -> Mapping[str, Any]:
+    """*span*'s attributes, read without changing it: a recorded span's group tags are
+    merged by whoever reads it first, and the export thread may be reading it now."""
+    if type(span) is RecordingSpan:
+        attributes, tags = span._attributes, span._tags
+        if tags is None:
+            return attributes or {}
+        return {**attributes, **tags} if attributes else tags
+    return span.attributes or {}
+
+
 class GoodputRecorder(SpanProcessor):
     """Derives the goodput buckets from the spans as they end. The emitting thread only
     appends a span to a deque (:attr:`observe`, and :meth:`on_end` for the SDK's spans); the
@@ -330,13 +336,20 @@ class GoodputRecorder(SpanProcessor):
         return found[1] if category == GOODPUT else None
 
     def _take(self, span: Any) -> None:
-        start, end = span.start_time, span.end_time
+        if type(span) is RecordingSpan:  # its slots: no property, no copy
+            start, end = span._start_time, span._end_time
+        else:
+            start, end = span.start_time, span.end_time
         if start is None or end is None:
             return
-        end = max(start, end)
+        if end < start:
+            end = start
         account = self._account
-        account.extent(start, end)
-        attributes = span.attributes or {}
+        if account.first is None or start < account.first:
+            account.first = start
+        if account.last is None or end > account.last:
+            account.last = end
+        attributes = _attributes_of(span)
         bucket = self._bucket_of(attributes)
         if bucket is not None:
             account.judge(
