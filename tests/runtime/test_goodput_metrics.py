@@ -346,3 +346,18 @@ def test_off_by_default_nothing_is_recorded(tmp_path: Path) -> None:
     }
     handle.shutdown()
     assert not any(name.startswith("nemo.goodput.") for name in names)
+
+
+def test_an_export_threads_poll_drains_a_batch_of_ended_spans(clock: list[int]) -> None:
+    from nemo.lens._sdk.goodput import POLL_SPANS
+
+    live = recorder(clock)
+    clock[0] = 10 * S
+    live.observe(span(SpanGroup.STEP, 0, 1, iteration=0))
+    live.poll()  # one span, polled at once: left for later
+    assert live.window(60)[0] == 0
+    for n in range(1, POLL_SPANS):
+        live.observe(span(SpanGroup.FORWARD_BACKWARD, n / 1000, n / 1000 + 0.0005))
+    live.poll()
+    length, buckets = live.window(60)
+    assert length > 0 and buckets["productive"] == 1 * S

@@ -31,6 +31,8 @@ DEFAULT_WINDOWS_S: Final = (60, 300, 900)
 """The rolling windows, in seconds, when ``NEMO_LENS_GOODPUT_METRICS`` names none."""
 ITERATIONS_KEPT: Final = 65536
 """How many iterations' last execution the recorder remembers, to find a re-execution."""
+POLL_SPANS: Final = 4096
+"""Ended spans that make an export thread's poll drain them (else once a second)."""
 
 
 def group_buckets() -> dict[str, tuple[str, str]]:
@@ -306,6 +308,7 @@ class GoodputRecorder(SpanProcessor):
         self._lock = threading.Lock()
         self._account = _Account(max(self.windows_s) * 1_000_000_000)
         self._closed = False
+        self._drained_at = time.monotonic()
         _fork.register(self)
 
     def _after_fork_in_child(self) -> None:
@@ -394,6 +397,17 @@ class GoodputRecorder(SpanProcessor):
                 take(ended.popleft())
             if upto is not None or self._closed:
                 self._account.finalize(upto)
+            self._drained_at = time.monotonic()
+
+    def poll(self) -> None:
+        """Drain when a batch's worth of spans ended or a second passed since the last drain:
+        an export thread calls it at each of its polls, so ended spans are not held until the
+        next collection. Never waits for a drain in progress."""
+        if len(self._ended) < POLL_SPANS and time.monotonic() - self._drained_at < 1.0:
+            return
+        if self._lock.locked():
+            return
+        self.drain()
 
     def close(self) -> None:
         """Account every span (the open ones were ended first) and make all time final."""

@@ -295,6 +295,8 @@ def build_pipeline(
                     tracker=pipeline.tracker,
                 )
                 if isinstance(processor, BatchingSpanProcessor):
+                    if pipeline.goodput is not None and not pipeline.span_batchers:
+                        processor.on_poll = pipeline.goodput.poll
                     pipeline.span_batchers.append(processor)
                     sinks.append(processor.queue_span)
                 else:
