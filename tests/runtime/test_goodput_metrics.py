@@ -159,6 +159,15 @@ def a_span_that_arrives_late(collect: Callable[[], object]) -> None:
     steps(4)
 
 
+def iterations_that_are_not_whole_numbers(collect: Callable[[], object]) -> None:
+    # Not iterations (a flag, a fraction, a word): productive, never a re-execution; a
+    # string or float holding a whole number is one, and runs again here.
+    for iteration in (True, 2.5, "abc", " 7 ", 7.0, True, 2.5, "abc"):
+        with managed_span(SpanGroup.STEP, "step", iteration=iteration):
+            pass
+        collect()
+
+
 CASES = {
     "steps-only": steps_only,
     "checkpoint-inside-a-step": checkpoint_inside_a_step,
@@ -167,6 +176,7 @@ CASES = {
     "iteration-executed-twice": an_iteration_executed_twice,
     "two-threads-overlapping": two_threads_overlapping,
     "a-span-that-arrives-late": a_span_that_arrives_late,
+    "iterations-that-are-not-whole-numbers": iterations_that_are_not_whole_numbers,
 }
 
 
@@ -187,7 +197,11 @@ def test_the_figures_at_the_end_of_a_run_equal_nemo_lens_goodput(
     assert badput.pop("restart") == 0.0  # one lifetime
     assert by_bucket == badput
     assert points[semconv.GOODPUT_RATIO][()] == expected["goodput"]
-    if case in ("truncated-at-shutdown", "iteration-executed-twice"):
+    if case in (
+        "truncated-at-shutdown",
+        "iteration-executed-twice",
+        "iterations-that-are-not-whole-numbers",
+    ):
         assert by_bucket["wasted_progress"] > 0
     if case in ("checkpoint-inside-a-step", "two-threads-overlapping", "a-span-that-arrives-late"):
         assert by_bucket["checkpoint_save"] > 0
