@@ -375,3 +375,18 @@ def test_an_export_threads_poll_drains_a_batch_of_ended_spans(clock: list[int]) 
     live.poll()
     length, buckets = live.window(60)
     assert length > 0 and buckets["productive"] == 1 * S
+
+
+def test_only_the_latest_iterations_are_remembered(
+    clock: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("nemo.lens._sdk.goodput.ITERATIONS_KEPT", 3)
+    live = recorder(clock)
+    for iteration in range(5):
+        live.observe(span(SpanGroup.STEP, iteration, iteration + 1, iteration=iteration))
+    live.observe(span(SpanGroup.STEP, 5, 6, iteration=4))  # remembered: 4 is wasted
+    live.observe(span(SpanGroup.STEP, 6, 7, iteration=0))  # forgotten: 0 stays productive
+    live.close()
+    buckets = live.figures()[1]
+    assert buckets["wasted_progress"] == 1 * S
+    assert buckets["productive"] == 6 * S

@@ -92,7 +92,9 @@ class _Account:
         """Where the kept pieces begin (``None``: at the start)."""
         self.pending: list[_Entry] = []
         self.pieces: list[list[Any]] = []  # [left, right, entry], in time order
-        self.last_runs: dict[int, _Entry] = {}
+        # Oldest first; an OrderedDict forgets its oldest in O(1), where a dict would scan
+        # the slots its earlier deletions left.
+        self.last_runs: collections.OrderedDict[int, _Entry] = collections.OrderedDict()
         self.lost_ns = 0
         """Time of late spans older than the kept pieces: left where it was."""
 
@@ -113,7 +115,7 @@ class _Account:
                         del self.last_runs[iteration]
                     self.last_runs[iteration] = entry
                     if len(self.last_runs) > ITERATIONS_KEPT:
-                        del self.last_runs[next(iter(self.last_runs))]
+                        self.last_runs.popitem(last=False)
                 elif start < known.start:
                     entry.bucket = WASTED
         if end <= start:
@@ -266,15 +268,19 @@ class _Account:
         return max(0, end - begin), figures
 
 
-def _attributes_of(span: Any) -> Mapping[str, Any]:
-    """*span*'s attributes, read without changing it: a recorded span's group tags are
-    merged by whoever reads it first, and the export thread may be reading it now."""
-    if type(span) is RecordingSpan:
-        attributes, tags = span._attributes, span._tags
-        if tags is None:
-            return attributes or {}
-        return {**attributes, **tags} if attributes else tags
-    return span.attributes or {}
+_NONE: Final[Mapping[str, Any]] = {}
+_GROUP: Final = semconv.SPAN_GROUP
+_LEGACY_GROUP: Final = semconv.LEGACY_SPAN_GROUP
+_CATEGORY: Final = semconv.SPAN_CATEGORY
+
+
+def _parts(span: Any) -> tuple[int | None, int | None, Mapping[str, Any], Mapping[str, Any]]:
+    """*span*'s start, end, group tags and attributes (the tags win), read without changing
+    it: a recorded span's tags are merged by whoever reads its attributes first, and the
+    emitting or the export thread may be doing so now."""
+    if type(span) is RecordingSpan:  # its slots: no property, no copy
+        return span._start_time, span._end_time, span._tags or _NONE, span._attributes or _NONE
+    return span.start_time, span.end_time, _NONE, span.attributes or _NONE
 
 
 class GoodputRecorder(SpanProcessor):
@@ -323,26 +329,25 @@ class GoodputRecorder(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         self._ended.append(span)
 
-    def _bucket_of(self, attributes: Mapping[str, Any]) -> str | None:
-        """The bucket a span with *attributes* feeds, ``None`` for none (as the commands
-        read its group and category)."""
-        if semconv.SPAN_GROUP in attributes:
-            group = attributes[semconv.SPAN_GROUP]
+    def _bucket_of(self, tags: Mapping[str, Any], attributes: Mapping[str, Any]) -> str | None:
+        """The bucket a span with *tags* and *attributes* feeds, ``None`` for none (as the
+        commands read its group and category)."""
+        if _GROUP in tags:
+            group = tags[_GROUP]
+        elif _GROUP in attributes:
+            group = attributes[_GROUP]
         else:
-            group = attributes.get(semconv.LEGACY_SPAN_GROUP)
+            group = tags.get(_LEGACY_GROUP, attributes.get(_LEGACY_GROUP))
         found = self._buckets.get(group) if isinstance(group, str) and group else None
         if found is None:
             return None
-        category = attributes.get(semconv.SPAN_CATEGORY)
+        category = tags[_CATEGORY] if _CATEGORY in tags else attributes.get(_CATEGORY)
         if not isinstance(category, str):
             category = found[0]
         return found[1] if category == GOODPUT else None
 
     def _take(self, span: Any) -> None:
-        if type(span) is RecordingSpan:  # its slots: no property, no copy
-            start, end = span._start_time, span._end_time
-        else:
-            start, end = span.start_time, span.end_time
+        start, end, tags, attributes = _parts(span)
         if start is None or end is None:
             return
         if end < start:
@@ -352,9 +357,10 @@ class GoodputRecorder(SpanProcessor):
             account.first = start
         if account.last is None or end > account.last:
             account.last = end
-        attributes = _attributes_of(span)
-        bucket = self._bucket_of(attributes)
+        bucket = self._bucket_of(tags, attributes)
         if bucket is not None:
+            if tags:
+                attributes = {**attributes, **tags}
             account.judge(
                 start,
                 end,
@@ -375,14 +381,14 @@ class GoodputRecorder(SpanProcessor):
         except RuntimeError:
             return None
         for span in spans:
-            start = span.start_time
+            start, _, tags, attributes = _parts(span)
             if start is None or start >= now:
                 continue
             try:
-                attributes = dict(span.attributes or {})
-            except RuntimeError:
+                bucketed = self._bucket_of(tags, attributes) is not None
+            except RuntimeError:  # an SDK span's attributes, changing as they are read
                 return None
-            if self._bucket_of(attributes) is not None:
+            if bucketed:
                 now = start
         return now
 
