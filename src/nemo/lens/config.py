@@ -35,6 +35,7 @@ __all__ = [
     "NemoLensConfig",
     "SpanGroupClasses",
     "default_run_id",
+    "goodput_windows",
 ]
 
 SpanGroupClasses: TypeAlias = type[SpanGroup] | tuple[type[SpanGroup], ...]
@@ -167,6 +168,10 @@ class NemoLensConfig:
     console_format: str = "otel"
     """How the ``console`` exporter prints spans: ``otel`` (the SDK's ``to_json(indent=None)``
     per line, as v0.2.0) or ``lens`` (the ``file`` exporter's line)."""
+    goodput_metrics: str = ""
+    """Export goodput as metrics while the job runs (docs/goodput.md): ``"1"`` (or true, yes,
+    on) for rolling windows of 60, 300 and 900 s, or the windows in seconds (``"60,600"``);
+    empty or ``"0"`` (false, no, off): off. Needs metrics and traces enabled."""
     spans_on_every_rank: bool = False
     """Make real spans (exported nowhere) on the ranks the export strategy leaves out too, so
     every rank has a valid trace context; off, as in v0.2.0, such ranks enable no group."""
@@ -256,6 +261,7 @@ class NemoLensConfig:
                 "span_groups", f"invalid span_groups {self.span_groups!r}: {exc}"
             ) from None
         _check_trace_file_template(self.trace_file)
+        goodput_windows(self.goodput_metrics)
         return groups
 
     def validate(self) -> None:
@@ -374,6 +380,29 @@ _ENV_SUFFIXES: Final = {
 
 _BOOL_TEXT: Final = {"1": True, "true": True, "yes": True, "on": True}
 _BOOL_TEXT.update(dict.fromkeys(("0", "false", "no", "off"), False))
+
+
+def goodput_windows(text: str) -> tuple[int, ...]:
+    """The rolling windows, in seconds, that ``goodput_metrics`` asks for; ``()`` when off.
+    A bad value raises the field's :class:`ValueError` naming the fix."""
+    raw = text.strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return ()
+    if raw in ("1", "true", "yes", "on"):
+        return (60, 300, 900)
+    windows: list[int] = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) <= 0:
+            raise _FieldValueError(
+                "goodput_metrics",
+                f"goodput_metrics {text!r}: {part!r} is not a window in whole seconds; write "
+                "1 for windows of 60, 300 and 900 s, or the windows such as 60,300,900 "
+                "(0 turns it off)",
+            )
+        if int(part) not in windows:
+            windows.append(int(part))
+    return tuple(sorted(windows))
 
 
 def _parse_bool(variable: str, raw: str) -> bool:

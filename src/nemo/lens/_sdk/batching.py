@@ -66,6 +66,7 @@ class BatchingSpanProcessor(SpanProcessor):
         synchronous: Export each span from the thread that ends it, with no queue.
         synchronous_after_fork: Do so in a child forked from this process.
         open_records: Asked at every poll which open spans the exporter records.
+        on_poll: Called at every poll of the export thread (the goodput recorder's drain).
     """
 
     def __init__(
@@ -82,6 +83,7 @@ class BatchingSpanProcessor(SpanProcessor):
         synchronous: bool = False,
         synchronous_after_fork: bool = False,
         open_records: Callable[[int, float], list[ReadableSpan] | None] | None = None,
+        on_poll: Callable[[], None] | None = None,
     ) -> None:
         for name, value in (
             ("max_queue_size", max_queue_size),
@@ -111,6 +113,7 @@ class BatchingSpanProcessor(SpanProcessor):
         self._synchronous = synchronous
         self._synchronous_after_fork = synchronous_after_fork
         self._open_records = open_records
+        self.on_poll = on_poll
         self._disabled = self._shutdown = False
         self._reset()
         # Whether queue_span may skip its checks: not synchronous, and (until set
@@ -240,6 +243,8 @@ class BatchingSpanProcessor(SpanProcessor):
                         if spans is not None:
                             self._out.export_open(spans, time.time_ns())
                             self._progress_at = time.monotonic()
+                    if self.on_poll is not None:
+                        self.on_poll()
                 except BaseException:
                     # Nothing may end this thread: the spans behind it would never be
                     # exported, and nobody would say so.

@@ -5,6 +5,7 @@ publishes them), and flush and shut them down in bounded time.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from nemo.lens._sdk.exporters.factory import create_exporter
 from nemo.lens._sdk.exporters.guard import MetricGuard
 from nemo.lens._sdk.exporters.health import ExportHealth, describe_destination
 from nemo.lens._sdk.exporters.redaction import exportable_resource
+from nemo.lens._sdk.goodput import GoodputRecorder
 from nemo.lens._sdk.mirroring import build_mirror
 from nemo.lens._sdk.open_spans import OpenSpanTracker
 from nemo.lens._sdk.processors import (
@@ -37,7 +39,7 @@ from nemo.lens._sdk.processors import (
     span_processor,
 )
 from nemo.lens._sdk.recording import LensTracerProvider, RecordingSpan
-from nemo.lens.config import NemoLensConfig
+from nemo.lens.config import NemoLensConfig, goodput_windows
 from nemo.lens.resources import build_resource
 from nemo.lens.sampling import RankAwareSampler
 
@@ -63,6 +65,8 @@ class Pipeline:
     tracker: OpenSpanTracker | None = None
     health: ExportHealth = field(default_factory=ExportHealth)
     span_batchers: list[BatchingSpanProcessor] = field(default_factory=list)
+    goodput: GoodputRecorder | None = None
+    """The live goodput recorder, when ``goodput_metrics`` asks for one."""
     _closed: bool = field(default=False, repr=False)
     _lost_at_flush: int = field(default=0, repr=False)
 
@@ -124,11 +128,18 @@ class Pipeline:
         deadline = time.monotonic() + timeout_ms / 1000
         tasks: dict[str, Callable[[], object]] = {}
         undrained: list[str] = []
-        tracer_provider, tracker = self.tracer_provider, self.tracker
+        tracer_provider, tracker, goodput = self.tracer_provider, self.tracker, self.goodput
+        # The goodput figures' last collection waits for the spans shutdown ends.
+        goodput_final = threading.Event()
         if tracer_provider is not None:
 
             def shutdown_traces() -> None:
-                truncated = tracker.close() if tracker is not None else 0
+                try:
+                    truncated = tracker.close() if tracker is not None else 0
+                    if goodput is not None:
+                        goodput.close()
+                finally:
+                    goodput_final.set()
                 if truncated:
                     _logger.info(
                         "nemo.lens: ended %d span(s) still open at shutdown (%s=True)",
@@ -144,7 +155,15 @@ class Pipeline:
             tasks["trace shutdown"] = shutdown_traces
         if self.meter_provider is not None:
             meter_provider = self.meter_provider
-            tasks["metric shutdown"] = lambda: meter_provider.shutdown(timeout_millis=timeout_ms)
+
+            def shutdown_metrics() -> None:
+                timeout = timeout_ms
+                if goodput is not None and tracer_provider is not None:
+                    goodput_final.wait(max(0.0, deadline - time.monotonic()))
+                    timeout = max(0.0, deadline - time.monotonic()) * 1000
+                meter_provider.shutdown(timeout_millis=timeout)
+
+            tasks["metric shutdown"] = shutdown_metrics
         if self.logger_provider is not None:
             tasks["log shutdown"] = self.logger_provider.shutdown
         pending = run_bounded(tasks, timeout_ms / 1000) + undrained
@@ -255,9 +274,19 @@ def build_pipeline(
             )
             pipeline.tracer_provider = tracer_provider
             sinks: list[Callable[[RecordingSpan], None]] = []
-            if span_exps:
+            windows = goodput_windows(config.goodput_metrics)
+            if windows and not pipeline.metric_readers:
+                windows = ()  # nothing would read the figures
+            if span_exps or windows:
                 pipeline.tracker = OpenSpanTracker()
                 tracer_provider.add_span_processor(pipeline.tracker)
+            if windows and pipeline.meter_provider is not None:
+                # First of the sinks: it sees a span before any exporter can keep it waiting.
+                goodput = GoodputRecorder(tracker=pipeline.tracker, windows_s=windows)
+                goodput.observe_with(pipeline.meter_provider.get_meter(semconv.SCOPE_NAME))
+                tracer_provider.add_span_processor(goodput)
+                sinks.append(goodput.observe)
+                pipeline.goodput = goodput
             # One processor per exporter, each with its own queue and policy: a collector
             # that is down never holds up the file, nor the file's wait the collector.
             for name, span_exp in span_exps:
@@ -269,6 +298,8 @@ def build_pipeline(
                     tracker=pipeline.tracker,
                 )
                 if isinstance(processor, BatchingSpanProcessor):
+                    if pipeline.goodput is not None and not pipeline.span_batchers:
+                        processor.on_poll = pipeline.goodput.poll
                     pipeline.span_batchers.append(processor)
                     sinks.append(processor.queue_span)
                 else:
@@ -300,6 +331,14 @@ def fan_out(
     sink itself: a job with one exporter pays nothing for several)."""
     if len(sinks) <= 1:
         return sinks[0] if sinks else None
+    if len(sinks) == 2:  # the goodput recorder and one exporter: no loop
+        first, second = sinks
+
+        def both(span: RecordingSpan) -> None:
+            first(span)
+            second(span)
+
+        return both
     every = tuple(sinks)
 
     def each(span: RecordingSpan) -> None:

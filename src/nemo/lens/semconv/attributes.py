@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: cf18272d05235bb61761de3296fbfd86c856dd96e8ee82687a6a811993b90674
+# schema-sha256: dd7fa046f21b91b80cd69003bc57107eb8e11e9a715766c1c2c3e67bf1f66887
 """The names nemo.lens emits and reads, other than the resource's and the metrics': span and log
 attributes, metric attributes and fixed values, and upstream's names.
 """
@@ -45,6 +45,8 @@ __all__ = [
     "GEN_AI_TOKEN_TYPE",
     "GEN_AI_TOKEN_TYPE_INPUT",
     "GEN_AI_TOKEN_TYPE_OUTPUT",
+    "GOODPUT_BUCKET",
+    "GOODPUT_WINDOW",
     "GYM_AGENT",
     "GYM_ENVIRONMENT",
     "GYM_NUM_SERVERS",
@@ -210,6 +212,19 @@ GEN_AI_TOKEN_TYPE_INPUT: Final = "input"
 
 GEN_AI_TOKEN_TYPE_OUTPUT: Final = "output"
 """The token type of generated (output) tokens. A value of `gen_ai.token.type`."""
+
+# -- Goodput metrics
+
+GOODPUT_BUCKET: Final = "nemo.goodput.bucket"
+"""Metric attribute of `nemo.goodput.time` and `nemo.goodput.window.time`: the bucket, as `nemo-
+lens goodput` names it (`productive`, `wasted_progress`, `unaccounted`, and the `bucket` of
+each schema group). Type: `string`.
+"""
+
+GOODPUT_WINDOW: Final = "nemo.goodput.window"
+"""Metric attribute of the rolling-window instruments: the window's length in seconds (60, 300,
+900 unless `NEMO_LENS_GOODPUT_METRICS` names others). Type: `int`.
+"""
 
 # -- Gym rollouts
 

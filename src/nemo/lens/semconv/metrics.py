@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: cf18272d05235bb61761de3296fbfd86c856dd96e8ee82687a6a811993b90674
+# schema-sha256: dd7fa046f21b91b80cd69003bc57107eb8e11e9a715766c1c2c3e67bf1f66887
 """The metric catalogue of nemo.lens: every instrument its recorders create."""
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ __all__ = [
     "GEN_AI_SERVER_REQUEST_DURATION",
     "GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN",
     "GEN_AI_SERVER_TIME_TO_FIRST_TOKEN",
+    "GOODPUT_RATIO",
+    "GOODPUT_TIME",
+    "GOODPUT_WINDOW_RATIO",
+    "GOODPUT_WINDOW_TIME",
     "GYM_ROLLOUTS",
     "GYM_ROLLOUT_DURATION",
     "GYM_ROLLOUT_SANDBOX_CALLS",
@@ -206,6 +210,31 @@ GEN_AI_SERVER_TIME_PER_OUTPUT_TOKEN: Final = "gen_ai.server.time_per_output_toke
 GEN_AI_SERVER_TIME_TO_FIRST_TOKEN: Final = "gen_ai.server.time_to_first_token"
 """Time from a request's arrival to its first generated token. A histogram in `s`, recorded from
 `time_to_first_token_s` of `record_inference_metrics`.
+"""
+
+# -- Goodput while the job runs: NEMO_LENS_GOODPUT_METRICS
+
+GOODPUT_RATIO: Final = "nemo.goodput.ratio"
+"""Productive time over wall time of this process so far (nemo-lens goodput's goodput). A gauge
+in `1`, recorded from the goodput recorder (`NEMO_LENS_GOODPUT_METRICS`).
+"""
+
+GOODPUT_TIME: Final = "nemo.goodput.time"
+"""Seconds of this process's wall time so far in each goodput bucket (by nemo.goodput.bucket;
+unaccounted included), as nemo-lens goodput counts them. A gauge in `s`, recorded from the
+goodput recorder (`NEMO_LENS_GOODPUT_METRICS`), one point per bucket.
+"""
+
+GOODPUT_WINDOW_RATIO: Final = "nemo.goodput.window.ratio"
+"""Productive time over the last nemo.goodput.window seconds (rolling-window goodput; by
+nemo.goodput.window). A gauge in `1`, recorded from the goodput recorder, one point per
+window.
+"""
+
+GOODPUT_WINDOW_TIME: Final = "nemo.goodput.window.time"
+"""Seconds in each goodput bucket over the last nemo.goodput.window seconds (by
+nemo.goodput.bucket and nemo.goodput.window). A gauge in `s`, recorded from the goodput
+recorder, one point per bucket and window.
 """
 
 # -- Gym rollouts: record_gym_rollout_metrics
@@ -441,6 +470,39 @@ INSTRUMENTS: Final[Mapping[str, MetricInfo]] = by_name(
         "gauge",
         "",
         "Fraction of successful verifications.",
+    ),
+    MetricInfo(
+        GOODPUT_RATIO,
+        "gauge",
+        "1",
+        "Productive time over wall time of this process so far (nemo-lens goodput's goodput).",
+    ),
+    MetricInfo(
+        GOODPUT_TIME,
+        "gauge",
+        "s",
+        (
+            "Seconds of this process's wall time so far in each goodput bucket (by "
+            "nemo.goodput.bucket; unaccounted included), as nemo-lens goodput counts them."
+        ),
+    ),
+    MetricInfo(
+        GOODPUT_WINDOW_RATIO,
+        "gauge",
+        "1",
+        (
+            "Productive time over the last nemo.goodput.window seconds (rolling-window goodput; "
+            "by nemo.goodput.window)."
+        ),
+    ),
+    MetricInfo(
+        GOODPUT_WINDOW_TIME,
+        "gauge",
+        "s",
+        (
+            "Seconds in each goodput bucket over the last nemo.goodput.window seconds (by "
+            "nemo.goodput.bucket and nemo.goodput.window)."
+        ),
     ),
     MetricInfo(
         GYM_ROLLOUT_DURATION,
