@@ -38,7 +38,7 @@ POLL_SPANS: Final = 4096
 def group_buckets() -> dict[str, tuple[str, str]]:
     """``{group: (category, bucket)}`` for every bucketed group of the shipped classes: the
     rows of the commands' ``span_groups`` view, so a bucket added to the schema flows in."""
-    from nemo.lens.cli._classes import group_rows, span_group_classes
+    from nemo.lens._vocabulary import group_rows, span_group_classes
 
     rows = group_rows(list(span_group_classes().values()))
     return {group: (category, bucket) for group, category, bucket, _ in rows if bucket}

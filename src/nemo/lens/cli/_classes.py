@@ -1,12 +1,12 @@
-"""The span-group classes the commands know, by the name ``--class`` takes, and what they say
-as the rows of the ``span_groups`` and ``span_group_presets`` views."""
+"""The span-group classes the commands know (:mod:`nemo.lens._vocabulary`), the ones
+``--class`` selects, and the rows of the ``span_group_presets`` view."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
+
+from nemo.lens._vocabulary import BASE_CLASS, group_rows, span_group_classes
 
 if TYPE_CHECKING:
     # Imported when used: `nemo-lens generate` must run even while the generated
@@ -15,52 +15,11 @@ if TYPE_CHECKING:
 
 __all__ = ["BASE_CLASS", "group_rows", "preset_rows", "selected_classes", "span_group_classes"]
 
-BASE_CLASS: Final = "base"
-"""The name ``--class`` gives the base ``SpanGroup``."""
-
-
-def span_group_classes() -> dict[str, type[SpanGroup]]:
-    """``{"base": SpanGroup, "megatron": MegatronSpanGroup, ...}``: the consumers found in
-    :mod:`nemo.lens.consumers`, so a consumer added to the schema needs no edit here."""
-    import nemo.lens.consumers as consumers
-    from nemo.lens.groups import SpanGroup
-
-    classes: dict[str, type[SpanGroup]] = {BASE_CLASS: SpanGroup}
-    for module_info in sorted(pkgutil.iter_modules(consumers.__path__), key=lambda m: m.name):
-        if module_info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{consumers.__name__}.{module_info.name}")
-        for value in vars(module).values():
-            if (
-                isinstance(value, type)
-                and issubclass(value, SpanGroup)
-                and value.__module__ == module.__name__
-            ):
-                classes[module_info.name] = value
-    return classes
-
 
 def selected_classes(names: Sequence[str] | None) -> list[type[SpanGroup]]:
     """The classes ``--class`` named; every shipped one, the base first, if none."""
     classes = span_group_classes()
     return [classes[name] for name in names] if names else list(classes.values())
-
-
-def group_rows(classes: Sequence[type[SpanGroup]]) -> list[tuple[str, str, str, str]]:
-    """(span_group, category, bucket, fires) of every group of *classes*."""
-    from nemo.lens.spec import categories_for
-
-    categories = categories_for(classes)
-    rows: dict[str, tuple[str, str, str, str]] = {}
-    buckets: dict[str, str] = {}
-    for span_group in classes:
-        info_of: dict[str, Any] = getattr(span_group, "GROUP_INFO", {})
-        for group, info in info_of.items():
-            if info.bucket:
-                buckets.setdefault(group, info.bucket)
-            if group not in rows:
-                rows[group] = (group, categories.get(group, ""), "", str(info.fires))
-    return [(g, c, buckets.get(g, ""), f) for g, c, _, f in rows.values()]
 
 
 def preset_rows(classes: Sequence[type[SpanGroup]]) -> list[tuple[str, str]]:
