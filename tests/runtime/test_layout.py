@@ -277,6 +277,20 @@ def test_the_api_side_never_imports_the_sdk_side() -> None:
     assert not _core_reaches_sdk(modules())
 
 
+def test_the_runtime_never_imports_the_commands() -> None:
+    # One direction through the house: schema, codegen, generated, runtime, CLI. A job that
+    # installs no CLI extra (DuckDB) must still import every runtime module.
+    known = modules()
+    runtime = [n for n in known if not n.startswith(("nemo.lens.cli", "nemo.lens.codegen"))]
+    reaching = sorted(
+        f"{name} imports {target}"
+        for name in runtime
+        for target in _dependencies(known[name], known)
+        if target == "nemo.lens.cli" or target.startswith("nemo.lens.cli.")
+    )
+    assert not reaching
+
+
 def test_generated_modules_import_only_public_modules() -> None:
     generated = [m for m in modules().values() if m.generated]
     assert generated, "no generated module found: is the generated-file header still recognised?"
