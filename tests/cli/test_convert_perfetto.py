@@ -36,12 +36,14 @@ class Slice:
     instants: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
 
 
-def _value(annotation: Any) -> Any:
+def _value(annotation: Any, strings: dict[int, bytes]) -> Any:
     kind = annotation.WhichOneof("value")
     if kind is None:
         if annotation.array_values:
-            return [_value(item) for item in annotation.array_values]
-        return {entry.name: _value(entry) for entry in annotation.dict_entries}
+            return [_value(item, strings) for item in annotation.array_values]
+        return {entry.name: _value(entry, strings) for entry in annotation.dict_entries}
+    if kind == "string_value_iid":
+        return strings[annotation.string_value_iid].decode("utf-8")
     return getattr(annotation, kind)
 
 
@@ -52,6 +54,7 @@ def decode(path: Path) -> tuple[list[Slice], dict[str, list[str]]]:
     names: dict[int, str] = {}
     categories: dict[int, str] = {}
     annotation_names: dict[int, str] = {}
+    strings: dict[int, bytes] = {}
     processes: dict[int, str] = {}
     tracks: dict[int, tuple[int, str, int]] = {}
     open_slices: dict[int, list[Slice]] = defaultdict(list)
@@ -66,6 +69,7 @@ def decode(path: Path) -> tuple[list[Slice], dict[str, list[str]]]:
         annotation_names.update(
             (entry.iid, entry.name) for entry in interned.debug_annotation_names
         )
+        strings.update((entry.iid, entry.str) for entry in interned.debug_annotation_string_values)
         if packet.HasField("track_descriptor"):
             descriptor = packet.track_descriptor
             if descriptor.HasField("process"):
@@ -88,7 +92,7 @@ def decode(path: Path) -> tuple[list[Slice], dict[str, list[str]]]:
             done.end = packet.timestamp
             continue
         annotations = {
-            annotation_names[a.name_iid] if a.name_iid else a.name: _value(a)
+            annotation_names[a.name_iid] if a.name_iid else a.name: _value(a, strings)
             for a in event.debug_annotations
         }
         name = names[event.name_iid] if event.name_iid else event.name

@@ -60,6 +60,7 @@ _A_BOOL: Final = b"\x10"  # DebugAnnotation.bool_value = 2
 _A_INT: Final = b"\x20"  # DebugAnnotation.int_value = 4
 _A_DOUBLE: Final = b"\x29"  # DebugAnnotation.double_value = 5 (fixed64)
 _A_STRING: Final = b"\x32"  # DebugAnnotation.string_value = 6
+_A_STRING_IID: Final = b"\x88\x01"  # DebugAnnotation.string_value_iid = 17
 _A_JSON: Final = b"\x4a"  # DebugAnnotation.legacy_json_value = 9
 _A_NAME: Final = b"\x52"  # DebugAnnotation.name = 10
 _A_DICT: Final = b"\x5a"  # DebugAnnotation.dict_entries = 11
@@ -67,8 +68,9 @@ _A_ARRAY: Final = b"\x62"  # DebugAnnotation.array_values = 12
 _I_CATEGORIES: Final = b"\x0a"  # InternedData.event_categories = 1
 _I_NAMES: Final = b"\x12"  # InternedData.event_names = 2
 _I_ANNOTATION_NAMES: Final = b"\x1a"  # InternedData.debug_annotation_names = 3
-_IID: Final = b"\x08"  # EventCategory/EventName/DebugAnnotationName.iid = 1
-_INTERNED_NAME: Final = b"\x12"  # ....name = 2
+_I_STRINGS: Final = b"\xea\x01"  # InternedData.debug_annotation_string_values = 29
+_IID: Final = b"\x08"  # EventCategory/EventName/DebugAnnotationName/InternedString.iid = 1
+_INTERNED_NAME: Final = b"\x12"  # ....name (InternedString.str) = 2
 
 _INTERN_CAP: Final = 1 << 16
 """Names interned per kind at most: past that (span names made unique per span, say) a name
@@ -79,17 +81,27 @@ _LANES: Final = 1 << 12
 """Sibling ranks a group's lanes get: group order * this + lane (sibling_order_rank is int32)."""
 _INT64: Final = 1 << 63
 _LIFETIMES: Final = "lifetimes"
+_UNIQUE: Final = frozenset({"span.id", "span.parent_id"})
+"""Annotations whose values (nearly) never repeat: inline, never interned."""
+_INTERNED_LENGTH: Final = 64
+"""String values up to this long are interned (trace ids, attribute values that repeat)."""
 
 
-def _varint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
+def _encode_varint(value: int) -> bytes:
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_SMALL: Final = [_encode_varint(value) for value in range(1 << 14)]
+"""Every varint of up to two bytes (lengths, iids, track uuids), encoded once."""
+
+
+def _varint(value: int) -> bytes:
+    return _SMALL[value] if value < 16384 else _encode_varint(value)
 
 
 def _field(key: bytes, payload: bytes) -> bytes:
@@ -102,22 +114,26 @@ def _text(key: bytes, text: str) -> bytes:
 
 
 class _Interned:
-    """One kind of interned name: its iids, and the entries not yet written."""
+    """One kind of interned name: the field that refers to each (*ref*, then its iid),
+    encoded once, and the entries not yet written (*key*, InternedData's field)."""
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, ref: bytes) -> None:
         self.key = key
-        self.iids: dict[str, int] = {}
+        self.ref = ref
+        self.refs: dict[str, bytes] = {}
         self.fresh: list[bytes] = []
 
-    def iid(self, name: str) -> int | None:
-        """*name*'s iid (written with the next packet when new); None past the cap."""
-        iid = self.iids.get(name)
-        if iid is None:
-            if len(self.iids) >= _INTERN_CAP:
+    def __call__(self, name: str) -> bytes | None:
+        """The field referring to *name* (its entry goes with the next packet when new);
+        None past the cap."""
+        found = self.refs.get(name)
+        if found is None:
+            if len(self.refs) >= _INTERN_CAP:
                 return None
-            iid = self.iids[name] = len(self.iids) + 1
-            self.fresh.append(_field(self.key, _IID + _varint(iid) + _text(_INTERNED_NAME, name)))
-        return iid
+            iid = _varint(len(self.refs) + 1)
+            found = self.refs[name] = self.ref + iid
+            self.fresh.append(_field(self.key, _IID + iid + _text(_INTERNED_NAME, name)))
+        return found
 
 
 @dataclass
@@ -139,16 +155,18 @@ class _Writer:
         self.size = 0
         self.next_uuid = 1
         self.tracks = 0
-        self.categories = _Interned(_I_CATEGORIES)
-        self.names = _Interned(_I_NAMES)
-        self.annotation_names = _Interned(_I_ANNOTATION_NAMES)
+        self.categories = _Interned(_I_CATEGORIES, _CATEGORY_IID)
+        self.names = _Interned(_I_NAMES, _NAME_IID)
+        self.annotation_names = _Interned(_I_ANNOTATION_NAMES, _A_NAME_IID)
+        self.strings = _Interned(_I_STRINGS, _A_STRING_IID)
+        self.interned = (self.categories, self.names, self.annotation_names, self.strings)
         # The first packet resets the sequence's interning state; the rest depend on it.
         self.flags = _CLEARED
 
     def packet(self, body: bytes) -> None:
-        if self.categories.fresh or self.names.fresh or self.annotation_names.fresh:
+        if any(kind.fresh for kind in self.interned):
             interned = []
-            for kind in (self.categories, self.names, self.annotation_names):
+            for kind in self.interned:
                 interned += kind.fresh
                 kind.fresh.clear()
             body += _field(_INTERNED, b"".join(interned))
@@ -216,34 +234,35 @@ class _Writer:
         category: str,
         annotations: Iterable[tuple[str, Any]],
     ) -> None:
-        iid = self.names.iid(name)
-        named = _text(_EVENT_NAME, name) if iid is None else _NAME_IID + _varint(iid)
-        category_iid = self.categories.iid(category)
-        body = kind + _TRACK_UUID + _varint(track) + named
-        if category_iid is not None:
-            body += _CATEGORY_IID + _varint(category_iid)
+        parts = [
+            kind,
+            _TRACK_UUID,
+            _varint(track),
+            self.names(name) or _text(_EVENT_NAME, name),
+            self.categories(category) or b"",
+        ]
         for key, value in annotations:
             encoded = self.annotation(key, value)
             if encoded:
-                body += _field(_ANNOTATION, encoded)
-        self.packet(_TIMESTAMP + _varint(at) + _field(_TRACK_EVENT, body))
+                parts += (_ANNOTATION, _varint(len(encoded)), encoded)
+        self.packet(_TIMESTAMP + _varint(at) + _field(_TRACK_EVENT, b"".join(parts)))
 
     def annotation(self, key: str | None, value: Any) -> bytes:
         """A DebugAnnotation's fields: its name (*key*; none in an array) and *value*; empty
         for a null, which protobuf cannot say (JSON ``null`` inside an array)."""
-        if key is None:
-            name = b""
-        else:
-            iid = self.annotation_names.iid(key)
-            name = _text(_A_NAME, key) if iid is None else _A_NAME_IID + _varint(iid)
+        name = b"" if key is None else self.annotation_names(key) or _text(_A_NAME, key)
+        if isinstance(value, str):
+            if len(value) <= _INTERNED_LENGTH and key not in _UNIQUE:
+                ref = self.strings(value)
+                if ref is not None:
+                    return name + ref
+            return name + _text(_A_STRING, value)
         if isinstance(value, bool):
             return name + _A_BOOL + (b"\x01" if value else b"\x00")
         if isinstance(value, int) and -_INT64 <= value < _INT64:
             return name + _A_INT + _varint(value & ((1 << 64) - 1))
         if isinstance(value, float):
             return name + _A_DOUBLE + struct.pack("<d", value)
-        if isinstance(value, str):
-            return name + _text(_A_STRING, value)
         if isinstance(value, list):
             items = b"".join(_field(_A_ARRAY, self.annotation(None, item)) for item in value)
             return name + (items or _text(_A_JSON, "[]"))
@@ -316,7 +335,7 @@ def write_perfetto_trace(
                 close(closed)
                 track = out.track_of(tracks, row)
                 out.event(_BEGIN, track, start, name, group, span_args(*rest[:6]).items())
-                for event in json.loads(rest[6]) if rest[6] else ():
+                for event in json.loads(rest[6]) if rest[6] and rest[6] != "[]" else ():
                     attributes: Mapping[str, Any] = event.get("attributes") or {}
                     out.event(
                         _INSTANT,
