@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Callable
@@ -249,6 +250,20 @@ def test_the_default_output_name(run: Run, tmp_path: Path) -> None:
     trace = write_lines(tmp_path / "t.jsonl", [line(span_dict("s", start_ms=0, end_ms=1))])
     assert run("convert", "--to", "perfetto", str(trace)).status == 0
     assert len(spans_of(decode(tmp_path / "t.pftrace")[0])) == 1
+
+
+def test_standard_output_to_a_pipe_carries_the_trace(tmp_path: Path) -> None:
+    trace = write_lines(tmp_path / "t.jsonl", [line(span_dict("s", start_ms=0, end_ms=1))])
+    command = ["convert", "--to", "perfetto", str(trace), "-o", "-"]
+    done = subprocess.run(
+        [sys.executable, "-m", "nemo.lens.cli", *command],
+        capture_output=True,
+        check=True,
+    )
+    assert done.stderr.decode().startswith("wrote standard output: 1 spans, 1 rank, 2 tracks")
+    out = tmp_path / "piped.pftrace"
+    out.write_bytes(done.stdout)
+    assert [(s.name, s.end - s.start) for s in spans_of(decode(out)[0])] == [("s", MS)]
 
 
 @pytest.mark.bad_input("convert-perfetto-to-terminal")
