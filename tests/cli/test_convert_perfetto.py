@@ -292,3 +292,17 @@ def test_an_unwritable_output_is_refused_and_nothing_is_left(run: Run, tmp_path:
     assert result.status == 1
     assert "cannot be written" in result.err
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out", "t.jsonl"]
+
+
+def test_the_benchmark_measures_both_conversions() -> None:
+    """``bench/perfetto.py`` end to end on a small trace, so that it works on the day
+    someone measures; the byte ratio is a property of the formats, not of the machine."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from bench.perfetto import describe, run
+
+    results = run(3_000, 1)
+    assert set(results["formats"]) == {"chrome", "perfetto"}
+    for figures in results["formats"].values():
+        assert figures["seconds"] > 0 and figures["rss_peak_mib"] > 0
+    assert 0 < results["ratios"]["bytes_per_span"] < 0.6
+    assert "perfetto / chrome" in describe(results)
