@@ -306,3 +306,16 @@ def test_the_benchmark_measures_both_conversions() -> None:
         assert figures["seconds"] > 0 and figures["rss_peak_mib"] > 0
     assert 0 < results["ratios"]["bytes_per_span"] < 0.6
     assert "perfetto / chrome" in describe(results)
+
+
+def test_integers_at_every_varint_boundary_come_back(run: Run, tmp_path: Path) -> None:
+    values = [0, 127, 128, 16383, 16384, 2**56 - 1, 2**56, 2**63 - 1, -1, -(2**63)]
+    attributes = {f"v{index}": value for index, value in enumerate(values)}
+    trace = write_lines(
+        tmp_path / "t.jsonl",
+        [line(span_dict("s", start_ms=0, end_ms=1, attributes=attributes))],
+    )
+    out = tmp_path / "t.pftrace"
+    assert run("convert", "--to", "perfetto", str(trace), "-o", str(out)).status == 0
+    (span,) = spans_of(decode(out)[0])
+    assert {key: span.annotations[key] for key in attributes} == attributes

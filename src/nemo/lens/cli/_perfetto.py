@@ -101,7 +101,23 @@ _SMALL: Final = [_encode_varint(value) for value in range(1 << 14)]
 
 
 def _varint(value: int) -> bytes:
-    return _SMALL[value] if value < 16384 else _encode_varint(value)
+    if value < 16384:
+        return _SMALL[value]
+    if 1 << 56 <= value < 1 << 63:  # a Unix time in ns: nine bytes, without a loop
+        return bytes(
+            (
+                value & 0x7F | 0x80,
+                value >> 7 & 0x7F | 0x80,
+                value >> 14 & 0x7F | 0x80,
+                value >> 21 & 0x7F | 0x80,
+                value >> 28 & 0x7F | 0x80,
+                value >> 35 & 0x7F | 0x80,
+                value >> 42 & 0x7F | 0x80,
+                value >> 49 & 0x7F | 0x80,
+                value >> 56,
+            )
+        )
+    return _encode_varint(value)
 
 
 def _field(key: bytes, payload: bytes) -> bytes:
