@@ -123,7 +123,7 @@ def decode(path: Path) -> tuple[list[Slice], dict[str, list[str]]]:
 
 
 def spans_of(slices: list[Slice]) -> list[Slice]:
-    return [item for item in slices if item.category != "lifetimes"]
+    return [item for item in slices if item.category != "(lifetimes)"]
 
 
 def ms(value: float) -> int:
@@ -204,8 +204,8 @@ def test_spans_come_back_exactly_with_nesting_tracks_and_annotations(
         ]
     )
     assert order == {
-        "rank 0": ["lifetimes", "job", "step", "step (2)", "data"],
-        "rank 1": ["lifetimes", "step"],
+        "rank 0": ["(lifetimes)", "job", "step", "step (2)", "data"],
+        "rank 1": ["(lifetimes)", "step"],
     }
     first_step = next(s for s in spans if s.annotations.get("span.id") == "2" * 16)
     assert first_step.category == "step"
@@ -238,7 +238,7 @@ def test_lifetimes_and_restarts_get_their_own_track(run: Run, tmp_path: Path) ->
     out = tmp_path / "t.pftrace"
     assert run("convert", "--to", "perfetto", str(trace), "-o", str(out)).status == 0
     slices, _ = decode(out)
-    lifetimes = [s for s in slices if s.category == "lifetimes"]
+    lifetimes = [s for s in slices if s.category == "(lifetimes)"]
     assert [(s.name, s.start - EPOCH, s.end - EPOCH, s.annotations) for s in lifetimes] == [
         ("lifetime 1", 0, 50 * MS, {"lifetime": "first"}),
         ("lifetime 2 (a restart)", 80 * MS, 120 * MS, {"lifetime": "second"}),

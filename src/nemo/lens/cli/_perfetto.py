@@ -80,7 +80,8 @@ _FLUSH: Final = 1 << 20
 _LANES: Final = 1 << 12
 """Sibling ranks a group's lanes get: group order * this + lane (sibling_order_rank is int32)."""
 _INT64: Final = 1 << 63
-_LIFETIMES: Final = "lifetimes"
+_LIFETIMES: Final = "(lifetimes)"
+"""The lifetimes track's name and category, in parentheses as `(none)` is: no span group's."""
 _UNIQUE: Final = frozenset({"span.id", "span.parent_id"})
 """Annotations whose values (nearly) never repeat: inline, never interned."""
 _INTERNED_LENGTH: Final = 64
