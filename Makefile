@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv generate check-generated test lint format typecheck check demo clean phoenix-venv integration bench bench-cli bench-check test-reliability
+.PHONY: help venv generate check-generated test lint format typecheck check demo clean phoenix-venv integration bench bench-cli bench-perfetto bench-check test-reliability
 
 help:
 	@echo "make test             run the test suite (bootstraps .venv)"
@@ -16,6 +16,7 @@ help:
 	@echo "make check            lint, format check, mypy --strict, generated check, tests"
 	@echo "make bench            measure instrumentation costs against their baselines (BENCH_ARGS=--quick: ~20 s)"
 	@echo "make bench-cli        time the trace commands at 10^6 spans against hand-written DuckDB queries"
+	@echo "make bench-perfetto   convert --to perfetto against Chrome JSON at 10^6 spans: bytes, time, memory"
 	@echo "make bench-check      run the benchmarks, exit 1 if a target is missed (by hand; never in CI)"
 	@echo "make integration      round-trip spans through Arize Phoenix (OTLP gRPC + HTTP)"
 
@@ -69,6 +70,10 @@ BENCH_CLI_ARGS ?=
 
 bench-cli: $(STAMP)
 	$(PY) -m bench.cli $(BENCH_CLI_ARGS)
+
+# BENCH_PERFETTO_ARGS=--ten-million adds 10^7 spans (about 4 GB of JSON lines; half an hour).
+bench-perfetto: $(STAMP)
+	$(PY) -m bench.perfetto $(BENCH_PERFETTO_ARGS)
 
 bench-check: $(STAMP)
 	$(PY) -m bench $(BENCH_ARGS)

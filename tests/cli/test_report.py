@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from collections.abc import Callable
@@ -201,3 +202,19 @@ def test_of_spans_as_long_the_earliest_are_drawn_and_only_their_names_sent(
     assert data["names"] == ["s0", "s1"]
     (bins,) = data["coverage"].values()
     assert sum(1 for share in bins if share) > 0
+
+
+def test_the_timeline_says_how_to_open_every_span_in_perfetto(run: Run, tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "my run.jsonl", [line(span_dict("s", start_ms=0, end_ms=1))])
+    assert run("report", str(path)).status == 0
+    text = (tmp_path / "my run.html").read_text(encoding="utf-8")
+    note = text.split('id="timeline-perfetto">', 1)[1].split("</p>", 1)[0]
+    assert html.unescape(note) == (
+        f"Every span, with its attributes, in Perfetto: run <code>nemo-lens convert --to "
+        f"perfetto '{path}'</code>, then open ui.perfetto.dev in a browser and choose 'Open "
+        f"trace file' with <code>{tmp_path / 'my run.pftrace'}</code> (the UI reads it in the "
+        "browser; nothing is uploaded)."
+    )
+    # What it says to run writes the file it names.
+    assert run("convert", "--to", "perfetto", str(path)).status == 0
+    assert (tmp_path / "my run.pftrace").stat().st_size > 0

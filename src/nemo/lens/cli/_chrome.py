@@ -17,7 +17,16 @@ from nemo.lens.semconv import LEGACY_SPAN_GROUP, SPAN_GROUP
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
 
-__all__ = ["ChromeTrace", "write_chrome_trace"]
+__all__ = [
+    "ChromeTrace",
+    "Layout",
+    "Row",
+    "ordered_spans",
+    "release_spans",
+    "span_args",
+    "take_spans",
+    "write_chrome_trace",
+]
 
 _NS_PER_US: Final = 1000.0
 _BATCH: Final = 8192
@@ -74,7 +83,7 @@ class ChromeTrace:
 
 
 @dataclass
-class _Row:
+class Row:
     """One tid: a lane of one group, with the end times of its open spans."""
 
     group: str
@@ -86,33 +95,40 @@ class _Row:
     def name(self) -> str:
         return self.group if self.lane == 1 else f"{self.group} ({self.lane})"
 
-    def admits(self, start: int, end: int) -> bool:
-        """Take the span if it nests here; spans must arrive in start order."""
+    def admits(self, start: int, end: int, closed: list[tuple[Row, int]] | None = None) -> bool:
+        """Take the span if it nests here; spans must arrive in start order. The ends of the
+        spans it finds closed by then go to *closed*, innermost first."""
         ends = self.open_ends
         while ends and ends[-1] <= start:
-            ends.pop()  # closed before this span starts
+            ended = ends.pop()  # closed before this span starts
+            if closed is not None:
+                closed.append((self, ended))
         if ends and end > ends[-1]:
             return False  # would overlap the innermost open span partially
         ends.append(end)
         return True
 
 
-class _Layout:
+class Layout:
     """One process's rows, fed its spans in start order."""
 
     def __init__(self) -> None:
-        self.lanes_of: dict[str, list[_Row]] = defaultdict(list)
+        self.lanes_of: dict[str, list[Row]] = defaultdict(list)
 
-    def place(self, group: str, start: int, end: int) -> _Row:
+    def place(
+        self, group: str, start: int, end: int, closed: list[tuple[Row, int]] | None = None
+    ) -> Row:
+        """The row the span goes to; the ends of spans closed by its start on the rows tried
+        go to *closed* (a row tried and refused is still closed up to the start)."""
         lanes = self.lanes_of[group]
-        row = next((lane for lane in lanes if lane.admits(start, end)), None)
+        row = next((lane for lane in lanes if lane.admits(start, end, closed)), None)
         if row is None:
-            row = _Row(group, len(lanes) + 1, start)
+            row = Row(group, len(lanes) + 1, start)
             row.admits(start, end)
             lanes.append(row)
         return row
 
-    def rows(self) -> list[_Row]:
+    def rows(self) -> list[Row]:
         """In display order: groups by first start, a group's extra lanes right below its
         first (opened by the group's earliest span, so it carries the group's start)."""
         groups = sorted(
@@ -125,7 +141,7 @@ def _us(nanoseconds: int) -> float:
     return nanoseconds / _NS_PER_US
 
 
-def _args(
+def span_args(
     status: str,
     description: str | None,
     trace_id: str | None,
@@ -161,6 +177,33 @@ def _batches(engine: Engine, text: str) -> Iterator[list[tuple[Any, ...]]]:
         yield batch
 
 
+def take_spans(engine: Engine) -> tuple[int, int, int]:
+    """Copy *engine*'s spans aside for :func:`ordered_spans` (:func:`release_spans` drops the
+    copy): how many spans, the earliest start and how many runs; :class:`ValueError` without
+    spans."""
+    engine.sql(_COPY)
+    ((spans, origin, runs),) = engine.rows(
+        f"SELECT count(*), min(start_ns), count(DISTINCT run_id) FROM {_WIDE}"
+    )
+    if not spans:
+        engine.sql(f"DROP TABLE {_WIDE}")
+        raise ValueError("no spans to convert")
+    engine.sql(_DEPTH)
+    return int(spans), int(origin), int(runs)
+
+
+def ordered_spans(engine: Engine) -> Iterator[list[tuple[Any, ...]]]:
+    """The spans in batches, each ``(rank, run_id, service, span_group, start_ns, end_ns,
+    name, status_code, status_description, trace_id, span_id, parent_span_id, attributes,
+    events)``, a process's spans together (ranks in order) by start, an enclosing span before
+    the spans it encloses."""
+    return _batches(engine, _EVENTS)
+
+
+def release_spans(engine: Engine) -> None:
+    engine.sql(f"DROP TABLE {_DEPTHS}; DROP TABLE {_WIDE}")
+
+
 class _Writer:
     """The event list: an event a line, a comma before all but the first."""
 
@@ -174,23 +217,23 @@ class _Writer:
         self.first = False
 
 
-def _lay_out(engine: Engine, spans: int, show_progress: bool | None) -> dict[Process, _Layout]:
+def _lay_out(engine: Engine, spans: int, show_progress: bool | None) -> dict[Process, Layout]:
     """Every process's rows, the processes in rank order (the order the spans come in)."""
-    layouts: dict[Process, _Layout] = {}
+    layouts: dict[Process, Layout] = {}
     with progress("laying out", total=spans, unit="span", enabled=show_progress) as bar:
         for batch in _batches(engine, _LAYOUT):
             for rank, run_id, service, group, start, end in batch:
                 process = Process(rank, run_id, service)
                 layout = layouts.get(process)
                 if layout is None:
-                    layout = layouts[process] = _Layout()
+                    layout = layouts[process] = Layout()
                 layout.place(group, start, end)
             bar.update(len(batch))
     return layouts
 
 
 def _write_metadata(
-    out: _Writer, layouts: dict[Process, _Layout], several_runs: bool
+    out: _Writer, layouts: dict[Process, Layout], several_runs: bool
 ) -> dict[Process, tuple[int, dict[tuple[str, int], int]]]:
     """Name and order every process and row; each process's pid and its rows' tids."""
     tids = {}
@@ -217,21 +260,15 @@ def write_chrome_trace(
     without spans. *show_progress* is as for :func:`nemo.lens.cli._progress.progress`."""
     from nemo.lens._version import __version__
 
-    engine.sql(_COPY)
-    ((spans, origin, runs),) = engine.rows(
-        f"SELECT count(*), min(start_ns), count(DISTINCT run_id) FROM {_WIDE}"
-    )
-    if not spans:
-        raise ValueError("no spans to convert")
-    engine.sql(_DEPTH)
+    spans, origin, runs = take_spans(engine)
     layouts = _lay_out(engine, spans, show_progress)
     out = _Writer(stream)
     tids = _write_metadata(out, layouts, runs > 1)
     trace = ChromeTrace(len(layouts), sum(len(tid_of) for _, tid_of in tids.values()), spans)
     # The second pass places every span again, on fresh rows, to find its tid.
-    layouts = {process: _Layout() for process in layouts}
+    layouts = {process: Layout() for process in layouts}
     with progress("writing", total=spans, unit="span", enabled=show_progress) as bar:
-        for batch in _batches(engine, _EVENTS):
+        for batch in ordered_spans(engine):
             for rank, run_id, service, group, start, end, name, *rest in batch:
                 process = Process(rank, run_id, service)
                 row = layouts[process].place(group, start, end)
@@ -246,7 +283,7 @@ def write_chrome_trace(
                         "dur": _us(end - start),
                         "pid": pid,
                         "tid": tid,
-                        "args": _args(*rest[:6]),
+                        "args": span_args(*rest[:6]),
                     }
                 )
                 for event in json.loads(rest[6]) if rest[6] else ():
@@ -269,5 +306,5 @@ def write_chrome_trace(
         + _encode({**other, "sources": list(sources)})
         + "}\n"
     )
-    engine.sql(f"DROP TABLE {_DEPTHS}; DROP TABLE {_WIDE}")
+    release_spans(engine)
     return trace

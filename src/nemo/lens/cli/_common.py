@@ -11,7 +11,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, TextIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, overload
 
 from nemo.lens.cli._engine._careful import TraceInputError
 from nemo.lens.cli._engine._connect import STDIN
@@ -219,19 +219,37 @@ SPECIAL_ROOTS: Final = ("/dev/", "/proc/")
 """Where paths are views of open files and devices: written through, never renamed onto."""
 
 
-def write_output(path: str, write: Callable[[TextIO], object]) -> None:
-    """Write to what *path* names: a new regular file atomically, through a temporary file
-    beside it (keeping an existing file's permissions; a symlink's target is replaced and the
-    link stays), so a failed write never leaves half a file; a pipe, a character device and
-    anything under ``/dev`` or ``/proc`` directly. Raises :class:`NotWritable` for a
-    directory, a block device or a socket."""
+def _open(target: str | int, binary: bool) -> IO[Any]:
+    """*target* (a path or an open descriptor) for writing bytes or UTF-8 text."""
+    if binary:
+        return open(target, "wb")
+    return open(target, "w", encoding="utf-8", newline="\n")
+
+
+@overload
+def write_output(path: str, write: Callable[[TextIO], object]) -> None: ...
+
+
+@overload
+def write_output(
+    path: str, write: Callable[[BinaryIO], object], *, binary: Literal[True]
+) -> None: ...
+
+
+def write_output(path: str, write: Callable[[Any], object], *, binary: bool = False) -> None:
+    """Write text (bytes when *binary*) to what *path* names: a new regular file atomically,
+    through a temporary file beside it (keeping an existing file's permissions; a symlink's
+    target is replaced and the link stays), so a failed write never leaves half a file; a
+    pipe, a character device and anything under ``/dev`` or ``/proc`` directly. Raises
+    :class:`NotWritable` for a directory, a block device or a socket."""
     try:
         found = os.stat(path)
     except FileNotFoundError:
         found = None
     mode = found.st_mode if found is not None else stat.S_IFREG
     if stat.S_ISDIR(mode):
-        raise NotWritable("is a directory", "name a file to write, e.g. -o trace.chrome.json")
+        example = "trace.pftrace" if binary else "trace.chrome.json"
+        raise NotWritable("is a directory", f"name a file to write, e.g. -o {example}")
     if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
         raise NotWritable(
             f"is {'a block device' if stat.S_ISBLK(mode) else 'a socket'}, not a file",
@@ -243,7 +261,7 @@ def write_output(path: str, write: Callable[[TextIO], object]) -> None:
         or os.path.abspath(path).startswith(SPECIAL_ROOTS)
         or real.startswith(SPECIAL_ROOTS)
     ):
-        with open(path, "w", encoding="utf-8", newline="\n") as stream:
+        with _open(path, binary) as stream:
             write(stream)
         return
     if found is None:  # the permissions a plain open() would give it
@@ -257,7 +275,7 @@ def write_output(path: str, write: Callable[[TextIO], object]) -> None:
     )
     try:
         os.chmod(temporary, permissions)
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+        with _open(handle, binary) as stream:
             write(stream)
         os.replace(temporary, real)
     except BaseException:

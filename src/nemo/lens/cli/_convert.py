@@ -1,12 +1,13 @@
-"""``nemo-lens convert``: a trace as Chrome trace-event JSON (:mod:`._chrome`) or as the
-Parquet dataset of the trace tables (:mod:`._engine._parquet`)."""
+"""``nemo-lens convert``: a trace as Chrome trace-event JSON (:mod:`._chrome`), as a Perfetto
+protobuf trace (:mod:`._perfetto`) or as the Parquet dataset of the trace tables
+(:mod:`._engine._parquet`)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any
 
 from nemo.lens.cli._common import (
     EXIT_OK,
@@ -30,35 +31,54 @@ __all__ = ["cmd_convert"]
 def cmd_convert(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.to == "parquet":
         return _convert_to_parquet(args, parser)
-    from nemo.lens.cli import _chrome
+    from nemo.lens.cli import _chrome, _perfetto
 
-    output = output_file(args, parser, ".chrome.json", "name the output file with -o OUT (or -o -)")
+    perfetto = args.to == "perfetto"
+    output = output_file(
+        args,
+        parser,
+        ".pftrace" if perfetto else ".chrome.json",
+        "name the output file with -o OUT (or -o -)",
+    )
+    if perfetto and output == STDIN and sys.stdout.isatty():
+        parser.error(
+            "-o -: a Perfetto trace is binary, not for a terminal; name a file with "
+            "-o OUT.pftrace or redirect standard output"
+        )
 
     def work(engine: Engine) -> int:
         written: list[_chrome.ChromeTrace] = []
 
-        def write(stream: TextIO) -> None:
-            written.append(_chrome.write_chrome_trace(engine, stream, sources=args.traces))
+        def write(stream: Any) -> None:
+            if perfetto:
+                trace = _perfetto.write_perfetto_trace(engine, stream, sources=args.traces)
+            else:
+                trace = _chrome.write_chrome_trace(engine, stream, sources=args.traces)
+            written.append(trace)
 
         report = sys.stdout
         if output == STDIN:
-            write(sys.stdout)
+            write(sys.stdout.buffer if perfetto else sys.stdout)
             sys.stdout.flush()
             report = sys.stderr
         else:
             try:
-                write_output(output, write)
+                if perfetto:
+                    write_output(output, write, binary=True)
+                else:
+                    write_output(output, write)
             except NotWritable as exc:
                 return fail(f"{output}: {exc}", exc.hint)
             except OSError as exc:
                 return fail(f"{output}: cannot be written: {exc.strerror or exc}")
-        (chrome,) = written
+        (trace,) = written
         where = "standard output" if output == STDIN else output
         print_lines(
             [
-                f"wrote {where}: {chrome.spans} spans, {plural(chrome.processes, 'rank')}, "
-                f"{plural(chrome.rows, 'row')}",
-                f"open it in Perfetto ({PERFETTO_URL}, 'Open trace file') or chrome://tracing",
+                f"wrote {where}: {trace.spans} spans, {plural(trace.processes, 'rank')}, "
+                f"{plural(trace.rows, 'track' if perfetto else 'row')}",
+                f"open it in Perfetto ({PERFETTO_URL}, 'Open trace file')"
+                + ("" if perfetto else " or chrome://tracing"),
             ],
             report,
         )

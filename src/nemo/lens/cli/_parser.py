@@ -184,24 +184,26 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
     convert = _reading_traces(
         commands,
         "convert",
-        help="convert a trace to Chrome trace-event JSON for Perfetto UI or chrome://tracing",
+        help="convert a trace to Chrome trace-event JSON or a Perfetto trace for Perfetto UI",
         description=(
-            "Write the spans as Chrome trace-event JSON: one process per rank, one row per "
-            "span group, nesting preserved. Open the result at " + PERFETTO_URL + "."
+            "Write the spans as Chrome trace-event JSON or Perfetto's protobuf trace format: "
+            "one process per rank, one row per span group, nesting preserved. Open the result "
+            "at " + PERFETTO_URL + "."
         ),
     )
     convert.add_argument(
         "--to",
-        choices=("chrome", "parquet"),
+        choices=("chrome", "perfetto", "parquet"),
         default="chrome",
-        help="the output format (default: chrome): Chrome trace-event JSON, or a "
+        help="the output format (default: chrome): Chrome trace-event JSON; Perfetto's "
+        "protobuf trace (.pftrace: smaller, and native to Perfetto UI); or a "
         "Hive-partitioned Parquet dataset (a directory: run_id=.../rank=.../*.parquet) that "
         "every command, DuckDB and Spark read (docs/trace-tables.md)",
     )
     _output(
         convert,
         "where to write ('-' for standard output; default: the first input with .jsonl "
-        "replaced by .chrome.json)",
+        "replaced by .chrome.json, or .pftrace with --to perfetto)",
     )
     _last_options(convert, cmd_convert)
 

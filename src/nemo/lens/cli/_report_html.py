@@ -7,6 +7,7 @@ import functools
 import html
 import json
 import math
+import shlex
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any, Final
@@ -371,9 +372,30 @@ def _timeline_section(data: dict[str, Any]) -> str:
     return (
         '<section id="timeline"><h2>Timeline</h2>'
         f'<p class="note" id="timeline-note">{_e(note)}</p>'
+        f'<p class="note" id="timeline-perfetto">{_perfetto_note(data["sources"])}</p>'
         '<div id="timeline-view"><div id="timeline-labels"></div>'
         '<canvas id="timeline-canvas"></canvas></div>'
         '<div id="tooltip" role="tooltip" hidden></div></section>'
+    )
+
+
+def _perfetto_note(sources: Sequence[str]) -> str:
+    """How to see every span in Perfetto UI: the page cannot hand it a file (it fetches
+    nothing, and the UI opens only files chosen in it), so it says what to run and open."""
+    named = [source for source in sources if source != "-"]
+    if named and len(named) == len(sources):
+        first = named[0]
+        output = (first[: -len(".jsonl")] if first.endswith(".jsonl") else first) + ".pftrace"
+        command = "nemo-lens convert --to perfetto " + " ".join(map(shlex.quote, named))
+    else:  # standard input: the reader must name the file it writes
+        output = "trace.pftrace"
+        command = "nemo-lens convert --to perfetto TRACE... -o trace.pftrace"
+    return (
+        "Every span, with its attributes, in Perfetto: run <code>"
+        + _e(command)
+        + "</code>, then open ui.perfetto.dev in a browser and choose 'Open trace file' with <code>"
+        + _e(output)
+        + "</code> (the UI reads it in the browser; nothing is uploaded)."
     )
 
 
