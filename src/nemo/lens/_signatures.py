@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: cf18272d05235bb61761de3296fbfd86c856dd96e8ee82687a6a811993b90674
+# schema-sha256: 202e19fdcb1400390f026a847ad803611c70bae2cf93d0c44feb013242d29fb5
 """The group-checked signatures of nemo.lens's primitives, for type checkers."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: cf18272d05235bb61761de3296fbfd86c856dd96e8ee82687a6a811993b90674
+# schema-sha256: 202e19fdcb1400390f026a847ad803611c70bae2cf93d0c44feb013242d29fb5
 """The base span-group vocabulary of nemo.lens."""
 
 from __future__ import annotations
@@ -134,11 +134,13 @@ class SpanGroup:
     """
 
     OPTIMIZER: Final = "optimizer"
-    """Optimizer step. Fires per_step (every iteration); profiling; since 0.1.0."""
+    """Optimizer step. Fires per_step (every iteration); profiling, a synchronisation point;
+    since 0.1.0.
+    """
 
     STEP: Final = "step"
     """Training-step boundary: one span per iteration. Fires per_step (every iteration); goodput,
-    feeds productive; since 0.1.0.
+    feeds productive, a synchronisation point; since 0.1.0.
     """
 
     # Each class overrides these, so they are ClassVar rather than Final: mypy
@@ -168,6 +170,15 @@ class SpanGroup:
         }
     )
     """The groups whose category is ``goodput``; every other group is ``profiling``."""
+
+    SYNC_GROUPS: ClassVar[frozenset[str]] = frozenset(
+        {
+            OPTIMIZER,
+            STEP,
+        }
+    )
+    """The groups that mark a synchronisation point (``sync = true``): where every rank waits
+    for the others, so the rank that arrives last holds them all up (``nemo-lens stragglers``)."""
 
     PRESETS: ClassVar[Mapping[str, frozenset[str]]] = with_implicit_presets(
         {
@@ -242,6 +253,7 @@ class SpanGroup:
             "Optimizer step.",
             "per_step",
             "0.1.0",
+            sync=True,
         ),
         GroupInfo(
             STEP,
@@ -250,6 +262,7 @@ class SpanGroup:
             "0.1.0",
             category="goodput",
             bucket="productive",
+            sync=True,
         ),
     )
     """Group name -> what the schema says about it."""

@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: cf18272d05235bb61761de3296fbfd86c856dd96e8ee82687a6a811993b90674
+# schema-sha256: 202e19fdcb1400390f026a847ad803611c70bae2cf93d0c44feb013242d29fb5
 """RLSpanGroup, the span groups of the 'rl' consumer."""
 
 from __future__ import annotations
@@ -156,6 +156,15 @@ class RLSpanGroup(SpanGroup):
         }
     )
     """The groups whose category is ``goodput``; every other group is ``profiling``."""
+
+    SYNC_GROUPS: ClassVar[frozenset[str]] = frozenset(
+        {
+            SpanGroup.OPTIMIZER,
+            SpanGroup.STEP,
+        }
+    )
+    """The groups that mark a synchronisation point (``sync = true``): where every rank waits
+    for the others, so the rank that arrives last holds them all up (``nemo-lens stragglers``)."""
 
     PRESETS: ClassVar[Mapping[str, frozenset[str]]] = with_implicit_presets(
         {
