@@ -8,6 +8,7 @@ from a trace where the last rank rotates. Figures against a hand-worked referenc
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -186,3 +187,15 @@ def test_sync_spans_without_a_rank_are_left_out_and_said(run: Run, tmp_path: Pat
         ["1", "-", "1/1"],
         ["0", "-", "0/1"],
     ]
+
+
+def test_the_docs_arrival_query_gives_the_command_s_rows(run: Run, tmp_path: Path) -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "sql.md").read_text(encoding="utf-8")
+    documented = re.search(r"```sql\n(.*?)```", text.split("## The arrival query", 1)[1], re.S)
+    assert documented is not None, "docs/sql.md: the arrival query's sql block"
+    trace = str(arrival_traces.write(tmp_path / "late.jsonl", late_rank))
+    ours = run("sql", documented.group(1), trace, "--format", "json")
+    packaged = run("sql", query("arrivals"), trace, "--format", "json")
+    assert ours.status == packaged.status == 0, ours.err + packaged.err
+    assert ours.out == packaged.out
+    assert '"persistent"' in ours.out

@@ -59,7 +59,7 @@ latest AS (
 late AS (
   -- Arrivals as offsets from the iteration's first: doubles hold them exactly, where the
   -- median of nanoseconds since 1970 would lose the last few hundred.
-  SELECT run_id, rank, span_group, node, place, ranks,
+  SELECT run_id, rank, span_group, iteration, node, place, ranks,
     offset_ns - {percentile(offset_ns, 0.5)} OVER whole AS lateness_ns
   FROM (
     SELECT *, arrival_ns - MIN(arrival_ns) OVER whole AS offset_ns,
