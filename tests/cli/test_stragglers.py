@@ -199,3 +199,24 @@ def test_the_docs_arrival_query_gives_the_command_s_rows(run: Run, tmp_path: Pat
     assert ours.status == packaged.status == 0, ours.err + packaged.err
     assert ours.out == packaged.out
     assert '"persistent"' in ours.out
+
+
+def test_the_report_shows_the_late_rank(run: Run, tmp_path: Path) -> None:
+    trace = arrival_traces.write(tmp_path / "late.jsonl", late_rank)
+    page = tmp_path / "late.html"
+    assert run("report", str(trace), "-o", str(page)).status == 0
+    (section,) = re.findall(
+        r'<section id="arrivals">.*?</section>', page.read_text(encoding="utf-8")
+    )
+    assert re.findall(
+        r'data-group="(\w+)" data-process="([^"]*)" data-times-last="(\d+)"', section
+    ) == [
+        ("optimizer", "rank 2", "10"),
+        ("step", "rank 2", "10"),
+    ]
+    assert "<td>node-b</td><td>10 of 10</td><td>5.50 ms</td><td>0.936</td><td>persistent" in section
+    # The duration table of the same page: no iteration with a slower rank.
+    (durations,) = re.findall(
+        r'<section id="stragglers">.*?</section>', page.read_text(encoding="utf-8")
+    )
+    assert "At none of the 10 iterations" in durations
