@@ -4,91 +4,118 @@
 -- the start of its first span of the group there, in the last lifetime that executed it (a
 -- re-executed iteration counts once); a span without an iteration of its own takes its
 -- rank's step that contains its start. Iterations fewer than two ranks reached are left out.
--- The last rank of an iteration arrived after the median (a tie: the lowest rank). The
+-- The last rank of an iteration arrived after the median (ranks tied: each). The
 -- score is the group's median span duration over itself plus the rank's median lateness
 -- (1: on time; towards 0: the others wait on it); persistent: last at most iterations.
-WITH sync_spans AS (
-  SELECT s.run_id, s.rank, s.lifetime, s.span_group, s.start_ns, s.duration_ns, s.iteration,
-    {json_text(s.resource, host.name)} AS node
-  FROM spans s JOIN span_groups g ON g.span_group = s.span_group
-  WHERE g.sync AND s.rank IS NOT NULL
+WITH sync_groups AS (
+  SELECT span_group, ROW_NUMBER() OVER (ORDER BY span_group) AS group_no
+  FROM span_groups
+  WHERE sync
+),
+runs AS (
+  -- Runs and groups by number: DuckDB sorts and groups on integers several times faster.
+  -- Times as offsets from the run's first span: doubles (the median) hold them exactly,
+  -- where nanoseconds since 1970 would lose their last few hundred.
+  SELECT run_id, MIN(start_ns) AS base_ns, ROW_NUMBER() OVER (ORDER BY run_id) AS run_no
+  FROM spans
+  GROUP BY run_id
+),
+sync_spans AS (
+  SELECT r.run_no, s.rank, s.lifetime, g.group_no, s.start_ns - r.base_ns AS at_ns,
+    s.duration_ns, s.iteration, s.resource
+  FROM spans s
+  JOIN sync_groups g ON g.span_group = s.span_group
+  JOIN runs r ON r.run_id = s.run_id
+  WHERE s.rank IS NOT NULL
+),
+nodes AS (
+  -- A lifetime has one resource: its host.name is read once, not once a span.
+  SELECT run_no, rank, MAX({json_text(resource, host.name)}) AS node
+  FROM (
+    SELECT run_no, rank, lifetime, MIN(resource) AS resource
+    FROM sync_spans
+    GROUP BY run_no, rank, lifetime
+  ) AS l
+  GROUP BY run_no, rank
 ),
 timeline AS (
-  SELECT run_id, rank, lifetime, CAST(NULL AS STRING) AS span_group, start_ns, end_ns,
-    iteration, CAST(NULL AS STRING) AS node, 1 AS is_step
-  FROM steps
-  WHERE iteration IS NOT NULL AND rank IS NOT NULL
+  -- The spans without an iteration, and the steps that give them theirs.
+  SELECT CAST(NULL AS BIGINT) AS run_no, s.rank, s.lifetime, CAST(NULL AS BIGINT) AS group_no,
+    s.start_ns - r.base_ns AS at_ns, s.end_ns - r.base_ns AS end_ns, s.iteration, 1 AS is_step
+  FROM steps s JOIN runs r ON r.run_id = s.run_id
+  WHERE s.iteration IS NOT NULL AND s.rank IS NOT NULL
   UNION ALL
-  SELECT run_id, rank, lifetime, span_group, start_ns, CAST(NULL AS BIGINT) AS end_ns,
-    iteration, node, 0 AS is_step
+  SELECT run_no, rank, lifetime, group_no, at_ns, CAST(NULL AS BIGINT) AS end_ns,
+    CAST(NULL AS BIGINT) AS iteration, 0 AS is_step
   FROM sync_spans
+  WHERE iteration IS NULL
 ),
 placed AS (
+  SELECT run_no, rank, lifetime, group_no, at_ns, iteration
+  FROM sync_spans
+  WHERE iteration IS NOT NULL
+  UNION ALL
   -- A lifetime's iterations rise with time: the latest step so far is the enclosing one.
-  SELECT run_id, rank, lifetime, span_group, start_ns, node, is_step,
-    coalesce(iteration, CASE WHEN start_ns < step_end_ns THEN step_iteration END) AS iteration
+  -- A lifetime is one process, of one run and rank: the partition needs neither.
+  SELECT run_no, rank, lifetime, group_no, at_ns,
+    CASE WHEN at_ns < step_end_ns THEN step_iteration END AS iteration
   FROM (
     SELECT *,
       MAX(CASE WHEN is_step = 1 THEN iteration END) OVER so_far AS step_iteration,
-      MAX(CASE WHEN is_step = 1 THEN end_ns END) OVER so_far AS step_end_ns
+      MAX(end_ns) OVER so_far AS step_end_ns
     FROM timeline
-    WINDOW so_far AS (
-      PARTITION BY run_id, rank, lifetime ORDER BY start_ns, is_step DESC
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    )
+    WINDOW so_far AS (PARTITION BY lifetime ORDER BY at_ns, is_step DESC)
   ) AS t
   WHERE is_step = 0
 ),
 arrived AS (
-  SELECT run_id, rank, span_group, iteration, lifetime, MIN(start_ns) AS arrival_ns,
-    MAX(node) AS node
+  SELECT run_no, rank, group_no, iteration, lifetime, MIN(at_ns) AS arrival_ns
   FROM placed
   WHERE iteration IS NOT NULL
-  GROUP BY run_id, rank, span_group, iteration, lifetime
+  GROUP BY run_no, rank, group_no, iteration, lifetime
 ),
 latest AS (
-  SELECT run_id, rank, span_group, iteration, arrival_ns, node
+  SELECT run_no, rank, group_no, iteration, arrival_ns
   FROM (
     SELECT *, ROW_NUMBER() OVER (
-      PARTITION BY run_id, rank, span_group, iteration ORDER BY arrival_ns DESC
+      PARTITION BY run_no, rank, group_no, iteration ORDER BY arrival_ns DESC
     ) AS execution
     FROM arrived
   ) AS a
   WHERE execution = 1
 ),
+points AS (
+  SELECT run_no, group_no, iteration, {percentile(arrival_ns, 0.5)} AS median_ns,
+    MAX(arrival_ns) AS last_ns
+  FROM latest
+  GROUP BY run_no, group_no, iteration
+  HAVING COUNT(*) > 1
+),
 late AS (
-  -- Arrivals as offsets from the iteration's first: doubles hold them exactly, where the
-  -- median of nanoseconds since 1970 would lose the last few hundred.
-  SELECT run_id, rank, span_group, iteration, node, place, ranks,
-    offset_ns - {percentile(offset_ns, 0.5)} OVER whole AS lateness_ns
-  FROM (
-    SELECT *, arrival_ns - MIN(arrival_ns) OVER whole AS offset_ns,
-      ROW_NUMBER() OVER point AS place, COUNT(*) OVER whole AS ranks
-    FROM latest
-    WINDOW point AS (PARTITION BY run_id, span_group, iteration ORDER BY arrival_ns DESC, rank),
-      whole AS (PARTITION BY run_id, span_group, iteration)
-  ) AS l
-  WINDOW whole AS (PARTITION BY run_id, span_group, iteration)
+  SELECT l.run_no, l.rank, l.group_no, l.iteration, l.arrival_ns - p.median_ns AS lateness_ns,
+    l.arrival_ns = p.last_ns AND l.arrival_ns > p.median_ns AS last
+  FROM latest l
+  JOIN points p
+    ON p.run_no = l.run_no AND p.group_no = l.group_no AND p.iteration = l.iteration
 ),
 typical AS (
-  SELECT run_id, span_group, {percentile(duration_ns, 0.5)} AS duration_ns
+  SELECT run_no, group_no, {percentile(duration_ns, 0.5)} AS duration_ns
   FROM sync_spans
-  GROUP BY run_id, span_group
+  GROUP BY run_no, group_no
 ),
 per_rank AS (
-  SELECT run_id, span_group, rank, MAX(node) AS node, COUNT(*) AS iterations,
-    SUM(CASE WHEN place = 1 AND lateness_ns > 0 THEN 1 ELSE 0 END) AS times_last,
+  SELECT run_no, group_no, rank, COUNT(*) AS iterations,
+    SUM(CASE WHEN last THEN 1 ELSE 0 END) AS times_last,
     {percentile(lateness_ns, 0.5)} AS median_lateness_ns,
     MAX(lateness_ns) AS max_lateness_ns
   FROM late
-  WHERE ranks > 1
-  GROUP BY run_id, span_group, rank
+  GROUP BY run_no, group_no, rank
 )
 SELECT
-  r.run_id,
-  r.span_group,
+  u.run_id,
+  g.span_group,
   r.rank,
-  coalesce(r.node, '') AS node,
+  coalesce(n.node, '') AS node,
   r.iterations,
   r.times_last,
   ROUND(r.times_last / CAST(r.iterations AS DOUBLE), 4) AS last_share,
@@ -101,5 +128,8 @@ SELECT
   CASE WHEN 2 * r.times_last > r.iterations THEN 'persistent'
        WHEN r.times_last > 0 THEN 'rotating' ELSE '' END AS pattern
 FROM per_rank r
-JOIN typical t ON t.run_id = r.run_id AND t.span_group = r.span_group
-ORDER BY score, r.times_last DESC, r.run_id, r.span_group, r.rank
+JOIN typical t ON t.run_no = r.run_no AND t.group_no = r.group_no
+JOIN runs u ON u.run_no = r.run_no
+JOIN sync_groups g ON g.group_no = r.group_no
+JOIN nodes n ON n.run_no = r.run_no AND n.rank = r.rank
+ORDER BY score, r.times_last DESC, u.run_id, g.span_group, r.rank
