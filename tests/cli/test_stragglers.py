@@ -220,3 +220,10 @@ def test_the_report_shows_the_late_rank(run: Run, tmp_path: Path) -> None:
         r'<section id="stragglers">.*?</section>', page.read_text(encoding="utf-8")
     )
     assert "At none of the 10 iterations" in durations
+
+
+def test_groups_marks_the_sync_points(run: Run) -> None:
+    result = run("groups", "--class", "megatron")
+    assert result.status == 0, result.err
+    marked = {row.split()[0] for row in result.out.splitlines() if row.endswith("(sync point)")}
+    assert marked == set(MegatronSpanGroup.SYNC_GROUPS)
