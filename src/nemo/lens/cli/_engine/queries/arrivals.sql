@@ -22,7 +22,7 @@ runs AS (
 ),
 sync_spans AS (
   SELECT r.run_no, s.rank, s.lifetime, g.group_no, s.start_ns - r.base_ns AS at_ns,
-    s.duration_ns, s.iteration, s.resource
+    s.duration_ns, s.iteration
   FROM spans s
   JOIN sync_groups g ON g.span_group = s.span_group
   JOIN runs r ON r.run_id = s.run_id
@@ -30,13 +30,15 @@ sync_spans AS (
 ),
 nodes AS (
   -- A lifetime has one resource: its host.name is read once, not once a span.
-  SELECT run_no, rank, MAX({json_text(resource, host.name)}) AS node
+  SELECT r.run_no, l.rank, MAX({json_text(l.resource, host.name)}) AS node
   FROM (
-    SELECT run_no, rank, lifetime, MIN(resource) AS resource
-    FROM sync_spans
-    GROUP BY run_no, rank, lifetime
+    SELECT s.run_id, s.rank, s.lifetime, MIN(s.resource) AS resource
+    FROM spans s JOIN sync_groups g ON g.span_group = s.span_group
+    WHERE s.rank IS NOT NULL
+    GROUP BY s.run_id, s.rank, s.lifetime
   ) AS l
-  GROUP BY run_no, rank
+  JOIN runs r ON r.run_id = l.run_id
+  GROUP BY r.run_no, l.rank
 ),
 timeline AS (
   -- The spans without an iteration, and the steps that give them theirs.
