@@ -20,14 +20,6 @@ runs AS (
   FROM spans
   GROUP BY run_id
 ),
-sync_spans AS (
-  SELECT r.run_no, s.rank, s.lifetime, g.group_no, s.start_ns - r.base_ns AS at_ns,
-    s.duration_ns, s.iteration
-  FROM spans s
-  JOIN sync_groups g ON g.span_group = s.span_group
-  JOIN runs r ON r.run_id = s.run_id
-  WHERE s.rank IS NOT NULL
-),
 nodes AS (
   -- A lifetime has one resource: its host.name is read once, not once a span.
   SELECT r.run_no, l.rank, MAX({json_text(l.resource, host.name)}) AS node
@@ -41,43 +33,63 @@ nodes AS (
   GROUP BY r.run_no, l.rank
 ),
 timeline AS (
-  -- The spans without an iteration, and the steps that give them theirs.
-  SELECT CAST(NULL AS BIGINT) AS run_no, s.rank, s.lifetime, CAST(NULL AS BIGINT) AS group_no,
-    s.start_ns - r.base_ns AS at_ns, s.end_ns - r.base_ns AS end_ns, s.iteration, 1 AS is_step
-  FROM steps s JOIN runs r ON r.run_id = s.run_id
-  WHERE s.iteration IS NOT NULL AND s.rank IS NOT NULL
+  -- The sync spans without an iteration, and the steps that give them theirs, in chunks
+  -- of 2^40 ns (18 minutes) of their lifetime: DuckDB holds a window's partition in
+  -- memory. A step is also in the chunk it ends in, for the spans there that it encloses.
+  -- Each span-sized relation is read once: DuckDB keeps one read twice in memory.
+  SELECT st.rank, st.lifetime, CAST(NULL AS BIGINT) AS run_no,
+    CAST(NULL AS BIGINT) AS group_no, st.at_ns, st.end_ns, CAST(NULL AS BIGINT) AS duration_ns,
+    st.iteration, 1 AS is_step,
+    CASE WHEN sides.side = 0 THEN st.first_chunk ELSE st.last_chunk END AS chunk
+  FROM (
+    SELECT s.rank, s.lifetime, s.start_ns - r.base_ns AS at_ns, s.end_ns - r.base_ns AS end_ns,
+      s.iteration,
+      CAST(FLOOR((s.start_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS first_chunk,
+      CAST(FLOOR((s.end_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS last_chunk
+    FROM steps s JOIN runs r ON r.run_id = s.run_id
+    WHERE s.iteration IS NOT NULL AND s.rank IS NOT NULL
+  ) AS st
+  JOIN (SELECT 0 AS side UNION ALL SELECT 1 AS side) AS sides
+    ON sides.side = 0 OR st.last_chunk > st.first_chunk
   UNION ALL
-  SELECT run_no, rank, lifetime, group_no, at_ns, CAST(NULL AS BIGINT) AS end_ns,
-    CAST(NULL AS BIGINT) AS iteration, 0 AS is_step
-  FROM sync_spans
-  WHERE iteration IS NULL
+  SELECT s.rank, s.lifetime, r.run_no, g.group_no, s.start_ns - r.base_ns AS at_ns,
+    CAST(NULL AS BIGINT) AS end_ns, s.duration_ns, s.iteration, 0 AS is_step,
+    CAST(FLOOR((s.start_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS chunk
+  FROM spans s
+  JOIN sync_groups g ON g.span_group = s.span_group
+  JOIN runs r ON r.run_id = s.run_id
+  WHERE s.rank IS NOT NULL AND s.iteration IS NULL
 ),
 placed AS (
-  SELECT run_no, rank, lifetime, group_no, at_ns, iteration
-  FROM sync_spans
-  WHERE iteration IS NOT NULL
+  SELECT r.run_no, s.rank, s.lifetime, g.group_no, s.start_ns - r.base_ns AS at_ns,
+    s.duration_ns, s.iteration
+  FROM spans s
+  JOIN sync_groups g ON g.span_group = s.span_group
+  JOIN runs r ON r.run_id = s.run_id
+  WHERE s.rank IS NOT NULL AND s.iteration IS NOT NULL
   UNION ALL
   -- A lifetime's iterations rise with time: the latest step so far is the enclosing one.
   -- A lifetime is one process, of one run and rank: the partition needs neither.
-  SELECT run_no, rank, lifetime, group_no, at_ns,
+  SELECT run_no, rank, lifetime, group_no, at_ns, duration_ns,
     CASE WHEN at_ns < step_end_ns THEN step_iteration END AS iteration
   FROM (
     SELECT *,
       MAX(CASE WHEN is_step = 1 THEN iteration END) OVER so_far AS step_iteration,
       MAX(end_ns) OVER so_far AS step_end_ns
     FROM timeline
-    WINDOW so_far AS (PARTITION BY lifetime ORDER BY at_ns, is_step DESC)
+    WINDOW so_far AS (PARTITION BY lifetime, chunk ORDER BY at_ns, is_step DESC)
   ) AS t
   WHERE is_step = 0
 ),
 arrived AS (
-  SELECT run_no, rank, group_no, iteration, lifetime, MIN(at_ns) AS arrival_ns
+  SELECT run_no, rank, group_no, iteration, lifetime, MIN(at_ns) AS arrival_ns,
+    SUM(duration_ns) AS busy_ns
   FROM placed
   WHERE iteration IS NOT NULL
   GROUP BY run_no, rank, group_no, iteration, lifetime
 ),
 latest AS (
-  SELECT run_no, rank, group_no, iteration, arrival_ns
+  SELECT run_no, rank, group_no, iteration, arrival_ns, busy_ns
   FROM (
     SELECT *, ROW_NUMBER() OVER (
       PARTITION BY run_no, rank, group_no, iteration ORDER BY arrival_ns DESC
@@ -86,32 +98,30 @@ latest AS (
   ) AS a
   WHERE execution = 1
 ),
-points AS (
-  SELECT run_no, group_no, iteration, {percentile(arrival_ns, 0.5)} AS median_ns,
-    MAX(arrival_ns) AS last_ns
-  FROM latest
-  GROUP BY run_no, group_no, iteration
-  HAVING COUNT(*) > 1
-),
 late AS (
-  SELECT l.run_no, l.rank, l.group_no, l.iteration, l.arrival_ns - p.median_ns AS lateness_ns,
-    l.arrival_ns = p.last_ns AND l.arrival_ns > p.median_ns AS last
-  FROM latest l
-  JOIN points p
-    ON p.run_no = l.run_no AND p.group_no = l.group_no AND p.iteration = l.iteration
-),
-typical AS (
-  SELECT run_no, group_no, {percentile(duration_ns, 0.5)} AS duration_ns
-  FROM sync_spans
-  GROUP BY run_no, group_no
+  SELECT run_no, rank, group_no, busy_ns, arrival_ns - median_ns AS lateness_ns,
+    arrival_ns = last_ns AND arrival_ns > median_ns AS last
+  FROM (
+    SELECT *, {percentile(arrival_ns, 0.5)} OVER point AS median_ns,
+      MAX(arrival_ns) OVER point AS last_ns, COUNT(*) OVER point AS ranks
+    FROM latest
+    WINDOW point AS (PARTITION BY run_no, group_no, iteration)
+  ) AS l
+  WHERE ranks > 1
 ),
 per_rank AS (
   SELECT run_no, group_no, rank, COUNT(*) AS iterations,
     SUM(CASE WHEN last THEN 1 ELSE 0 END) AS times_last,
     {percentile(lateness_ns, 0.5)} AS median_lateness_ns,
-    MAX(lateness_ns) AS max_lateness_ns
+    MAX(lateness_ns) AS max_lateness_ns,
+    {percentile(busy_ns, 0.5)} AS busy_ns
   FROM late
   GROUP BY run_no, group_no, rank
+),
+scored AS (
+  -- The group's time scale: the median rank's median time in it per iteration.
+  SELECT *, {percentile(busy_ns, 0.5)} OVER (PARTITION BY run_no, group_no) AS duration_ns
+  FROM per_rank
 )
 SELECT
   u.run_id,
@@ -125,12 +135,11 @@ SELECT
   CAST(ROUND(r.max_lateness_ns) AS BIGINT) AS max_lateness_ns,
   ROUND(
     CASE WHEN r.median_lateness_ns <= 0 THEN 1.0
-         ELSE t.duration_ns / (t.duration_ns + r.median_lateness_ns) END, 4
+         ELSE r.duration_ns / (r.duration_ns + r.median_lateness_ns) END, 4
   ) AS score,
   CASE WHEN 2 * r.times_last > r.iterations THEN 'persistent'
        WHEN r.times_last > 0 THEN 'rotating' ELSE '' END AS pattern
-FROM per_rank r
-JOIN typical t ON t.run_no = r.run_no AND t.group_no = r.group_no
+FROM scored r
 JOIN runs u ON u.run_no = r.run_no
 JOIN sync_groups g ON g.group_no = r.group_no
 JOIN nodes n ON n.run_no = r.run_no AND n.rank = r.rank
