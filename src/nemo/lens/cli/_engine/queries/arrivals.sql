@@ -37,20 +37,21 @@ timeline AS (
   -- of 2^40 ns (18 minutes) of their lifetime: DuckDB holds a window's partition in
   -- memory. A step is also in the chunk it ends in, for the spans there that it encloses.
   -- Each span-sized relation is read once: DuckDB keeps one read twice in memory.
-  SELECT st.rank, st.lifetime, CAST(NULL AS BIGINT) AS run_no,
-    CAST(NULL AS BIGINT) AS group_no, st.at_ns, st.end_ns, CAST(NULL AS BIGINT) AS duration_ns,
-    st.iteration, 1 AS is_step,
-    CASE WHEN sides.side = 0 THEN st.first_chunk ELSE st.last_chunk END AS chunk
-  FROM (
-    SELECT s.rank, s.lifetime, s.start_ns - r.base_ns AS at_ns, s.end_ns - r.base_ns AS end_ns,
-      s.iteration,
-      CAST(FLOOR((s.start_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS first_chunk,
-      CAST(FLOOR((s.end_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS last_chunk
-    FROM steps s JOIN runs r ON r.run_id = s.run_id
-    WHERE s.iteration IS NOT NULL AND s.rank IS NOT NULL
-  ) AS st
-  JOIN (SELECT 0 AS side UNION ALL SELECT 1 AS side) AS sides
-    ON sides.side = 0 OR st.last_chunk > st.first_chunk
+  SELECT s.rank, s.lifetime, CAST(NULL AS BIGINT) AS run_no, CAST(NULL AS BIGINT) AS group_no,
+    s.start_ns - r.base_ns AS at_ns, s.end_ns - r.base_ns AS end_ns,
+    CAST(NULL AS BIGINT) AS duration_ns, s.iteration, 1 AS is_step,
+    CAST(FLOOR((s.start_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS chunk
+  FROM steps s JOIN runs r ON r.run_id = s.run_id
+  WHERE s.iteration IS NOT NULL AND s.rank IS NOT NULL
+  UNION ALL
+  SELECT s.rank, s.lifetime, CAST(NULL AS BIGINT) AS run_no, CAST(NULL AS BIGINT) AS group_no,
+    s.start_ns - r.base_ns AS at_ns, s.end_ns - r.base_ns AS end_ns,
+    CAST(NULL AS BIGINT) AS duration_ns, s.iteration, 1 AS is_step,
+    CAST(FLOOR((s.end_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS chunk
+  FROM steps s JOIN runs r ON r.run_id = s.run_id
+  WHERE s.iteration IS NOT NULL AND s.rank IS NOT NULL
+    AND FLOOR((s.end_ns - r.base_ns) / 1099511627776.0)
+      > FLOOR((s.start_ns - r.base_ns) / 1099511627776.0)
   UNION ALL
   SELECT s.rank, s.lifetime, r.run_no, g.group_no, s.start_ns - r.base_ns AS at_ns,
     CAST(NULL AS BIGINT) AS end_ns, s.duration_ns, s.iteration, 0 AS is_step,
