@@ -47,7 +47,7 @@ def test_a_rank_late_at_every_iteration_is_found_by_its_start(run: Run, tmp_path
     found = rows(run, trace)
 
     # By hand: offsets 0, 1, 7, 2 ms; the median rank's 1.5 ms; rank 2 is 5.5 ms late, last
-    # every time. Score: the group's median span over itself plus that (80 ms steps,
+    # every time. Score: the group's time per iteration over itself plus that (80 ms steps,
     # 15 ms optimizer spans).
     def row(
         group: str, rank: int, last: int, lateness_ms: float, score: float

@@ -37,7 +37,7 @@ class Arrival:
     median_lateness_ns: int
     max_lateness_ns: int
     score: float
-    """1 on time; towards 0 as its median lateness outgrows the group's median span."""
+    """1 on time; towards 0 as its median lateness outgrows the group's time per iteration."""
     pattern: str
     """``persistent`` (last at most iterations), ``rotating`` (last at some) or ``''``."""
 

@@ -4,9 +4,10 @@
 -- the start of its first span of the group there, in the last lifetime that executed it (a
 -- re-executed iteration counts once); a span without an iteration of its own takes its
 -- rank's step that contains its start. Iterations fewer than two ranks reached are left out.
--- The last rank of an iteration arrived after the median (ranks tied: each). The
--- score is the group's median span duration over itself plus the rank's median lateness
--- (1: on time; towards 0: the others wait on it); persistent: last at most iterations.
+-- The last rank of an iteration arrived after the median (ranks tied: each). The score
+-- is the group's time per iteration (the median rank's median) over itself plus the
+-- rank's median lateness (1: on time; towards 0: the others wait on it); persistent: last
+-- at most iterations.
 WITH sync_groups AS (
   SELECT span_group, ROW_NUMBER() OVER (ORDER BY span_group) AS group_no
   FROM span_groups
