@@ -7,15 +7,16 @@ forward/backward and optimizer spans inside) to a temporary directory, then runs
 each command as a user runs it, in a fresh interpreter, timed from start to
 exit, with its peak RSS from the kernel's accounting of that child alone
 (``os.wait4``): ``report``, ``convert`` (Chrome) and ``convert --to parquet`` over
-the JSON lines, then ``summarize`` and ``goodput`` over the JSON lines and over the
-Parquet dataset.
+the JSON lines, then ``summarize``, ``goodput`` and ``stragglers`` over the JSON lines
+and over the Parquet dataset.
 
 The baselines are measured in the same run, the same way: a fresh interpreter
 running the query a user would write by hand in DuckDB over the same input (per
 rank and group, the count, total, p50 and p99 of the durations; per rank the
 wall time and each goodput bucket's time, for a trace whose goodput spans do
 not overlap, as this one's do not: the run checks that it gives nemo-lens
-goodput's figures). ``summarize`` and ``goodput`` run three times over each
+goodput's figures; per rank how often its step started last and its median
+lateness, from the steps alone). Each compared command runs three times over each
 input, alternately with their baseline, and the median of each is reported as the
 ratio of their time to their baseline's, with the spans per second of each
 command and its peak memory; the targets are :data:`TARGETS`. Prints one JSON
@@ -57,6 +58,13 @@ TARGETS: Final = (
     ),
     Target(
         "goodput_parquet_spans_per_s", "goodput over Parquet", 2_000_000, "spans/s", at_least=True
+    ),
+    Target(
+        "stragglers_parquet_spans_per_s",
+        "stragglers over Parquet",
+        1_000_000,
+        "spans/s",
+        at_least=True,
     ),
     Target("rss_peak_mib", "peak RSS of any command", 1024, "MiB"),
 )
@@ -123,6 +131,25 @@ judged AS (
 walls AS (SELECT run_id, rank, max(end_ns) - min(start_ns) AS wall FROM spans GROUP BY ALL)
 SELECT w.run_id, w.rank, w.wall, j.bucket, sum(j.ns)
 FROM walls w LEFT JOIN judged j USING (run_id, rank) GROUP BY ALL"""
+
+
+# Arrival stragglers as a user writes them for steps that carry their iteration: per rank,
+# the iterations, how often its step started last, and its median lateness against the
+# median rank. nemo-lens stragglers also gives spans without an iteration their step's,
+# counts a re-executed iteration once and covers every sync group (docs/stragglers.md).
+_ARRIVALS: Final = f"""
+, arrivals AS (
+  SELECT run_id, rank, iteration, min(start_ns) AS arrival FROM spans
+  WHERE span_group = '{SpanGroup.STEP}' AND iteration IS NOT NULL GROUP BY ALL
+),
+points AS (
+  SELECT run_id, iteration, quantile_cont(arrival, 0.5) AS median, max(arrival) AS last
+  FROM arrivals GROUP BY ALL HAVING count(*) > 1
+)
+SELECT a.run_id, a.rank, count(*),
+       count(CASE WHEN a.arrival = p.last AND a.arrival > p.median THEN 1 END),
+       quantile_cont(a.arrival - p.median, 0.5)
+FROM arrivals a JOIN points p USING (run_id, iteration) GROUP BY ALL"""
 
 
 def _baseline_script(query: str, spans: str, source: str, out: str) -> str:
@@ -251,6 +278,8 @@ def run(spans: int) -> dict[str, Any]:
             ("goodput", jsonl, _GOODPUT, _JSONL_LINES, jsonl),
             ("summarize (parquet)", dataset, _SUMMARY, _PARQUET_SPANS, files),
             ("goodput (parquet)", dataset, _GOODPUT, _PARQUET_SPANS, files),
+            ("stragglers", jsonl, _ARRIVALS, _JSONL_LINES, jsonl),
+            ("stragglers (parquet)", dataset, _ARRIVALS, _PARQUET_SPANS, files),
         )
         for name, trace_in, query, spans_sql, source in compared:
             command = name.split()[0]
@@ -278,6 +307,7 @@ def run(spans: int) -> dict[str, Any]:
         "parquet_spans_per_s": commands["summarize (parquet)"]["spans_per_s"],
         "goodput_jsonl_spans_per_s": commands["goodput"]["spans_per_s"],
         "goodput_parquet_spans_per_s": commands["goodput (parquet)"]["spans_per_s"],
+        "stragglers_parquet_spans_per_s": commands["stragglers (parquet)"]["spans_per_s"],
         "rss_peak_mib": max(f["rss_peak_mib"] for f in commands.values()),
     }
     results["targets"] = [

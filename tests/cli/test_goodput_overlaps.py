@@ -23,7 +23,7 @@ from .test_engine import reference
 def _bucket_groups() -> dict[str, str]:
     """Bucket -> a group that feeds it (the first the shipped classes name)."""
     found: dict[str, str] = {}
-    for group, category, bucket, _ in group_rows(list(span_group_classes().values())):
+    for group, category, bucket, *_ in group_rows(list(span_group_classes().values())):
         if bucket and category == "goodput":
             found.setdefault(bucket, group)
     return found

@@ -8,7 +8,7 @@ peak RSS is the kernel's account of that child alone (``os.wait4``).
 The million-span trace goes through every command as JSON lines, and through
 ``convert --to parquet``. The ten-million one is written as the Parquet dataset
 directly (the 4 GB of JSON lines and their conversion would cost 100 s), and
-``summarize`` and ``goodput`` read it, as docs/sql.md advises at that size.
+``summarize``, ``goodput`` and ``stragglers`` read it, as docs/sql.md advises at that size.
 ``report`` and the Chrome conversion of ten million spans take one and nine minutes
 on a 2-core machine, more than CI's budget: ``bench/cli.py --ten-million`` measures
 them (docs/sql.md has the figures); here they run at a million.
@@ -47,8 +47,8 @@ def run_measured(directory: Path, *argv: str) -> tuple[str, float]:
 
 
 def figures(trace: BigTrace, source: str, directory: Path) -> dict[str, float]:
-    """Run summarize and goodput on ``source``; check what each says of ``trace``; their
-    peak RSS by command."""
+    """Run summarize, goodput and stragglers on ``source``; check what each says of
+    ``trace``; their peak RSS by command."""
     rss: dict[str, float] = {}
     summary, rss["summarize"] = run_measured(directory, "summarize", source)
     steps = [row.split() for row in summary.splitlines() if row.split()[:1] == [SpanGroup.STEP]]
@@ -62,6 +62,19 @@ def figures(trace: BigTrace, source: str, directory: Path) -> dict[str, float]:
     slow_steps = trace.iterations - trace.slow_from + 1
     expected = (trace.iterations * STEP_MS + slow_steps * (SLOW_STEP_MS - STEP_MS)) / 1e3
     assert slow_rank["productive_s"] == pytest.approx(expected)
+
+    # Every rank starts each step and optimizer span when the others do: no late arrival
+    # (the straggler's steps are longer, not later).
+    arrivals, rss["stragglers"] = run_measured(directory, "stragglers", source, "--json")
+    found = [json.loads(row) for row in arrivals.splitlines()]
+    assert sorted((r["span_group"], r["rank"]) for r in found) == sorted(
+        (group, rank)
+        for group in (SpanGroup.OPTIMIZER, SpanGroup.STEP)
+        for rank in range(trace.ranks)
+    )
+    assert {(r["iterations"], r["times_last"], r["score"]) for r in found} == {
+        (trace.iterations, 0, 1.0)
+    }
     return rss
 
 

@@ -2,8 +2,8 @@
 
 The dataset is what ``nemo-lens convert --to parquet`` writes; Spark gets the
 engine's views (:mod:`nemo.lens.cli._engine.spark`) and runs the very query
-texts DuckDB runs. Every figure of ``summarize``, ``goodput`` and the straggler
-query must come out the same on both. Skipped without pyspark or Java, unless
+texts DuckDB runs. Every figure of ``summarize``, ``goodput``, ``stragglers`` and the
+duration straggler query must come out the same on both. Skipped without pyspark or Java, unless
 ``NEMO_LENS_REQUIRE_SPARK=1`` (CI), where their absence fails.
 """
 
@@ -21,12 +21,13 @@ import pytest
 from nemo.lens.cli import main
 from nemo.lens.cli._engine import connect, query
 
+from . import arrival_traces
 from .big_traces import SLOW_STEP_MS, STEP_MS, write_big_trace
 from .conftest import MS
 from .goodput_traces import RANK0, RANK1, crash_and_resume
 
 REQUIRED = os.environ.get("NEMO_LENS_REQUIRE_SPARK", "").strip() == "1"
-QUERIES = ("summary", "goodput", "goodput_notes", "stragglers")
+QUERIES = ("summary", "goodput", "goodput_notes", "stragglers", "arrivals")
 SLOW_FROM = 50
 
 
@@ -66,8 +67,8 @@ def spark() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two runs in one dataset: a crash and a resume over two ranks, and three ranks with a
-    straggler."""
+    """Three runs in one dataset: a crash and a resume over two ranks, three ranks with a
+    straggler, and four synchronous ranks, one of them late at every iteration."""
     directory = tmp_path_factory.mktemp("spark")
     traces = [str(p) for p in crash_and_resume(directory)]
     big = write_big_trace(
@@ -75,13 +76,14 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert big.iterations == 100
     traces.append(str(big.path))
+    traces.append(str(arrival_traces.write(directory / "late.jsonl", arrival_traces.late_rank)))
     out = directory / "dataset"
     assert main(["convert", *traces, "--to", "parquet", "-o", str(out)]) == 0
     return out
 
 
 def _duckdb(dataset: Path) -> dict[str, list[tuple[Any, ...]]]:
-    with connect([str(dataset)]) as engine:
+    with connect([str(dataset)], detail=True) as engine:  # detail: the node
         return {name: engine.rows(query(name)) for name in QUERIES}
 
 
@@ -109,6 +111,15 @@ def test_spark_gives_duckdbs_figures_from_the_same_queries(spark: Any, dataset: 
         assert row[columns.index("productive")] == figures["productive_s"] * 10**9
         for bucket, seconds in figures["badput"].items():
             assert row[columns.index(bucket)] == seconds * 10**9, bucket
+
+    # The arrival table names the late rank of the synchronous run, and its node.
+    columns, rows = results["arrivals"]
+    late = {
+        (r[columns.index("rank")], r[columns.index("node")])
+        for r in rows
+        if r[columns.index("run_id")] == "sync" and r[columns.index("pattern")] == "persistent"
+    }
+    assert late == {(2, "node-b")}
 
 
 def test_spark_finds_the_straggler(spark: Any, dataset: Path) -> None:

@@ -145,7 +145,8 @@ CASES = {
         [
             "s.toml:8: groups.step: missing required key 'description'",
             "s.toml:9: groups.step.descripton: unknown key 'descripton'; did you mean "
-            "'description'? (allowed: description, fires, since, category, bucket, deprecated)",
+            "'description'? (allowed: description, fires, since, category, bucket, sync, "
+            "deprecated)",
         ],
     ),
     "wrong type": (
@@ -199,6 +200,10 @@ CASES = {
             "s.toml:7: groups.job.bucket: unknown bucket 'restarts' (buckets: productive, "
             "initialization, checkpoint_save, evaluation)"
         ],
+    ),
+    "sync not a boolean": (
+        VALID.replace('fires = "once"', 'fires = "once"\nsync = "yes"'),
+        ["s.toml:6: groups.job.sync: expected a boolean, got a string"],
     ),
     "a bucket on a profiling group": (
         VALID.replace('fires = "once"', 'fires = "once"\nbucket = "productive"'),

@@ -40,12 +40,12 @@ def span_group_classes() -> dict[str, type[SpanGroup]]:
     return classes
 
 
-def group_rows(classes: Sequence[type[SpanGroup]]) -> list[tuple[str, str, str, str]]:
-    """(span_group, category, bucket, fires) of every group of *classes*."""
+def group_rows(classes: Sequence[type[SpanGroup]]) -> list[tuple[str, str, str, str, bool]]:
+    """(span_group, category, bucket, fires, sync) of every group of *classes*."""
     from nemo.lens.spec import categories_for
 
     categories = categories_for(classes)
-    rows: dict[str, tuple[str, str, str, str]] = {}
+    rows: dict[str, tuple[str, str, str, str, bool]] = {}
     buckets: dict[str, str] = {}
     for span_group in classes:
         info_of: dict[str, Any] = getattr(span_group, "GROUP_INFO", {})
@@ -53,5 +53,5 @@ def group_rows(classes: Sequence[type[SpanGroup]]) -> list[tuple[str, str, str, 
             if info.bucket:
                 buckets.setdefault(group, info.bucket)
             if group not in rows:
-                rows[group] = (group, categories.get(group, ""), "", str(info.fires))
-    return [(g, c, buckets.get(g, ""), f) for g, c, _, f in rows.values()]
+                rows[group] = (group, categories.get(group, ""), "", str(info.fires), info.sync)
+    return [(g, c, buckets.get(g, ""), f, y) for g, c, _, f, y in rows.values()]

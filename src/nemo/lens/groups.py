@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: dd7fa046f21b91b80cd69003bc57107eb8e11e9a715766c1c2c3e67bf1f66887
+# schema-sha256: edfe43599e404532aeb3ac989d538eefd0546176a6c91d3eb2142b62196a1b75
 """The base span-group vocabulary of nemo.lens."""
 
 from __future__ import annotations
@@ -133,11 +133,13 @@ class SpanGroup:
     """
 
     OPTIMIZER: Final = "optimizer"
-    """Optimizer step. Fires per_step (every iteration); profiling; since 0.1.0."""
+    """Optimizer step. Fires per_step (every iteration); profiling, a synchronisation point;
+    since 0.1.0.
+    """
 
     STEP: Final = "step"
     """Training-step boundary: one span per iteration. Fires per_step (every iteration); goodput,
-    feeds productive; since 0.1.0.
+    feeds productive, a synchronisation point; since 0.1.0.
     """
 
     # Each class overrides these, so they are ClassVar rather than Final: mypy
@@ -167,6 +169,15 @@ class SpanGroup:
         }
     )
     """The groups whose category is ``goodput``; every other group is ``profiling``."""
+
+    SYNC_GROUPS: ClassVar[frozenset[str]] = frozenset(
+        {
+            OPTIMIZER,
+            STEP,
+        }
+    )
+    """The groups that mark a synchronisation point (``sync = true``): where every rank waits
+    for the others, so the rank that arrives last holds them all up (``nemo-lens stragglers``)."""
 
     PRESETS: ClassVar[Mapping[str, frozenset[str]]] = with_implicit_presets(
         {
@@ -241,6 +252,7 @@ class SpanGroup:
             "Optimizer step.",
             "per_step",
             "0.1.0",
+            sync=True,
         ),
         GroupInfo(
             STEP,
@@ -249,6 +261,7 @@ class SpanGroup:
             "0.1.0",
             category="goodput",
             bucket="productive",
+            sync=True,
         ),
     )
     """Group name -> what the schema says about it."""

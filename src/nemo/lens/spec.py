@@ -88,6 +88,8 @@ class GroupInfo(NamedTuple):
     bucket: str = ""
     """The goodput bucket a goodput group's time feeds (``productive``, ``initialization``,
     ``checkpoint_save``, ``evaluation``); empty when it feeds none."""
+    sync: bool = False
+    """The group marks a synchronisation point: every rank waits there for the others."""
 
 
 class MetricInfo(NamedTuple):

@@ -41,7 +41,7 @@ def group_buckets() -> dict[str, tuple[str, str]]:
     from nemo.lens._vocabulary import group_rows, span_group_classes
 
     rows = group_rows(list(span_group_classes().values()))
-    return {group: (category, bucket) for group, category, bucket, _ in rows if bucket}
+    return {group: (category, bucket) for group, category, bucket, *_ in rows if bucket}
 
 
 def whole_number(value: object) -> int | None:

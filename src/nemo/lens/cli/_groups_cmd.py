@@ -39,6 +39,8 @@ def _info(classes: Sequence[type[SpanGroup]], group: str) -> GroupInfo:
 def _describe(info: GroupInfo) -> str:
     if info.deprecated:
         return f"{info.description} (deprecated: {info.deprecated})"
+    if info.sync:
+        return f"{info.description} (sync point)"
     return info.description
 
 

@@ -13,6 +13,7 @@ from nemo.lens.cli._goodput import cmd_goodput
 from nemo.lens.cli._groups_cmd import cmd_groups
 from nemo.lens.cli._report import cmd_report
 from nemo.lens.cli._sql_cmd import FORMATS, SQL_UNSAFE_HELP, cmd_check, cmd_sql
+from nemo.lens.cli._stragglers import cmd_stragglers
 from nemo.lens.cli._summary import cmd_summarize
 
 __all__ = ["build_parser", "command_names"]
@@ -163,6 +164,29 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         "per-rank detail under ranks) instead of tables",
     )
     _last_options(goodput, cmd_goodput, iterations=True)
+
+    stragglers = _reading_traces(
+        commands,
+        "stragglers",
+        help="which ranks arrive late at the sync points, and whether always the same",
+        description=(
+            "For every iteration and every group that marks a synchronisation point (sync = "
+            "true in the schema: step, optimizer, communication), compare when each rank "
+            "started there with the median rank. Per run, group and rank: how often it was "
+            "the last to arrive, its median lateness, a score from 0 to 1 (1: on time) and "
+            "whether it is persistently last or one of rotating late-comers. A rank whose "
+            "steps are as long as everyone's, because the collectives make them so, is found "
+            "by its late start."
+        ),
+    )
+    stragglers.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per run, group and rank (run_id, span_group, rank, node, "
+        "iterations, times_last, last_share, median_lateness_ns, max_lateness_ns, score, "
+        "pattern) instead of tables",
+    )
+    _last_options(stragglers, cmd_stragglers, iterations=True)
 
     report = _reading_traces(
         commands,

@@ -11,7 +11,7 @@ import os
 import shlex
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from nemo.lens import semconv
@@ -36,6 +36,7 @@ from nemo.lens.cli._goodput import (
     note_goodput_gaps,
     run_json,
 )
+from nemo.lens.cli._stragglers import Arrival, arrival_stragglers
 
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
@@ -96,6 +97,7 @@ class ReportBuilder:
         self.lifetimes: dict[Process, list[tuple[int, int]]] = defaultdict(list)
         self.steps = StepSeries()
         self.stragglers = Stragglers()
+        self.arrivals: list[Arrival] = []
 
     @classmethod
     def from_engine(cls, engine: Engine, *, drawn_spans: int = DRAWN_SPANS) -> ReportBuilder:
@@ -122,6 +124,7 @@ class ReportBuilder:
         builder._cover(engine)
         builder.steps = fetch_steps(engine, STEP_POINTS)
         builder.stragglers = fetch_stragglers(engine)
+        builder.arrivals = arrival_stragglers(engine)
         return builder
 
     def _order(self) -> tuple[list[Process], list[_Row]]:
@@ -218,6 +221,7 @@ class ReportBuilder:
             "restarts": self._restarts(labels, ms),
             "steps": self.steps.ranks(processes, labels),
             "stragglers": self.stragglers.page(with_run=several_runs),
+            "arrivals": arrivals_page(self.arrivals, with_run=several_runs),
             "goodput": [run_json(run) for run in self.runs],
         }
 
@@ -366,6 +370,22 @@ class Stragglers:
             f"at iteration {worst['iteration']}, {worst['lag_ns'] / 1e6:.3f} ms over the median "
             "rank"
         )
+
+
+def arrivals_page(rows: Sequence[Arrival], *, with_run: bool) -> dict[str, Any]:
+    """The page's ``arrivals``: the ranks ever last at a sync point, the worst score first
+    (at most :data:`STRAGGLER_ROWS`), and how many ranks and groups were compared."""
+    late = [row for row in rows if row.times_last]
+    return {
+        "compared": len(rows),
+        "late": len(late),
+        "cap": STRAGGLER_ROWS,
+        "rows": [
+            {"process": Process(row.rank, row.run_id, "").label(with_run=with_run)}
+            | {key: value for key, value in asdict(row).items() if key != "run_id"}
+            for row in late[:STRAGGLER_ROWS]
+        ],
+    }
 
 
 def fetch_stragglers(engine: Engine, cap: int | None = None) -> Stragglers:

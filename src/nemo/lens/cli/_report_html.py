@@ -350,6 +350,48 @@ def _stragglers_section(stragglers: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def _arrivals_section(arrivals: dict[str, Any]) -> str:
+    """The ranks that arrived last at a sync point: who the others waited for."""
+    if not arrivals["compared"]:
+        return ""  # no sync-point span that two ranks reached
+    out = ['<section id="arrivals"><h2>Late arrivals</h2>']
+    rows = arrivals["rows"]
+    if not rows:
+        out.append(
+            '<p class="note">No rank arrived after the median rank at any synchronisation '
+            "point (the groups the schema marks sync = true).</p></section>"
+        )
+        return "".join(out)
+    shown = "" if len(rows) == arrivals["late"] else f" (the {len(rows)} worst)"
+    out.append(
+        f'<p class="note">{arrivals["late"]:,} of {arrivals["compared"]:,} ranks and sync '
+        f"groups had a rank last at some iteration{shown}, the worst score first. Lateness: a "
+        "rank's first start in the group and iteration against the median rank's; a rank whose "
+        "steps last as long as everyone's still shows here. Persistent: last at most "
+        "iterations; rotating: at some. The figures are <code>nemo-lens stragglers</code>' "
+        "(docs/stragglers.md).</p>"
+    )
+    head = (
+        "<th>group</th><th>rank</th><th>node</th><th>times last</th><th>median lateness</th>"
+        "<th>score</th><th>pattern</th>"
+    )
+    body = [
+        f'<tr data-group="{_e(row["span_group"])}" data-process="{_e(row["process"])}" '
+        f'data-times-last="{row["times_last"]}"><td>{_e(row["span_group"])}</td>'
+        f"<td>{_e(row['process'])}</td><td>{_e(row['node'] or '-')}</td>"
+        f"<td>{row['times_last']} of {row['iterations']}</td>"
+        f"<td>{'-' if row['median_lateness_ns'] < 0 else ''}"
+        f"{_duration_ms(abs(row['median_lateness_ns']) / 1e6)}</td>"
+        f"<td>{row['score']:.3f}</td><td>{_e(row['pattern'])}</td></tr>"
+        for row in rows
+    ]
+    out.append(
+        f'<table class="figures" id="arrivals-table"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></section>"
+    )
+    return "".join(out)
+
+
 # --- the page --------------------------------------------------------------------------------
 
 
@@ -424,6 +466,7 @@ def render_report(data: dict[str, Any]) -> str:
             _timeline_section(data),
             _steps_section(data["steps"]),
             _stragglers_section(data["stragglers"]),
+            _arrivals_section(data["arrivals"]),
             "<script type='application/json' id='report-data'>",
             _embed(
                 {

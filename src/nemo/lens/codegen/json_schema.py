@@ -147,6 +147,10 @@ GROUP = _table(
             tuple(BUCKETS),
             BUCKETS,
         ),
+        "sync": _flag(
+            "true: the group's spans mark a synchronisation point (every rank waits there "
+            "for the others); `nemo-lens stragglers` ranks the ranks by when they arrive."
+        ),
         "deprecated": DEPRECATED,
     },
     "A span group: a name instrumentation sites tag their spans with.",

@@ -92,6 +92,8 @@ class Group:
     renamed_to: str = ""
     category: str = PROFILING
     bucket: str = ""
+    sync: bool = False
+    """The group's spans mark a synchronisation point: every rank waits there for the others."""
 
     @property
     def constant(self) -> str:
@@ -147,6 +149,12 @@ class GroupClass:
         out |= {g for g, c in overrides.items() if c == GOODPUT}
         out |= {g.name for g in self.current_groups if g.category == GOODPUT}
         return frozenset(out)
+
+    @property
+    def sync(self) -> frozenset[str]:
+        """The class's synchronisation-point groups: inherited ones and its own."""
+        inherited = self.base.sync if self.base else frozenset()
+        return inherited | {g.name for g in self.current_groups if g.sync}
 
     def category(self, group: str) -> str:
         return GOODPUT if group in self.goodput else PROFILING

@@ -69,6 +69,7 @@ class GroupView:
     category: str
     """The category literal; empty when it is the default (`profiling`)."""
     bucket: str
+    sync: bool
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,7 @@ class ClassView:
     """The class's own groups, renamed ones left out."""
     presets: tuple[PresetView, ...]
     goodput: tuple[str, ...]
+    sync: tuple[str, ...]
     recategorized: tuple[tuple[str, str], ...]
     """(inherited group's expression, category literal): the class's own view of them."""
     renames: tuple[RenameView, ...]
@@ -185,6 +187,8 @@ class CatalogueView:
 
 def group_doc(group: Group) -> str:
     category = f"{group.category}, feeds {group.bucket}" if group.bucket else group.category
+    if group.sync:
+        category += ", a synchronisation point"
     text = (
         f"{group.description.rstrip('.')}. Fires {group.fires} "
         f"({TIER_MEANING[group.fires]}); {category}; since {group.since}."
@@ -273,6 +277,7 @@ def _group_view(cls: GroupClass, g: Group) -> GroupView:
         deprecated=pystr(g.deprecated_note),
         category=pystr(g.category) if g.category != PROFILING else "",
         bucket=pystr(g.bucket) if g.bucket else "",
+        sync=g.sync,
     )
 
 
@@ -329,6 +334,7 @@ def class_view(
         groups=tuple(_group_view(cls, g) for g in cls.current_groups),
         presets=tuple(presets),
         goodput=tuple(_expr(cls, g) for g in sorted(cls.goodput, key=order.__getitem__)),
+        sync=tuple(_expr(cls, g) for g in sorted(cls.sync, key=order.__getitem__)),
         recategorized=tuple((_expr(cls, g), pystr(c)) for g, c in cls.recategorized),
         renames=tuple(_rename_view(cls, g) for g in cls.groups if g.renamed_to),
         any_names=any_names,
@@ -385,6 +391,8 @@ def docs_class(cls: GroupClass) -> DocsClass:
         category = cls.category(g.name)
         if category == GOODPUT and g.bucket:
             category += f" ({g.bucket})"
+        if g.sync:
+            category += ", sync"
         rows.append(
             (f"`{g.name}`{origin}", g.fires, category, markdown_text(g.description), *marks)
         )

@@ -134,9 +134,10 @@ def read_groups(
                 "remove the bucket",
             )
             bucket = ""
+        sync = chk.flag(body, "sync", gpath, default=False)
         if description and fires and since:
             groups[name] = Group(
-                name, description, fires, since, note, renamed_to, category, bucket
+                name, description, fires, since, note, renamed_to, category, bucket, sync
             )
         else:
             chk.broken.add(name)

@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: dd7fa046f21b91b80cd69003bc57107eb8e11e9a715766c1c2c3e67bf1f66887
+# schema-sha256: edfe43599e404532aeb3ac989d538eefd0546176a6c91d3eb2142b62196a1b75
 """RLSpanGroup, the span groups of the 'rl' consumer."""
 
 from __future__ import annotations
@@ -156,6 +156,15 @@ class RLSpanGroup(SpanGroup):
         }
     )
     """The groups whose category is ``goodput``; every other group is ``profiling``."""
+
+    SYNC_GROUPS: ClassVar[frozenset[str]] = frozenset(
+        {
+            SpanGroup.OPTIMIZER,
+            SpanGroup.STEP,
+        }
+    )
+    """The groups that mark a synchronisation point (``sync = true``): where every rank waits
+    for the others, so the rank that arrives last holds them all up (``nemo-lens stragglers``)."""
 
     PRESETS: ClassVar[Mapping[str, frozenset[str]]] = with_implicit_presets(
         {

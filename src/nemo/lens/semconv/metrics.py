@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: dd7fa046f21b91b80cd69003bc57107eb8e11e9a715766c1c2c3e67bf1f66887
+# schema-sha256: edfe43599e404532aeb3ac989d538eefd0546176a6c91d3eb2142b62196a1b75
 """The metric catalogue of nemo.lens: every instrument its recorders create."""
 
 from __future__ import annotations

@@ -304,7 +304,7 @@ def _define_groups(engine: Engine, classes: Sequence[type[SpanGroup]] | None) ->
     classes = selected_classes(None) if classes is None else classes
     engine.table(
         "span_groups",
-        "span_group VARCHAR, category VARCHAR, bucket VARCHAR, fires VARCHAR",
+        "span_group VARCHAR, category VARCHAR, bucket VARCHAR, fires VARCHAR, sync BOOLEAN",
         group_rows(classes),
     )
     engine.table("span_group_presets", "span_group VARCHAR, preset VARCHAR", preset_rows(classes))

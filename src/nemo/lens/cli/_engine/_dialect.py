@@ -1,6 +1,7 @@
 """The packaged queries (``queries/*.sql``, SQL that DuckDB and Spark SQL 3.5 both run) with
 their macros expanded for an engine: ``{percentile(x, q)}`` is DuckDB's ``quantile_cont``
-and Spark's ``percentile`` (both interpolate linearly, as numpy does)."""
+and Spark's ``percentile`` (both interpolate linearly, as numpy does); ``{json_text(x, key)}``
+is the text of the top-level *key* (dots and all) of the JSON object *x*, or NULL."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ class Dialect:
     name: str
     percentile: str
     """A function of (value, fraction) interpolating linearly."""
+    json_text: str = "json_extract_string({0}, '$.\"{1}\"')"
+    """A template of (JSON text, key): the key's value as text (a key may hold dots)."""
 
 
 DUCKDB: Final = Dialect("duckdb", "quantile_cont")
-SPARK: Final = Dialect("spark", "percentile")
+SPARK: Final = Dialect("spark", "percentile", "get_json_object({0}, '$[''{1}'']')")
 
 _MACRO: Final = re.compile(r"\{(\w+)\(([^{}]*)\)\}")
 
@@ -41,6 +44,8 @@ def query(name: str, dialect: Dialect = DUCKDB) -> str:
         spelled = getattr(dialect, function, None)
         if not isinstance(spelled, str):
             raise ValueError(f"{name}.sql: unknown macro {{{function}(...)}}")
+        if "{0}" in spelled:
+            return spelled.format(*(part.strip() for part in arguments.split(",")))
         return f"{spelled}({arguments})"
 
     return _MACRO.sub(expand, _text(name))

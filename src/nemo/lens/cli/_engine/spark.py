@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 
 __all__ = ["VIEWS", "spark_query", "spark_views"]
 
-_GROUPS_SCHEMA: Final = "span_group STRING, category STRING, bucket STRING, fires STRING"
+_GROUPS_SCHEMA: Final = (
+    "span_group STRING, category STRING, bucket STRING, fires STRING, sync BOOLEAN"
+)
 _PRESETS_SCHEMA: Final = "span_group STRING, preset STRING"
 
 
