@@ -197,7 +197,7 @@ CASES = {
         ),
         [
             "s.toml:7: groups.job.bucket: unknown bucket 'restarts' (buckets: productive, "
-            "initialization, checkpoint_save, evaluation)"
+            "initialization, checkpoint_save, evaluation, data_loading)"
         ],
     ),
     "a bucket on a profiling group": (

@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: cf18272d05235bb61761de3296fbfd86c856dd96e8ee82687a6a811993b90674
+# schema-sha256: 0b6e27a20a7a246399343a33dcb21798003e3e122bfd2a9e9d9e3604841c1cf8
 """The group-checked signatures of nemo.lens's primitives, for type checkers."""
 
 from __future__ import annotations

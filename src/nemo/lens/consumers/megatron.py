@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: cf18272d05235bb61761de3296fbfd86c856dd96e8ee82687a6a811993b90674
+# schema-sha256: 0b6e27a20a7a246399343a33dcb21798003e3e122bfd2a9e9d9e3604841c1cf8
 """MegatronSpanGroup, the span groups of the 'megatron' consumer."""
 
 from __future__ import annotations
@@ -80,8 +80,8 @@ class MegatronSpanGroup(SpanGroup):
     """
 
     DATA_LOADING: Final = "data_loading"
-    """Batch preparation and data loading. Fires per_step (every iteration); goodput; since
-    0.1.0.
+    """Batch preparation and data loading. Fires per_step (every iteration); goodput, feeds
+    data_loading; since 0.1.0.
     """
 
     COMMUNICATION: Final = "communication"
@@ -204,6 +204,7 @@ class MegatronSpanGroup(SpanGroup):
             "per_step",
             "0.1.0",
             category="goodput",
+            bucket="data_loading",
         ),
         GroupInfo(
             COMMUNICATION,
