@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from nemo.lens import NemoLensConfig, emit_span, setup_telemetry
 from nemo.lens.groups import SpanGroup
@@ -125,6 +125,8 @@ def crash_and_resume(directory: Path, *, step_attribute: str = "iteration") -> l
     return [rank0, first, second]
 
 
+NO_NEW_BADPUT: Final = {"data_loading": 0, "startup": 0, "recovery": 0, "anomalous_steps": 0}
+"""The crash and resume has none: each lifetime's set-up spans reach its first step."""
 RANK0: Figures = {
     "wall_s": 92.0,
     "productive_s": 10 + 6 + 10 + 8,  # steps 1, 2 of A; 3, and 4 less its checkpoint, of B
@@ -135,8 +137,11 @@ RANK0: Figures = {
         "wasted_progress": 10 + 5,  # steps 3 and 4 of A, executed again in B
         "restart": 60 - 45,
         "unaccounted": 92 - 85,  # B's job after its last step
+        **NO_NEW_BADPUT,
     },
     "lifetimes": 2,
+    # Counted steps 10, 6, 10, 8 s: median 9, MAD 1, none over 12; ideal 34 / 4.
+    "steps": {"counted": 4, "anomalous": 0, "ideal_s": 8.5, "deviation_s": 1.5},
 }
 RANK1: Figures = {
     "wall_s": 90.0,
@@ -148,14 +153,18 @@ RANK1: Figures = {
         "wasted_progress": 15,
         "restart": 62 - 45,
         "unaccounted": 90 - 86,
+        **NO_NEW_BADPUT,
     },
     "lifetimes": 2,
+    # 10, 6, 10, 7 s: median 8.5, MAD 1.5; deviations 1.75, 2.25, 1.75, 1.25.
+    "steps": {"counted": 4, "anomalous": 0, "ideal_s": 8.25, "deviation_s": 1.75},
 }
 RUN: Figures = {
     "wall_s": 92.0,  # rank 0's end
     "productive_s": RANK1["productive_s"],  # rank 1 bounds the run
     "badput": {**RANK1["badput"], "unaccounted": 4 + (92 - 90)},  # and did nothing 90-92
     "lifetimes": 2,
+    "steps": RANK1["steps"],
 }
 
 

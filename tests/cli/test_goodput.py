@@ -32,7 +32,7 @@ KEYS = {"wall_s", "productive_s", "goodput", "badput"}
 
 def figures(entry: dict[str, Any]) -> dict[str, Any]:
     """The figures of a run or rank as the expectations state them (goodput checked apart)."""
-    return {key: entry[key] for key in ("wall_s", "productive_s", "badput", "lifetimes")}
+    return {key: entry[key] for key in ("wall_s", "productive_s", "badput", "lifetimes", "steps")}
 
 
 def adds_up(entry: dict[str, Any]) -> None:
@@ -52,7 +52,7 @@ def test_a_crash_and_resume_over_two_ranks_is_accounted_exactly(run: Run, tmp_pa
     (text,) = result.out_lines  # one run: one JSON object, on one line
     report = json.loads(text)
     assert KEYS <= set(report)
-    assert set(report) == KEYS | {"run_id", "bounding_rank", "lifetimes", "ranks"}
+    assert set(report) == KEYS | {"run_id", "bounding_rank", "lifetimes", "steps", "ranks"}
     assert report["run_id"] == "run1"
     assert report["bounding_rank"] == 1
     assert figures(report) == RUN
@@ -73,13 +73,19 @@ def test_the_table_shows_the_run_and_every_rank(run: Run, tmp_path: Path) -> Non
         "run run1: goodput 35.9% (33.000 s productive of 92.000 s wall; "
         "rank 1, the slowest of 2, bounds it; 2 lifetimes)"
     )
-    table = {row.split()[0]: row.split()[1:] for row in lines[2:10]}
+    table = {row.split()[0]: row.split()[1:] for row in lines[2:14]}
     assert table["productive"] == ["33.000", "s", "35.9%"]
     assert table["restart"] == ["17.000", "s", "18.5%"]
+    assert table["anomalous_steps"] == ["0.000", "s", "0.0%"]
     assert table["wall"] == ["92.000", "s", "100.0%"]
-    assert lines[11].split()[:4] == ["rank", "lifetimes", "wall", "goodput"]
-    assert lines[12].split()[:7] == ["rank", "0", "2", "92.000", "s", "37.0%", "34.000"]
-    assert lines[13].split()[:7] == ["rank", "1", "2", "90.000", "s", "36.7%", "33.000"]
+    assert lines[14] == (
+        "  steps: 4 counted, 0 anomalous; ideal step time 8.250 s, step deviation 1.750 s"
+    )
+    assert lines[16].split()[:4] == ["rank", "lifetimes", "wall", "goodput"]
+    assert lines[16].split()[-3:] == ["ideal", "step", "deviation"]
+    assert lines[17].split()[:7] == ["rank", "0", "2", "92.000", "s", "37.0%", "34.000"]
+    assert lines[17].split()[-4:] == ["8.500", "s", "1.500", "s"]
+    assert lines[18].split()[:7] == ["rank", "1", "2", "90.000", "s", "36.7%", "33.000"]
 
 
 def test_iterations_under_another_attribute_name(run: Run, tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The packaged queries (``queries/*.sql``, SQL that DuckDB and Spark SQL 3.5 both run) with
 their macros expanded for an engine: ``{percentile(x, q)}`` is DuckDB's ``quantile_cont``
-and Spark's ``percentile`` (both interpolate linearly, as numpy does)."""
+and Spark's ``percentile`` (both interpolate linearly, as numpy does); ``{intdiv(a, b)}``
+is integer division (DuckDB's ``divide``, Spark's ``div``)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ class Dialect:
     name: str
     percentile: str
     """A function of (value, fraction) interpolating linearly."""
+    intdiv: str
+    """Integer division of two integers (rounding toward zero)."""
 
 
-DUCKDB: Final = Dialect("duckdb", "quantile_cont")
-SPARK: Final = Dialect("spark", "percentile")
+DUCKDB: Final = Dialect("duckdb", "quantile_cont", "divide")
+SPARK: Final = Dialect("spark", "percentile", "div")
 
 _MACRO: Final = re.compile(r"\{(\w+)\(([^{}]*)\)\}")
 

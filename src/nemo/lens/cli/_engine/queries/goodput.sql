@@ -16,7 +16,7 @@ procs AS (
 ),
 -- A span feeds its group's bucket when its category (its own, else its group's) is goodput.
 bucketed AS (
-  SELECT p.proc, s.iteration, s.truncated, s.start_ns,
+  SELECT p.proc, s.lifetime, s.iteration, s.truncated, s.start_ns,
          CASE WHEN s.end_ns < s.start_ns THEN s.start_ns ELSE s.end_ns END AS end_ns, g.bucket
   FROM spans s
   JOIN span_groups g ON g.span_group = s.span_group
@@ -154,7 +154,8 @@ owned AS (
   ) o WHERE probe = 1
 ),
 assigned AS (
-  SELECT o.proc, o.left_ns, o.right_ns, d.bucket, d.cluster,
+  SELECT o.proc, o.left_ns, o.right_ns, d.bucket, d.cluster, d.seq AS owner,
+         d.start_ns AS owner_start_ns,
          CASE WHEN t.cluster IS NULL THEN false ELSE true END AS tangled
   FROM owned o
   JOIN deep d ON d.proc = o.proc AND d.seq = o.owner
@@ -162,7 +163,8 @@ assigned AS (
     ON t.proc = o.proc AND t.cluster = d.cluster
 ),
 untangled AS (
-  SELECT a.proc, a.left_ns, a.right_ns, d.bucket,
+  SELECT a.proc, a.left_ns, a.right_ns, d.bucket, d.seq AS owner,
+         d.start_ns AS owner_start_ns,
          ROW_NUMBER() OVER (PARTITION BY a.proc, a.left_ns
                             ORDER BY d.start_ns DESC, d.end_ns ASC, d.bucket) AS nth
   FROM assigned a
@@ -171,13 +173,72 @@ untangled AS (
    AND d.start_ns <= a.left_ns AND d.end_ns > a.left_ns
   WHERE a.tangled
 ),
--- Every piece with its bucket: the spans that overlap none, whole, and the swept pieces.
+-- Every piece with its bucket: the spans that overlap none, whole, and the swept pieces
+-- (with the span that owns them: a step's productive time is the sum of its pieces).
 covered AS (
-  SELECT proc, start_ns AS left_ns, end_ns AS right_ns, bucket FROM ordered WHERE alone
+  SELECT proc, start_ns AS left_ns, end_ns AS right_ns, bucket,
+         CAST(NULL AS BIGINT) AS owner, CAST(NULL AS BIGINT) AS owner_start_ns
+  FROM ordered WHERE alone
   UNION ALL
-  SELECT proc, left_ns, right_ns, bucket FROM assigned WHERE NOT tangled
+  SELECT proc, left_ns, right_ns, bucket, owner, owner_start_ns FROM assigned WHERE NOT tangled
   UNION ALL
-  SELECT proc, left_ns, right_ns, bucket FROM untangled WHERE nth = 1
+  SELECT proc, left_ns, right_ns, bucket, owner, owner_start_ns FROM untangled WHERE nth = 1
+),
+-- Anomalous steps (Google's rule): a step's time is its productive time (a checkpoint or
+-- data loading inside it is theirs, not the step's); the ideal step time is the mean of
+-- the counted steps no slower than median + 3 * MAD (unscaled); the anomalous steps'
+-- excess over it, in whole nanoseconds, is carved out of productive time.
+step_times AS (
+  SELECT proc, start_ns, end_ns - start_ns AS ns
+  FROM ordered WHERE alone AND bucket = 'productive'
+  UNION ALL
+  SELECT proc, min(owner_start_ns) AS start_ns, sum(right_ns - left_ns) AS ns
+  FROM covered WHERE owner IS NOT NULL AND bucket = 'productive'
+  GROUP BY proc, owner
+),
+step_medians AS (
+  SELECT proc, {percentile(ns, 0.5)} AS median_ns FROM step_times GROUP BY proc
+),
+step_mads AS (
+  SELECT t.proc, m.median_ns, {percentile(abs(t.ns - m.median_ns), 0.5)} AS mad_ns
+  FROM step_times t JOIN step_medians m ON m.proc = t.proc
+  GROUP BY t.proc, m.median_ns
+),
+step_split AS (
+  SELECT t.proc, count(*) AS steps,
+         sum(CASE WHEN t.ns <= m.median_ns + 3 * m.mad_ns THEN 1 ELSE 0 END) AS normal_steps,
+         sum(CASE WHEN t.ns <= m.median_ns + 3 * m.mad_ns THEN t.ns ELSE 0 END) AS normal_ns,
+         sum(CASE WHEN t.ns > m.median_ns + 3 * m.mad_ns THEN t.ns ELSE 0 END) AS anomalous_ns
+  FROM step_times t JOIN step_mads m ON m.proc = t.proc
+  GROUP BY t.proc
+),
+-- The excess, anomalous_ns - floor(anomalous steps * normal_ns / normal_steps), split so
+-- that no product overflows 64 bits. The median step is normal, so normal_steps >= 1.
+step_excess AS (
+  SELECT proc, steps, steps - normal_steps AS anomalous_steps,
+         CAST(normal_ns AS DOUBLE) / normal_steps AS ideal_ns,
+         anomalous_ns - (steps - normal_steps) * {intdiv(normal_ns, normal_steps)}
+           - {intdiv((steps - normal_steps) * (normal_ns % normal_steps), normal_steps)}
+           AS excess_ns
+  FROM step_split
+),
+-- Step deviation: |step time - ideal| per counted step, newest first; the mean while
+-- fewer than 100 steps ran, then the p90 of the last 100, less (from 1,100 steps on)
+-- the median of the 1,000 before them.
+step_deviations AS (
+  SELECT t.proc, s.steps, abs(t.ns - s.ideal_ns) AS deviation_ns,
+         ROW_NUMBER() OVER (PARTITION BY t.proc ORDER BY t.start_ns DESC, t.ns DESC) AS back
+  FROM step_times t JOIN step_excess s ON s.proc = t.proc
+),
+step_deviation AS (
+  SELECT proc,
+         CASE WHEN max(steps) < 100 THEN avg(deviation_ns)
+              WHEN max(steps) < 1100
+              THEN {percentile(CASE WHEN back <= 100 THEN deviation_ns END, 0.9)}
+              ELSE {percentile(CASE WHEN back <= 100 THEN deviation_ns END, 0.9)}
+                   - {percentile(CASE WHEN back > 100 AND back <= 1100 THEN deviation_ns END, 0.5)}
+         END AS deviation_ns
+  FROM step_deviations GROUP BY proc
 ),
 -- The sums go by proc; figures names the rank again (one join per rank, not per piece).
 sums AS (
@@ -188,6 +249,8 @@ sums AS (
          sum(CASE WHEN bucket = 'checkpoint_save' THEN right_ns - left_ns ELSE 0 END)
            AS checkpoint_save,
          sum(CASE WHEN bucket = 'evaluation' THEN right_ns - left_ns ELSE 0 END) AS evaluation,
+         sum(CASE WHEN bucket = 'data_loading' THEN right_ns - left_ns ELSE 0 END)
+           AS data_loading,
          sum(CASE WHEN bucket = 'wasted_progress' THEN right_ns - left_ns ELSE 0 END)
            AS wasted_progress,
          sum(right_ns - left_ns) AS bucketed_total
@@ -196,7 +259,7 @@ sums AS (
 -- A rank's lifetimes in order: restart is the time between one's end and the next's
 -- start, live the time some lifetime of the rank ran.
 ordered_lives AS (
-  SELECT run_id, rank, start_ns, end_ns,
+  SELECT run_id, rank, lifetime, start_ns, end_ns,
          max(end_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns, end_ns
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_ns
   FROM lives
@@ -212,18 +275,66 @@ ranks AS (
                   ELSE 0 END) AS live
   FROM ordered_lives GROUP BY run_id, rank
 ),
+-- Start-up: a lifetime's time before its first step (finished or not) that no bucketed
+-- span covers; recovery when an earlier lifetime of the rank ended before it (a crash,
+-- a preemption, a requeue), else start-up. A lifetime without a step has neither. The
+-- window starts where every earlier lifetime ended, so overlapping lifetimes count once.
+first_steps AS (
+  SELECT proc, lifetime, min(start_ns) AS first_ns
+  FROM bucketed WHERE bucket = 'productive' GROUP BY proc, lifetime
+),
+startup_windows AS (
+  SELECT proc, bucket, from_ns, to_ns FROM (
+    SELECT p.proc, f.first_ns AS to_ns,
+           CASE WHEN o.before_ns IS NULL THEN 'startup' ELSE 'recovery' END AS bucket,
+           CASE WHEN o.before_ns > o.start_ns THEN o.before_ns ELSE o.start_ns END AS from_ns
+    FROM ordered_lives o
+    JOIN procs p ON p.run_id = o.run_id AND p.rank IS NOT DISTINCT FROM o.rank
+    JOIN first_steps f ON f.proc = p.proc AND f.lifetime IS NOT DISTINCT FROM o.lifetime
+  ) w WHERE to_ns > from_ns
+),
+startup_covered AS (
+  SELECT w.proc, w.from_ns,
+         sum(CASE WHEN c.right_ns < w.to_ns THEN c.right_ns ELSE w.to_ns END
+             - CASE WHEN c.left_ns > w.from_ns THEN c.left_ns ELSE w.from_ns END) AS covered_ns
+  FROM startup_windows w
+  JOIN covered c ON c.proc = w.proc AND c.left_ns < w.to_ns AND c.right_ns > w.from_ns
+  GROUP BY w.proc, w.from_ns
+),
+startups AS (
+  SELECT w.proc,
+         sum(CASE WHEN w.bucket = 'startup'
+                  THEN w.to_ns - w.from_ns - coalesce(c.covered_ns, 0) ELSE 0 END) AS startup,
+         sum(CASE WHEN w.bucket = 'recovery'
+                  THEN w.to_ns - w.from_ns - coalesce(c.covered_ns, 0) ELSE 0 END) AS recovery
+  FROM startup_windows w
+  LEFT JOIN startup_covered c ON c.proc = w.proc AND c.from_ns = w.from_ns
+  GROUP BY w.proc
+),
 figures AS (
   SELECT r.run_id, r.rank, r.lifetimes, r.start_ns, r.end_ns,
-         coalesce(s.productive, 0) AS productive,
+         coalesce(s.productive, 0) - coalesce(x.excess_ns, 0) AS productive,
          coalesce(s.initialization, 0) AS initialization,
          coalesce(s.checkpoint_save, 0) AS checkpoint_save,
          coalesce(s.evaluation, 0) AS evaluation,
          coalesce(s.wasted_progress, 0) AS wasted_progress,
          r.restart,
-         r.live - coalesce(s.bucketed_total, 0) AS unaccounted
+         r.live - coalesce(s.bucketed_total, 0) - coalesce(u.startup, 0)
+           - coalesce(u.recovery, 0) AS unaccounted,
+         coalesce(s.data_loading, 0) AS data_loading,
+         coalesce(u.startup, 0) AS startup,
+         coalesce(u.recovery, 0) AS recovery,
+         coalesce(x.excess_ns, 0) AS anomalous_steps,
+         coalesce(x.steps, 0) AS steps,
+         coalesce(x.anomalous_steps, 0) AS anomalous_step_count,
+         x.ideal_ns AS ideal_step_ns,
+         d.deviation_ns AS step_deviation_ns
   FROM ranks r
   JOIN procs p ON p.run_id = r.run_id AND p.rank IS NOT DISTINCT FROM r.rank
   LEFT JOIN sums s ON s.proc = p.proc
+  LEFT JOIN startups u ON u.proc = p.proc
+  LEFT JOIN step_excess x ON x.proc = p.proc
+  LEFT JOIN step_deviation d ON d.proc = p.proc
 ),
 -- The run's figures are its slowest rank's (least productive, then longest) among the
 -- ranks that executed a step, or among all when none did.
@@ -244,7 +355,9 @@ SELECT f.run_id, f.rank, f.lifetimes, f.start_ns, f.end_ns,
        f.productive, f.initialization, f.checkpoint_save, f.evaluation, f.wasted_progress,
        f.restart, f.unaccounted,
        u.run_start_ns, u.run_end_ns,
-       CASE WHEN c.nth = 1 THEN true ELSE false END AS bounding
+       CASE WHEN c.nth = 1 THEN true ELSE false END AS bounding,
+       f.data_loading, f.startup, f.recovery, f.anomalous_steps,
+       f.steps, f.anomalous_step_count, f.ideal_step_ns, f.step_deviation_ns
 FROM figures f
 JOIN runs u ON u.run_id = f.run_id
 JOIN chosen c ON c.run_id = f.run_id AND c.rank IS NOT DISTINCT FROM f.rank
