@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from nemo.lens import NemoLensConfig, emit_span, setup_telemetry
+from nemo.lens.consumers.megatron import MegatronSpanGroup
 from nemo.lens.groups import SpanGroup
 
 from .conftest import line, span_dict
@@ -165,6 +166,54 @@ RUN: Figures = {
     "badput": {**RANK1["badput"], "unaccounted": 4 + (92 - 90)},  # and did nothing 90-92
     "lifetimes": 2,
     "steps": RANK1["steps"],
+}
+
+
+def disrupted_megatron_run(path: Path) -> Path:
+    """One Megatron rank, ``run2``, with every bucket at known times.
+
+    Lifetime A: the job 0-80, model_init 1-3, steps 1-5 from 5 s, each waiting 1 s for
+    its batch (``data_loading`` inside the step), the fifth taking 30 s, then step 6
+    from 75 until a crash at 80. Lifetime B: the job 90-120, load_checkpoint 92-95,
+    step 6 again 100-110 (its batch 100-101).
+    """
+    group = MegatronSpanGroup
+    starts = [5, 15, 25, 35, 45]
+    ends = [15, 25, 35, 45, 75]
+    crashed = [Span(group.JOB, 0, 80), Span(group.MODEL_INIT, 1, 3)]
+    for i, (start, end) in enumerate(zip(starts, ends, strict=True), 1):
+        crashed += [step(i, start, end), Span(group.DATA_LOADING, start, start + 1)]
+    crashed += [step(6, 75, 80), Span(group.DATA_LOADING, 75, 76)]
+    resumed = [
+        Span(group.JOB, 90, 120),
+        Span(group.LOAD_CHECKPOINT, 92, 95),
+        step(6, 100, 110),
+        Span(group.DATA_LOADING, 100, 101),
+    ]
+    emit_lifetime(path, crashed, run_id="run2", span_group_cls=group)
+    return emit_lifetime(path, resumed, run_id="run2", span_group_cls=group)
+
+
+DISRUPTED: Figures = {
+    "wall_s": 120.0,
+    # Counted steps' own time: 9, 9, 9, 9, 29 (A) and 9 (B); less the anomalous excess.
+    "productive_s": 74 - 20,
+    "badput": {
+        "initialization": 2 + 3,
+        "checkpoint_save": 0,
+        "evaluation": 0,
+        "data_loading": 5 + 1 + 1,  # A's six batches, B's one
+        "startup": 1 + 2,  # A: 0-1 and 3-5
+        "recovery": 2 + 5,  # B: 90-92 and 95-100
+        # Median 9, MAD 0: the 29 s step is anomalous, 20 s over the ideal of 9.
+        "anomalous_steps": 20,
+        "wasted_progress": 4,  # A's step 6 less its batch
+        "restart": 10,  # 80-90
+        "unaccounted": 10,  # B after its step
+    },
+    "lifetimes": 2,
+    # Fewer than 100 steps: the mean deviation, (0 * 5 + 20) / 6.
+    "steps": {"counted": 6, "anomalous": 1, "ideal_s": 9.0, "deviation_s": 3.333333333},
 }
 
 

@@ -174,10 +174,11 @@ untangled AS (
   WHERE a.tangled
 ),
 -- Every piece with its bucket: the spans that overlap none, whole, and the swept pieces
--- (with the span that owns them: a step's productive time is the sum of its pieces).
+-- (with the span that owns them, by its start, which is its own when it overlaps no
+-- other span, and its seq in the sweep: a step's productive time is its pieces' sum).
 covered AS (
   SELECT proc, start_ns AS left_ns, end_ns AS right_ns, bucket,
-         CAST(NULL AS BIGINT) AS owner, CAST(NULL AS BIGINT) AS owner_start_ns
+         CAST(NULL AS BIGINT) AS owner, start_ns AS owner_start_ns
   FROM ordered WHERE alone
   UNION ALL
   SELECT proc, left_ns, right_ns, bucket, owner, owner_start_ns FROM assigned WHERE NOT tangled
@@ -189,12 +190,9 @@ covered AS (
 -- the counted steps no slower than median + 3 * MAD (unscaled); the anomalous steps'
 -- excess over it, in whole nanoseconds, is carved out of productive time.
 step_times AS (
-  SELECT proc, start_ns, end_ns - start_ns AS ns
-  FROM ordered WHERE alone AND bucket = 'productive'
-  UNION ALL
-  SELECT proc, min(owner_start_ns) AS start_ns, sum(right_ns - left_ns) AS ns
-  FROM covered WHERE owner IS NOT NULL AND bucket = 'productive'
-  GROUP BY proc, owner
+  SELECT proc, owner_start_ns AS start_ns, sum(right_ns - left_ns) AS ns
+  FROM covered WHERE bucket = 'productive'
+  GROUP BY proc, owner, owner_start_ns
 ),
 step_medians AS (
   SELECT proc, {percentile(ns, 0.5)} AS median_ns FROM step_times GROUP BY proc
