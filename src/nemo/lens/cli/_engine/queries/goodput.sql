@@ -194,42 +194,47 @@ step_times AS (
   FROM covered WHERE bucket = 'productive'
   GROUP BY proc, owner, owner_start_ns
 ),
+-- One chain of window functions over the steps, so the engines read the pieces once
+-- for them (Spark copies a CTE into every query that names it).
 step_medians AS (
-  SELECT proc, {percentile(ns, 0.5)} AS median_ns FROM step_times GROUP BY proc
+  SELECT proc, start_ns, ns,
+         {percentile(ns, 0.5)} OVER (PARTITION BY proc) AS median_ns
+  FROM step_times
 ),
 step_mads AS (
-  SELECT t.proc, m.median_ns, {percentile(abs(t.ns - m.median_ns), 0.5)} AS mad_ns
-  FROM step_times t JOIN step_medians m ON m.proc = t.proc
-  GROUP BY t.proc, m.median_ns
+  SELECT proc, start_ns, ns, median_ns,
+         {percentile(abs(ns - median_ns), 0.5)} OVER (PARTITION BY proc) AS mad_ns
+  FROM step_medians
 ),
 step_split AS (
-  SELECT t.proc, count(*) AS steps,
-         sum(CASE WHEN t.ns <= m.median_ns + 3 * m.mad_ns THEN 1 ELSE 0 END) AS normal_steps,
-         sum(CASE WHEN t.ns <= m.median_ns + 3 * m.mad_ns THEN t.ns ELSE 0 END) AS normal_ns,
-         sum(CASE WHEN t.ns > m.median_ns + 3 * m.mad_ns THEN t.ns ELSE 0 END) AS anomalous_ns
-  FROM step_times t JOIN step_mads m ON m.proc = t.proc
-  GROUP BY t.proc
+  SELECT proc, start_ns, ns, normal,
+         count(*) OVER (PARTITION BY proc) AS steps,
+         sum(normal) OVER (PARTITION BY proc) AS normal_steps,
+         sum(normal * ns) OVER (PARTITION BY proc) AS normal_ns,
+         ROW_NUMBER() OVER (PARTITION BY proc ORDER BY start_ns DESC, ns DESC) AS back
+  FROM (
+    SELECT proc, start_ns, ns,
+           CASE WHEN ns <= median_ns + 3 * mad_ns THEN 1 ELSE 0 END AS normal
+    FROM step_mads
+  ) m
 ),
--- The excess, anomalous_ns - floor(anomalous steps * normal_ns / normal_steps), split so
--- that no product overflows 64 bits. The median step is normal, so normal_steps >= 1.
-step_excess AS (
-  SELECT proc, steps, steps - normal_steps AS anomalous_steps,
-         CAST(normal_ns AS DOUBLE) / normal_steps AS ideal_ns,
-         anomalous_ns - (steps - normal_steps) * {intdiv(normal_ns, normal_steps)}
-           - {intdiv((steps - normal_steps) * (normal_ns % normal_steps), normal_steps)}
-           AS excess_ns
+-- Step deviation: |step time - ideal| per counted step, newest first (back = 1); the
+-- mean while fewer than 100 steps ran, then the p90 of the last 100, less (from 1,100
+-- steps on) the median of the 1,000 before them. The excess is anomalous_ns -
+-- floor(anomalous steps * normal_ns / normal_steps), split so that no product overflows
+-- 64 bits. The median step is normal, so normal_steps >= 1.
+step_deviations AS (
+  SELECT proc, steps, normal_steps, normal_ns, normal, ns, back,
+         abs(ns - CAST(normal_ns AS DOUBLE) / normal_steps) AS deviation_ns
   FROM step_split
 ),
--- Step deviation: |step time - ideal| per counted step, newest first; the mean while
--- fewer than 100 steps ran, then the p90 of the last 100, less (from 1,100 steps on)
--- the median of the 1,000 before them.
-step_deviations AS (
-  SELECT t.proc, s.steps, abs(t.ns - s.ideal_ns) AS deviation_ns,
-         ROW_NUMBER() OVER (PARTITION BY t.proc ORDER BY t.start_ns DESC, t.ns DESC) AS back
-  FROM step_times t JOIN step_excess s ON s.proc = t.proc
-),
-step_deviation AS (
-  SELECT proc,
+step_figures AS (
+  SELECT proc, max(steps) AS steps, max(steps) - max(normal_steps) AS anomalous_steps,
+         CAST(max(normal_ns) AS DOUBLE) / max(normal_steps) AS ideal_ns,
+         sum((1 - normal) * ns)
+           - (max(steps) - max(normal_steps)) * {intdiv(max(normal_ns), max(normal_steps))}
+           - {intdiv((max(steps) - max(normal_steps)) * (max(normal_ns) % max(normal_steps)),
+                     max(normal_steps))} AS excess_ns,
          CASE WHEN max(steps) < 100 THEN avg(deviation_ns)
               WHEN max(steps) < 1100
               THEN {percentile(CASE WHEN back <= 100 THEN deviation_ns END, 0.9)}
@@ -237,22 +242,6 @@ step_deviation AS (
                    - {percentile(CASE WHEN back > 100 AND back <= 1100 THEN deviation_ns END, 0.5)}
          END AS deviation_ns
   FROM step_deviations GROUP BY proc
-),
--- The sums go by proc; figures names the rank again (one join per rank, not per piece).
-sums AS (
-  SELECT proc,
-         sum(CASE WHEN bucket = 'productive' THEN right_ns - left_ns ELSE 0 END) AS productive,
-         sum(CASE WHEN bucket = 'initialization' THEN right_ns - left_ns ELSE 0 END)
-           AS initialization,
-         sum(CASE WHEN bucket = 'checkpoint_save' THEN right_ns - left_ns ELSE 0 END)
-           AS checkpoint_save,
-         sum(CASE WHEN bucket = 'evaluation' THEN right_ns - left_ns ELSE 0 END) AS evaluation,
-         sum(CASE WHEN bucket = 'data_loading' THEN right_ns - left_ns ELSE 0 END)
-           AS data_loading,
-         sum(CASE WHEN bucket = 'wasted_progress' THEN right_ns - left_ns ELSE 0 END)
-           AS wasted_progress,
-         sum(right_ns - left_ns) AS bucketed_total
-  FROM covered GROUP BY proc
 ),
 -- A rank's lifetimes in order: restart is the time between one's end and the next's
 -- start, live the time some lifetime of the rank ran.
@@ -282,32 +271,53 @@ first_steps AS (
   FROM bucketed WHERE bucket = 'productive' GROUP BY proc, lifetime
 ),
 startup_windows AS (
-  SELECT proc, bucket, from_ns, to_ns FROM (
+  SELECT proc, kind, from_ns, to_ns,
+         ROW_NUMBER() OVER (PARTITION BY proc ORDER BY from_ns) AS nth
+  FROM (
     SELECT p.proc, f.first_ns AS to_ns,
-           CASE WHEN o.before_ns IS NULL THEN 'startup' ELSE 'recovery' END AS bucket,
+           CASE WHEN o.before_ns IS NULL THEN 'startup' ELSE 'recovery' END AS kind,
            CASE WHEN o.before_ns > o.start_ns THEN o.before_ns ELSE o.start_ns END AS from_ns
     FROM ordered_lives o
     JOIN procs p ON p.run_id = o.run_id AND p.rank IS NOT DISTINCT FROM o.rank
     JOIN first_steps f ON f.proc = p.proc AND f.lifetime IS NOT DISTINCT FROM o.lifetime
   ) w WHERE to_ns > from_ns
 ),
-startup_covered AS (
-  SELECT w.proc, w.from_ns,
-         sum(CASE WHEN c.right_ns < w.to_ns THEN c.right_ns ELSE w.to_ns END
-             - CASE WHEN c.left_ns > w.from_ns THEN c.left_ns ELSE w.from_ns END) AS covered_ns
-  FROM startup_windows w
-  JOIN covered c ON c.proc = w.proc AND c.left_ns < w.to_ns AND c.right_ns > w.from_ns
-  GROUP BY w.proc, w.from_ns
+-- The sums go by proc; figures names the rank again (one join per rank, not per piece).
+-- Each piece meets every start-up window of its rank (a lifetime or two): the buckets
+-- count it with the first window only, the windows each count their overlap with it.
+sums AS (
+  SELECT proc,
+         sum(once * CASE WHEN bucket = 'productive' THEN right_ns - left_ns ELSE 0 END)
+           AS productive,
+         sum(once * CASE WHEN bucket = 'initialization' THEN right_ns - left_ns ELSE 0 END)
+           AS initialization,
+         sum(once * CASE WHEN bucket = 'checkpoint_save' THEN right_ns - left_ns ELSE 0 END)
+           AS checkpoint_save,
+         sum(once * CASE WHEN bucket = 'evaluation' THEN right_ns - left_ns ELSE 0 END)
+           AS evaluation,
+         sum(once * CASE WHEN bucket = 'data_loading' THEN right_ns - left_ns ELSE 0 END)
+           AS data_loading,
+         sum(once * CASE WHEN bucket = 'wasted_progress' THEN right_ns - left_ns ELSE 0 END)
+           AS wasted_progress,
+         sum(once * (right_ns - left_ns)) AS bucketed_total,
+         sum(CASE WHEN kind = 'startup' THEN overlap_ns ELSE 0 END) AS startup_covered,
+         sum(CASE WHEN kind = 'recovery' THEN overlap_ns ELSE 0 END) AS recovery_covered
+  FROM (
+    SELECT c.proc, c.bucket, c.left_ns, c.right_ns, w.kind,
+           CASE WHEN w.nth IS NULL OR w.nth = 1 THEN 1 ELSE 0 END AS once,
+           CASE WHEN c.left_ns < w.to_ns AND c.right_ns > w.from_ns
+                THEN CASE WHEN c.right_ns < w.to_ns THEN c.right_ns ELSE w.to_ns END
+                     - CASE WHEN c.left_ns > w.from_ns THEN c.left_ns ELSE w.from_ns END
+                ELSE 0 END AS overlap_ns
+    FROM covered c LEFT JOIN startup_windows w ON w.proc = c.proc
+  ) j
+  GROUP BY proc
 ),
 startups AS (
-  SELECT w.proc,
-         sum(CASE WHEN w.bucket = 'startup'
-                  THEN w.to_ns - w.from_ns - coalesce(c.covered_ns, 0) ELSE 0 END) AS startup,
-         sum(CASE WHEN w.bucket = 'recovery'
-                  THEN w.to_ns - w.from_ns - coalesce(c.covered_ns, 0) ELSE 0 END) AS recovery
-  FROM startup_windows w
-  LEFT JOIN startup_covered c ON c.proc = w.proc AND c.from_ns = w.from_ns
-  GROUP BY w.proc
+  SELECT proc,
+         sum(CASE WHEN kind = 'startup' THEN to_ns - from_ns ELSE 0 END) AS startup,
+         sum(CASE WHEN kind = 'recovery' THEN to_ns - from_ns ELSE 0 END) AS recovery
+  FROM startup_windows GROUP BY proc
 ),
 figures AS (
   SELECT r.run_id, r.rank, r.lifetimes, r.start_ns, r.end_ns,
@@ -317,46 +327,38 @@ figures AS (
          coalesce(s.evaluation, 0) AS evaluation,
          coalesce(s.wasted_progress, 0) AS wasted_progress,
          r.restart,
-         r.live - coalesce(s.bucketed_total, 0) - coalesce(u.startup, 0)
-           - coalesce(u.recovery, 0) AS unaccounted,
+         r.live - coalesce(s.bucketed_total, 0)
+           - coalesce(u.startup - s.startup_covered, 0)
+           - coalesce(u.recovery - s.recovery_covered, 0) AS unaccounted,
          coalesce(s.data_loading, 0) AS data_loading,
-         coalesce(u.startup, 0) AS startup,
-         coalesce(u.recovery, 0) AS recovery,
+         coalesce(u.startup - s.startup_covered, 0) AS startup,
+         coalesce(u.recovery - s.recovery_covered, 0) AS recovery,
          coalesce(x.excess_ns, 0) AS anomalous_steps,
          coalesce(x.steps, 0) AS steps,
          coalesce(x.anomalous_steps, 0) AS anomalous_step_count,
          x.ideal_ns AS ideal_step_ns,
-         d.deviation_ns AS step_deviation_ns
+         x.deviation_ns AS step_deviation_ns
   FROM ranks r
   JOIN procs p ON p.run_id = r.run_id AND p.rank IS NOT DISTINCT FROM r.rank
   LEFT JOIN sums s ON s.proc = p.proc
   LEFT JOIN startups u ON u.proc = p.proc
-  LEFT JOIN step_excess x ON x.proc = p.proc
-  LEFT JOIN step_deviation d ON d.proc = p.proc
-),
--- The run's figures are its slowest rank's (least productive, then longest) among the
--- ranks that executed a step, or among all when none did.
-chosen AS (
-  SELECT run_id, rank,
-         ROW_NUMBER() OVER (
-           PARTITION BY run_id
-           ORDER BY CASE WHEN productive + wasted_progress > 0 THEN 0 ELSE 1 END,
-                    productive, end_ns - start_ns DESC,
-                    CASE WHEN rank IS NULL THEN 1 ELSE 0 END, rank) AS nth
-  FROM figures
-),
-runs AS (
-  SELECT run_id, min(start_ns) AS run_start_ns, max(end_ns) AS run_end_ns
-  FROM figures GROUP BY run_id
+  LEFT JOIN step_figures x ON x.proc = p.proc
 )
-SELECT f.run_id, f.rank, f.lifetimes, f.start_ns, f.end_ns,
-       f.productive, f.initialization, f.checkpoint_save, f.evaluation, f.wasted_progress,
-       f.restart, f.unaccounted,
-       u.run_start_ns, u.run_end_ns,
-       CASE WHEN c.nth = 1 THEN true ELSE false END AS bounding,
-       f.data_loading, f.startup, f.recovery, f.anomalous_steps,
-       f.steps, f.anomalous_step_count, f.ideal_step_ns, f.step_deviation_ns
-FROM figures f
-JOIN runs u ON u.run_id = f.run_id
-JOIN chosen c ON c.run_id = f.run_id AND c.rank IS NOT DISTINCT FROM f.rank
-ORDER BY f.run_id, CASE WHEN f.rank IS NULL THEN 1 ELSE 0 END, f.rank
+-- The run's figures are its slowest rank's (least productive, then longest) among the
+-- ranks that executed a step, or among all when none did. Window functions over the
+-- ranks, not joins, so that figures is named once.
+SELECT run_id, rank, lifetimes, start_ns, end_ns,
+       productive, initialization, checkpoint_save, evaluation, wasted_progress,
+       restart, unaccounted,
+       min(start_ns) OVER (PARTITION BY run_id) AS run_start_ns,
+       max(end_ns) OVER (PARTITION BY run_id) AS run_end_ns,
+       CASE WHEN ROW_NUMBER() OVER (
+                   PARTITION BY run_id
+                   ORDER BY CASE WHEN productive + wasted_progress > 0 THEN 0 ELSE 1 END,
+                            productive, end_ns - start_ns DESC,
+                            CASE WHEN rank IS NULL THEN 1 ELSE 0 END, rank) = 1
+            THEN true ELSE false END AS bounding,
+       data_loading, startup, recovery, anomalous_steps,
+       steps, anomalous_step_count, ideal_step_ns, step_deviation_ns
+FROM figures
+ORDER BY run_id, CASE WHEN rank IS NULL THEN 1 ELSE 0 END, rank
