@@ -208,10 +208,11 @@ def _same_goodput(rows_file: Path, trace: str) -> None:
     for line in done.stdout.splitlines():
         run = json.loads(line)
         for rank in run["ranks"]:
+            # The hand-written query knows no anomalous steps: their excess is step time.
             ours[run["run_id"], rank["rank"]] = {
                 "wall": rank["wall_s"],
-                "productive": rank["productive_s"],
                 **rank["badput"],
+                "productive": rank["productive_s"] + rank["badput"]["anomalous_steps"],
             }
     theirs: dict[tuple[str, int], dict[str, float]] = {}
     for run_id, rank, wall, bucket, ns in json.loads(rows_file.read_text()):

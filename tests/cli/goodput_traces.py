@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from nemo.lens import NemoLensConfig, emit_span, setup_telemetry
+from nemo.lens.consumers.megatron import MegatronSpanGroup
 from nemo.lens.groups import SpanGroup
 
 from .conftest import line, span_dict
@@ -125,6 +126,8 @@ def crash_and_resume(directory: Path, *, step_attribute: str = "iteration") -> l
     return [rank0, first, second]
 
 
+NO_NEW_BADPUT: Final = {"data_loading": 0, "startup": 0, "recovery": 0, "anomalous_steps": 0}
+"""The crash and resume has none: each lifetime's set-up spans reach its first step."""
 RANK0: Figures = {
     "wall_s": 92.0,
     "productive_s": 10 + 6 + 10 + 8,  # steps 1, 2 of A; 3, and 4 less its checkpoint, of B
@@ -135,8 +138,11 @@ RANK0: Figures = {
         "wasted_progress": 10 + 5,  # steps 3 and 4 of A, executed again in B
         "restart": 60 - 45,
         "unaccounted": 92 - 85,  # B's job after its last step
+        **NO_NEW_BADPUT,
     },
     "lifetimes": 2,
+    # Counted steps 10, 6, 10, 8 s: median 9, MAD 1, none over 12; ideal 34 / 4.
+    "steps": {"counted": 4, "anomalous": 0, "ideal_s": 8.5, "deviation_s": 1.5},
 }
 RANK1: Figures = {
     "wall_s": 90.0,
@@ -148,14 +154,66 @@ RANK1: Figures = {
         "wasted_progress": 15,
         "restart": 62 - 45,
         "unaccounted": 90 - 86,
+        **NO_NEW_BADPUT,
     },
     "lifetimes": 2,
+    # 10, 6, 10, 7 s: median 8.5, MAD 1.5; deviations 1.75, 2.25, 1.75, 1.25.
+    "steps": {"counted": 4, "anomalous": 0, "ideal_s": 8.25, "deviation_s": 1.75},
 }
 RUN: Figures = {
     "wall_s": 92.0,  # rank 0's end
     "productive_s": RANK1["productive_s"],  # rank 1 bounds the run
     "badput": {**RANK1["badput"], "unaccounted": 4 + (92 - 90)},  # and did nothing 90-92
     "lifetimes": 2,
+    "steps": RANK1["steps"],
+}
+
+
+def disrupted_megatron_run(path: Path) -> Path:
+    """One Megatron rank, ``run2``, with every bucket at known times.
+
+    Lifetime A: the job 0-80, model_init 1-3, steps 1-5 from 5 s, each waiting 1 s for
+    its batch (``data_loading`` inside the step), the fifth taking 30 s, then step 6
+    from 75 until a crash at 80. Lifetime B: the job 90-120, load_checkpoint 92-95,
+    step 6 again 100-110 (its batch 100-101).
+    """
+    group = MegatronSpanGroup
+    starts = [5, 15, 25, 35, 45]
+    ends = [15, 25, 35, 45, 75]
+    crashed = [Span(group.JOB, 0, 80), Span(group.MODEL_INIT, 1, 3)]
+    for i, (start, end) in enumerate(zip(starts, ends, strict=True), 1):
+        crashed += [step(i, start, end), Span(group.DATA_LOADING, start, start + 1)]
+    crashed += [step(6, 75, 80), Span(group.DATA_LOADING, 75, 76)]
+    resumed = [
+        Span(group.JOB, 90, 120),
+        Span(group.LOAD_CHECKPOINT, 92, 95),
+        step(6, 100, 110),
+        Span(group.DATA_LOADING, 100, 101),
+    ]
+    emit_lifetime(path, crashed, run_id="run2", span_group_cls=group)
+    return emit_lifetime(path, resumed, run_id="run2", span_group_cls=group)
+
+
+DISRUPTED: Figures = {
+    "wall_s": 120.0,
+    # Counted steps' own time: 9, 9, 9, 9, 29 (A) and 9 (B); less the anomalous excess.
+    "productive_s": 74 - 20,
+    "badput": {
+        "initialization": 2 + 3,
+        "checkpoint_save": 0,
+        "evaluation": 0,
+        "data_loading": 5 + 1 + 1,  # A's six batches, B's one
+        "startup": 1 + 2,  # A: 0-1 and 3-5
+        "recovery": 2 + 5,  # B: 90-92 and 95-100
+        # Median 9, MAD 0: the 29 s step is anomalous, 20 s over the ideal of 9.
+        "anomalous_steps": 20,
+        "wasted_progress": 4,  # A's step 6 less its batch
+        "restart": 10,  # 80-90
+        "unaccounted": 10,  # B after its step
+    },
+    "lifetimes": 2,
+    # Fewer than 100 steps: the mean deviation, (0 * 5 + 20) / 6.
+    "steps": {"counted": 6, "anomalous": 1, "ideal_s": 9.0, "deviation_s": 3.333333333},
 }
 
 

@@ -11,20 +11,23 @@ import pytest
 
 from nemo.lens import semconv
 from nemo.lens.cli._engine import connect
-from nemo.lens.cli._goodput import BADPUT_BUCKETS
+from nemo.lens.cli._goodput import BADPUT_BUCKETS, goodput_runs, run_json
 from nemo.lens.consumers.megatron import MegatronSpanGroup
 from nemo.lens.groups import SpanGroup
 
 from .conftest import Result, line, span_dict, write_lines
 from .goodput_traces import (
+    DISRUPTED,
     RANK0,
     RANK1,
     RUN,
     Span,
     crash_and_resume,
+    disrupted_megatron_run,
     emit_lifetime,
     step,
 )
+from .test_engine import reference
 
 Run = Callable[..., Result]
 KEYS = {"wall_s", "productive_s", "goodput", "badput"}
@@ -32,7 +35,7 @@ KEYS = {"wall_s", "productive_s", "goodput", "badput"}
 
 def figures(entry: dict[str, Any]) -> dict[str, Any]:
     """The figures of a run or rank as the expectations state them (goodput checked apart)."""
-    return {key: entry[key] for key in ("wall_s", "productive_s", "badput", "lifetimes")}
+    return {key: entry[key] for key in ("wall_s", "productive_s", "badput", "lifetimes", "steps")}
 
 
 def adds_up(entry: dict[str, Any]) -> None:
@@ -52,7 +55,7 @@ def test_a_crash_and_resume_over_two_ranks_is_accounted_exactly(run: Run, tmp_pa
     (text,) = result.out_lines  # one run: one JSON object, on one line
     report = json.loads(text)
     assert KEYS <= set(report)
-    assert set(report) == KEYS | {"run_id", "bounding_rank", "lifetimes", "ranks"}
+    assert set(report) == KEYS | {"run_id", "bounding_rank", "lifetimes", "steps", "ranks"}
     assert report["run_id"] == "run1"
     assert report["bounding_rank"] == 1
     assert figures(report) == RUN
@@ -64,6 +67,51 @@ def test_a_crash_and_resume_over_two_ranks_is_accounted_exactly(run: Run, tmp_pa
         adds_up(entry)
 
 
+def test_anomalous_steps_data_loading_start_up_and_recovery(run: Run, tmp_path: Path) -> None:
+    path = disrupted_megatron_run(tmp_path / "megatron.jsonl")
+
+    result = run("goodput", "--json", str(path))
+
+    assert result.status == 0, result.err
+    report = json.loads(result.out)
+    assert figures(report) == DISRUPTED
+    (rank,) = report["ranks"]
+    assert figures(rank) == DISRUPTED
+    adds_up(report)
+    assert [report] == reference([path])[1]
+
+
+def test_step_deviation_over_a_long_run_is_the_references(tmp_path: Path) -> None:
+    # 1,250 steps (ms): mostly 10, every seventh 11, every 97th 40; of the last 100, every
+    # other one 3 ms slower. Median 10, MAD 0: every step over 10 ms is anomalous.
+    lengths = [40 if i % 97 == 96 else 11 if i % 7 == 0 else 10 for i in range(1250)]
+    lengths = [t + 3 if i >= 1150 and i % 2 else t for i, t in enumerate(lengths)]
+    lines = []
+    at = 0
+    for i, length in enumerate(lengths):
+        record = span_dict(
+            "train.step",
+            start_ms=at,
+            end_ms=at + length,
+            group=SpanGroup.STEP,
+            rank=0,
+            attributes={"iteration": i},
+        )
+        lines.append(line(record))
+        at += length
+    path = write_lines(tmp_path / "t.jsonl", lines)
+
+    with connect([str(path)]) as engine:
+        (found,) = [run_json(r) for r in goodput_runs(engine)]
+
+    assert found == reference([path])[1][0]
+    assert found["steps"]["counted"] == 1250
+    assert found["steps"]["anomalous"] == sum(1 for t in lengths if t > 10)
+    assert found["steps"]["ideal_s"] == 0.01
+    excess_ms = sum(t - 10 for t in lengths if t > 10)
+    assert found["badput"]["anomalous_steps"] == pytest.approx(excess_ms / 1000)
+
+
 def test_the_table_shows_the_run_and_every_rank(run: Run, tmp_path: Path) -> None:
     result = run("goodput", *map(str, crash_and_resume(tmp_path)))
 
@@ -73,13 +121,19 @@ def test_the_table_shows_the_run_and_every_rank(run: Run, tmp_path: Path) -> Non
         "run run1: goodput 35.9% (33.000 s productive of 92.000 s wall; "
         "rank 1, the slowest of 2, bounds it; 2 lifetimes)"
     )
-    table = {row.split()[0]: row.split()[1:] for row in lines[2:10]}
+    table = {row.split()[0]: row.split()[1:] for row in lines[2:14]}
     assert table["productive"] == ["33.000", "s", "35.9%"]
     assert table["restart"] == ["17.000", "s", "18.5%"]
+    assert table["anomalous_steps"] == ["0.000", "s", "0.0%"]
     assert table["wall"] == ["92.000", "s", "100.0%"]
-    assert lines[11].split()[:4] == ["rank", "lifetimes", "wall", "goodput"]
-    assert lines[12].split()[:7] == ["rank", "0", "2", "92.000", "s", "37.0%", "34.000"]
-    assert lines[13].split()[:7] == ["rank", "1", "2", "90.000", "s", "36.7%", "33.000"]
+    assert lines[14] == (
+        "  steps: 4 counted, 0 anomalous; ideal step time 8.250 s, step deviation 1.750 s"
+    )
+    assert lines[16].split()[:4] == ["rank", "lifetimes", "wall", "goodput"]
+    assert lines[16].split()[-3:] == ["ideal", "step", "deviation"]
+    assert lines[17].split()[:7] == ["rank", "0", "2", "92.000", "s", "37.0%", "34.000"]
+    assert lines[17].split()[-4:] == ["8.500", "s", "1.500", "s"]
+    assert lines[18].split()[:7] == ["rank", "1", "2", "90.000", "s", "36.7%", "33.000"]
 
 
 def test_iterations_under_another_attribute_name(run: Run, tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from nemo.lens.cli._engine import connect, query
 from . import arrival_traces
 from .big_traces import SLOW_STEP_MS, STEP_MS, write_big_trace
 from .conftest import MS
-from .goodput_traces import RANK0, RANK1, crash_and_resume
+from .goodput_traces import DISRUPTED, RANK0, RANK1, crash_and_resume, disrupted_megatron_run
 
 REQUIRED = os.environ.get("NEMO_LENS_REQUIRE_SPARK", "").strip() == "1"
 QUERIES = ("summary", "goodput", "goodput_notes", "stragglers", "arrivals")
@@ -67,10 +67,12 @@ def spark() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Three runs in one dataset: a crash and a resume over two ranks, three ranks with a
-    straggler, and four synchronous ranks, one of them late at every iteration."""
+    """Four runs in one dataset: a crash and a resume over two ranks, a Megatron rank with
+    every bucket, three ranks with a straggler, and four synchronous ranks, one of them late
+    at every iteration."""
     directory = tmp_path_factory.mktemp("spark")
     traces = [str(p) for p in crash_and_resume(directory)]
+    traces.append(str(disrupted_megatron_run(directory / "megatron.jsonl")))
     big = write_big_trace(
         directory / "big.jsonl", 3 * 301, ranks=3, straggler=2, slow_from=SLOW_FROM
     )
@@ -106,11 +108,16 @@ def test_spark_gives_duckdbs_figures_from_the_same_queries(spark: Any, dataset: 
     # And those figures are goodput's, not merely equal: the crashed run's ranks.
     columns, rows = results["goodput"]
     by_rank = {(r[columns.index("run_id")], r[columns.index("rank")]): r for r in rows}
-    for rank, figures in ((0, RANK0), (1, RANK1)):
-        row = by_rank[("run1", rank)]
+    for run_id, rank, figures in (("run1", 0, RANK0), ("run1", 1, RANK1), ("run2", 0, DISRUPTED)):
+        row = by_rank[(run_id, rank)]
         assert row[columns.index("productive")] == figures["productive_s"] * 10**9
         for bucket, seconds in figures["badput"].items():
             assert row[columns.index(bucket)] == seconds * 10**9, bucket
+        steps = figures["steps"]
+        assert row[columns.index("steps")] == steps["counted"]
+        assert row[columns.index("anomalous_step_count")] == steps["anomalous"]
+        assert row[columns.index("ideal_step_ns")] == steps["ideal_s"] * 10**9
+        assert round(row[columns.index("step_deviation_ns")]) == steps["deviation_s"] * 10**9
 
     # The arrival table names the late rank of the synchronous run, and its node.
     columns, rows = results["arrivals"]

@@ -198,7 +198,7 @@ CASES = {
         ),
         [
             "s.toml:7: groups.job.bucket: unknown bucket 'restarts' (buckets: productive, "
-            "initialization, checkpoint_save, evaluation)"
+            "initialization, checkpoint_save, evaluation, data_loading)"
         ],
     ),
     "sync not a boolean": (

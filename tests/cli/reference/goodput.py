@@ -14,6 +14,16 @@ start to the last span's end. Every instant goes to exactly one bucket:
 ``initialization``, ``checkpoint_save``, ``evaluation``
     inside a span of a goodput group feeding that bucket (``model_init``,
     ``load_checkpoint``, ``checkpoint``, ``evaluate``, consumers' set-up groups);
+``data_loading``
+    inside a span of a goodput group feeding it (Megatron's ``data_loading``);
+``startup``, ``recovery``
+    a lifetime's time before its first step that no bucketed span covers:
+    ``recovery`` when an earlier lifetime of the rank ended before it, else
+    ``startup`` (from where every earlier lifetime ended, if later);
+``anomalous_steps``
+    carved out of productive time: the excess over the ideal step time (the mean
+    of the counted steps no slower than median + 3 * MAD) of the steps slower
+    than that, a step's time being the productive time it owns;
 ``restart``
     between the end of one process lifetime and the start of the next;
 ``unaccounted``
@@ -38,7 +48,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable, Mapping
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
@@ -55,8 +66,19 @@ PRODUCTIVE: Final = "productive"
 WASTED: Final = "wasted_progress"
 RESTART: Final = "restart"
 UNACCOUNTED: Final = "unaccounted"
-SCHEMA_BADPUT: Final = ("initialization", "checkpoint_save", "evaluation")
-BADPUT_BUCKETS: Final[tuple[str, ...]] = (*SCHEMA_BADPUT, WASTED, RESTART, UNACCOUNTED)
+STARTUP: Final = "startup"
+RECOVERY: Final = "recovery"
+ANOMALOUS: Final = "anomalous_steps"
+SCHEMA_BADPUT: Final = ("initialization", "checkpoint_save", "evaluation", "data_loading")
+BADPUT_BUCKETS: Final[tuple[str, ...]] = (
+    *SCHEMA_BADPUT,
+    STARTUP,
+    RECOVERY,
+    ANOMALOUS,
+    WASTED,
+    RESTART,
+    UNACCOUNTED,
+)
 """The badput buckets, in the order reports show them."""
 BUCKETS: Final[tuple[str, ...]] = (PRODUCTIVE, *BADPUT_BUCKETS)
 
@@ -77,6 +99,27 @@ class GoodputSpan(NamedTuple):
     """The span never finished (``nemo.span.truncated``): a step's work lost."""
 
 
+@dataclass(frozen=True)
+class StepFigures:
+    """A rank's counted steps: how many, how many anomalous, the ideal and the deviation."""
+
+    counted: int = 0
+    anomalous: int = 0
+    ideal_ns: float | None = None
+    deviation_ns: float | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        def whole(ns: float | None) -> float | None:
+            return None if ns is None else round(ns) / 1e9
+
+        return {
+            "counted": self.counted,
+            "anomalous": self.anomalous,
+            "ideal_s": whole(self.ideal_ns),
+            "deviation_s": whole(self.deviation_ns),
+        }
+
+
 @dataclass
 class Breakdown:
     """One rank's (or the run's) accounting, in nanoseconds."""
@@ -86,6 +129,7 @@ class Breakdown:
     buckets: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKETS, 0))
     lifetimes: int = 0
     """How many process lifetimes the figures cover (a crash and resume: two)."""
+    steps: StepFigures = field(default_factory=StepFigures)
 
     @property
     def wall_ns(self) -> int:
@@ -175,7 +219,7 @@ class Accountant:
         stepped = [k for k, b in breakdowns.items() if b.buckets[PRODUCTIVE] + b.buckets[WASTED]]
         bounding = min(stepped or breakdowns, key=slowness)
         chosen = breakdowns[bounding]
-        run = Breakdown(start, end, dict(chosen.buckets), chosen.lifetimes)
+        run = Breakdown(start, end, dict(chosen.buckets), chosen.lifetimes, chosen.steps)
         # The run is longer than the bounding rank's own span of time where other
         # ranks started earlier or ended later: nothing of the bounding rank's ran
         # then, so that time is unaccounted for the run.
@@ -203,6 +247,8 @@ def _account(rank: _Rank) -> Breakdown:
 
     last_run = _last_executions(rank.bucketed)
     spans = sorted(rank.bucketed, key=lambda s: (s.start_ns, -s.end_ns))
+    pieces: list[tuple[int, int]] = []
+    owned: dict[int, int] = {}  # a counted step's index -> the productive time it owns
     for (start, end), owner in _innermost(spans):
         span = spans[owner]
         bucket = span.bucket
@@ -212,10 +258,73 @@ def _account(rank: _Rank) -> Breakdown:
         ):
             bucket = WASTED  # it never finished, or its iteration ran again later: lost
         out.buckets[bucket] += end - start
+        pieces.append((start, end))
+        if bucket == PRODUCTIVE:
+            owned[owner] = owned.get(owner, 0) + end - start
     bucketed_total = sum(out.buckets[b] for b in (PRODUCTIVE, WASTED, *SCHEMA_BADPUT))
     live_total = sum(e - s for s, e in live)
-    out.buckets[UNACCOUNTED] = live_total - bucketed_total
+
+    for bucket, left, right in _startup_windows(rank):
+        inside = sum(max(0, min(b, right) - max(a, left)) for a, b in pieces)
+        out.buckets[bucket] += right - left - inside
+
+    # Steps in the order they started (the longer first on a tie, as the engine orders).
+    times = [owned[i] for i in sorted(owned, key=lambda i: (spans[i].start_ns, owned[i]))]
+    out.steps, excess = _step_figures(times)
+    out.buckets[PRODUCTIVE] -= excess
+    out.buckets[ANOMALOUS] = excess
+    out.buckets[UNACCOUNTED] = (
+        live_total - bucketed_total - out.buckets[STARTUP] - out.buckets[RECOVERY]
+    )
     return out
+
+
+def _startup_windows(rank: _Rank) -> Iterable[tuple[str, int, int]]:
+    """(bucket, from, to): each lifetime's time before its first step, from where every
+    lifetime that started before it ended (if later); recovery after an earlier one."""
+    first_step: dict[str, int] = {}
+    for span in rank.bucketed:
+        if span.bucket == PRODUCTIVE:
+            first_step[span.lifetime] = min(
+                first_step.get(span.lifetime, span.start_ns), span.start_ns
+            )
+    ended: int | None = None
+    for lifetime, (start, end) in sorted(rank.lifetimes.items(), key=lambda kv: tuple(kv[1])):
+        first = first_step.get(lifetime)
+        left = start if ended is None else max(start, ended)
+        if first is not None and first > left:
+            yield (STARTUP if ended is None else RECOVERY), left, first
+        ended = end if ended is None else max(ended, end)
+
+
+def _step_figures(times: Sequence[int]) -> tuple[StepFigures, int]:
+    """Google's rule on the counted steps' times, in start order: the figures and the
+    anomalous steps' excess over the ideal, in whole nanoseconds (rounded up)."""
+    if not times:
+        return StepFigures(), 0
+    median = statistics.median(times)
+    mad = statistics.median(abs(t - median) for t in times)
+    normal = [t for t in times if t <= median + 3 * mad]
+    anomalous = [t for t in times if t > median + 3 * mad]
+    excess = sum(anomalous) - len(anomalous) * sum(normal) // len(normal)
+    ideal = sum(normal) / len(normal)
+    deviations = [abs(t - ideal) for t in times]
+    if len(times) < 100:
+        deviation = statistics.fmean(deviations)
+    else:
+        deviation = _percentile(deviations[-100:], 0.9)
+        if len(times) >= 1100:
+            deviation -= _percentile(deviations[-1100:-100], 0.5)
+    return StepFigures(len(times), len(anomalous), ideal, deviation), excess
+
+
+def _percentile(values: Sequence[float], fraction: float) -> float:
+    """Linear interpolation between the two closest ranks (numpy's default)."""
+    ordered = sorted(values)
+    at = (len(ordered) - 1) * fraction
+    low = int(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
 def _last_executions(spans: Iterable[_Bucketed]) -> dict[int, int]:

@@ -17,18 +17,59 @@ from nemo.lens.cli._table import format_table, seconds, share
 if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
 
-__all__ = ["BADPUT_BUCKETS", "BUCKETS", "Breakdown", "RunGoodput", "cmd_goodput", "goodput_line"]
-__all__ += ["goodput_runs", "note_goodput_gaps", "rank_label", "run_json", "run_name"]
+__all__ = ["BADPUT_BUCKETS", "BUCKETS", "Breakdown", "RunGoodput", "StepFigures", "cmd_goodput"]
+__all__ += ["goodput_line", "goodput_runs", "note_goodput_gaps", "rank_label", "run_json"]
+__all__ += ["run_name"]
 
 PRODUCTIVE: Final = "productive"
 WASTED: Final = "wasted_progress"
 RESTART: Final = "restart"
 UNACCOUNTED: Final = "unaccounted"
-SCHEMA_BADPUT: Final = ("initialization", "checkpoint_save", "evaluation")
-BADPUT_BUCKETS: Final[tuple[str, ...]] = (*SCHEMA_BADPUT, WASTED, RESTART, UNACCOUNTED)
+STARTUP: Final = "startup"
+RECOVERY: Final = "recovery"
+ANOMALOUS: Final = "anomalous_steps"
+SCHEMA_BADPUT: Final = ("initialization", "checkpoint_save", "evaluation", "data_loading")
+BADPUT_BUCKETS: Final[tuple[str, ...]] = (
+    *SCHEMA_BADPUT,
+    STARTUP,
+    RECOVERY,
+    ANOMALOUS,
+    WASTED,
+    RESTART,
+    UNACCOUNTED,
+)
 """The badput buckets, in the order reports show them."""
 BUCKETS: Final[tuple[str, ...]] = (PRODUCTIVE, *BADPUT_BUCKETS)
-"""Every bucket, in the order reports show them and ``queries/goodput.sql`` gives them."""
+"""Every bucket, in the order reports show them."""
+_SQL_BUCKETS: Final = (PRODUCTIVE, "initialization", "checkpoint_save", "evaluation", WASTED)
+_SQL_BUCKETS_AFTER: Final = (RESTART, UNACCOUNTED)
+_SQL_BUCKETS_ADDED: Final = ("data_loading", STARTUP, RECOVERY, ANOMALOUS)
+"""``queries/goodput.sql``'s bucket columns: its first ones, and those added since."""
+
+
+@dataclass(frozen=True)
+class StepFigures:
+    """A rank's counted steps (finished, not executed again) by Google's anomaly rule."""
+
+    counted: int
+    anomalous: int
+    """Steps slower than median + 3 * MAD: their excess over the ideal is badput."""
+    ideal_ns: float | None
+    """The mean of the steps that are not anomalous; ``None`` without a counted step."""
+    deviation_ns: float | None
+    """The step deviation (docs/goodput.md); ``None`` without a counted step."""
+
+    def as_dict(self) -> dict[str, object]:
+        def in_seconds(ns: float | None) -> float | None:
+            # Whole nanoseconds: engines sum doubles in different orders.
+            return None if ns is None else round(ns) / 1e9
+
+        return {
+            "counted": self.counted,
+            "anomalous": self.anomalous,
+            "ideal_s": in_seconds(self.ideal_ns),
+            "deviation_s": in_seconds(self.deviation_ns),
+        }
 
 
 @dataclass
@@ -40,6 +81,7 @@ class Breakdown:
     buckets: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BUCKETS, 0))
     lifetimes: int = 0
     """How many process lifetimes the figures cover (a crash and resume: two)."""
+    steps: StepFigures = field(default_factory=lambda: StepFigures(0, 0, None, None))
 
     @property
     def wall_ns(self) -> int:
@@ -74,10 +116,14 @@ def goodput_runs(engine: Engine) -> list[RunGoodput]:
     runs: dict[str, RunGoodput] = {}
     for row in engine.rows(query("goodput")):
         run_id, rank, lifetimes, start, end = row[:5]
-        counts = [int(value) for value in row[5:12]]
-        run_start, run_end, bounding = row[12:]
-        buckets = dict(zip(BUCKETS, counts, strict=True))
-        breakdown = Breakdown(int(start), int(end), buckets, int(lifetimes))
+        counts = [int(value) for value in (*row[5:12], *row[15:19])]
+        run_start, run_end, bounding = row[12:15]
+        steps, anomalous, ideal, deviation = row[19:]
+        names = (*_SQL_BUCKETS, *_SQL_BUCKETS_AFTER, *_SQL_BUCKETS_ADDED)
+        found_buckets = dict(zip(names, counts, strict=True))
+        buckets = {name: found_buckets[name] for name in BUCKETS}
+        figures = StepFigures(int(steps), int(anomalous), ideal, deviation)
+        breakdown = Breakdown(int(start), int(end), buckets, int(lifetimes), figures)
         found = runs.get(run_id)
         if found is None:
             found = runs[run_id] = RunGoodput(run_id, Breakdown(run_start, run_end), None, {})
@@ -87,6 +133,7 @@ def goodput_runs(engine: Engine) -> list[RunGoodput]:
             run = found.run
             run.buckets = dict(breakdown.buckets)
             run.lifetimes = breakdown.lifetimes
+            run.steps = breakdown.steps
             # Where other ranks started earlier or ended later than the bounding rank,
             # nothing of the bounding rank's ran: that time is unaccounted for the run.
             run.buckets[UNACCOUNTED] += run.wall_ns - breakdown.wall_ns
@@ -95,10 +142,15 @@ def goodput_runs(engine: Engine) -> list[RunGoodput]:
 
 def run_json(run: RunGoodput) -> dict[str, Any]:
     """The run's figures, then every rank's: ``wall_s``, ``productive_s``, ``goodput``,
-    ``badput`` (seconds by bucket), ``lifetimes``; ``run_id``, ``bounding_rank``, ``ranks``."""
+    ``badput`` (seconds by bucket), ``lifetimes``, ``steps``; ``run_id``, ``bounding_rank``,
+    ``ranks``."""
 
     def figures(breakdown: Breakdown) -> dict[str, Any]:
-        return {**breakdown.as_dict(), "lifetimes": breakdown.lifetimes}
+        return {
+            **breakdown.as_dict(),
+            "lifetimes": breakdown.lifetimes,
+            "steps": breakdown.steps.as_dict(),
+        }
 
     return {
         "run_id": run.run_id,
@@ -154,9 +206,10 @@ def format_goodput(runs: Sequence[RunGoodput]) -> list[str]:
         ]
         rows.append(("wall", _seconds(figures.wall_ns), share(figures.wall_ns, figures.wall_ns)))
         lines += format_table(("bucket", "time", "share"), rows, ("<", ">", ">"), indent="  ")
+        lines.append(f"  {_steps_line(figures.steps)}")
         if ranks > 1 or figures.lifetimes > 1:
             lines.append("")
-            headers = ("rank", "lifetimes", "wall", "goodput", *BUCKETS)
+            headers = ("rank", "lifetimes", "wall", "goodput", *BUCKETS, "ideal step", "deviation")
             rank_rows = [
                 (
                     rank_label(rank),
@@ -164,12 +217,28 @@ def format_goodput(runs: Sequence[RunGoodput]) -> list[str]:
                     _seconds(b.wall_ns),
                     share(b.buckets[PRODUCTIVE], b.wall_ns),
                     *(_seconds(b.buckets[name]) for name in BUCKETS),
+                    _maybe_seconds(b.steps.ideal_ns),
+                    _maybe_seconds(b.steps.deviation_ns),
                 )
                 for rank, b in run.ranks.items()
             ]
             align = ("<", *(">",) * (len(headers) - 1))
             lines += format_table(headers, rank_rows, align, indent="  ")  # type: ignore[arg-type]
     return lines
+
+
+def _maybe_seconds(nanoseconds: float | None) -> str:
+    return "-" if nanoseconds is None else seconds(nanoseconds / 1e9)
+
+
+def _steps_line(steps: StepFigures) -> str:
+    if not steps.counted:
+        return "steps: none counted"
+    return (
+        f"steps: {steps.counted} counted, {steps.anomalous} anomalous; "
+        f"ideal step time {_maybe_seconds(steps.ideal_ns)}, "
+        f"step deviation {_maybe_seconds(steps.deviation_ns)}"
+    )
 
 
 def note_goodput_gaps(engine: Engine, iteration_attribute: str) -> None:

@@ -39,6 +39,7 @@ BUCKETS: dict[str, str] = {
     "initialization": "start-up: building the model, loading a checkpoint, set-up phases",
     "checkpoint_save": "saving checkpoints",
     "evaluation": "evaluation passes",
+    "data_loading": "waiting for the next batch: data loading the step blocks on",
 }
 """The goodput buckets a goodput group can feed (`nemo-lens goodput` accounts by them)."""
 IMPLICIT_PRESETS: tuple[str, ...] = (GOODPUT, PROFILING, ALL_PRESET)

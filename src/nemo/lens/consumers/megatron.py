@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: edfe43599e404532aeb3ac989d538eefd0546176a6c91d3eb2142b62196a1b75
+# schema-sha256: 8ad7b6264e4b1becd966e3fd4dfd24637b8c2d7d384c289e41cc7f993ed5e1b6
 """MegatronSpanGroup, the span groups of the 'megatron' consumer."""
 
 from __future__ import annotations
@@ -80,8 +80,8 @@ class MegatronSpanGroup(SpanGroup):
     """
 
     DATA_LOADING: Final = "data_loading"
-    """Batch preparation and data loading. Fires per_step (every iteration); goodput; since
-    0.1.0.
+    """Batch preparation and data loading. Fires per_step (every iteration); goodput, feeds
+    data_loading; since 0.1.0.
     """
 
     COMMUNICATION: Final = "communication"
@@ -214,6 +214,7 @@ class MegatronSpanGroup(SpanGroup):
             "per_step",
             "0.1.0",
             category="goodput",
+            bucket="data_loading",
         ),
         GroupInfo(
             COMMUNICATION,

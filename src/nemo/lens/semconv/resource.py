@@ -1,6 +1,6 @@
 # DO NOT EDIT: generated from schema/span_groups.toml by nemo-lens generate.
 # Edit the schema, then run `make generate`.
-# schema-sha256: edfe43599e404532aeb3ac989d538eefd0546176a6c91d3eb2142b62196a1b75
+# schema-sha256: 8ad7b6264e4b1becd966e3fd4dfd24637b8c2d7d384c289e41cc7f993ed5e1b6
 """The resource attributes nemo.lens sets on every signal, and what each one holds."""
 
 from __future__ import annotations

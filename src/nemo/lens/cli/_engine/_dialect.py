@@ -1,7 +1,8 @@
 """The packaged queries (``queries/*.sql``, SQL that DuckDB and Spark SQL 3.5 both run) with
 their macros expanded for an engine: ``{percentile(x, q)}`` is DuckDB's ``quantile_cont``
-and Spark's ``percentile`` (both interpolate linearly, as numpy does); ``{json_text(x, key)}``
-is the text of the top-level *key* (dots and all) of the JSON object *x*, or NULL."""
+and Spark's ``percentile`` (both interpolate linearly, as numpy does); ``{intdiv(a, b)}``
+is integer division (DuckDB's ``divide``, Spark's ``div``); ``{json_text(x, key)}`` is the
+text of the top-level *key* (dots and all) of the JSON object *x*, or NULL."""
 
 from __future__ import annotations
 
@@ -21,12 +22,14 @@ class Dialect:
     name: str
     percentile: str
     """A function of (value, fraction) interpolating linearly."""
+    intdiv: str
+    """Integer division of two integers (rounding toward zero)."""
     json_text: str = "json_extract_string({0}, '$.\"{1}\"')"
     """A template of (JSON text, key): the key's value as text (a key may hold dots)."""
 
 
-DUCKDB: Final = Dialect("duckdb", "quantile_cont")
-SPARK: Final = Dialect("spark", "percentile", "get_json_object({0}, '$[''{1}'']')")
+DUCKDB: Final = Dialect("duckdb", "quantile_cont", "divide")
+SPARK: Final = Dialect("spark", "percentile", "div", "get_json_object({0}, '$[''{1}'']')")
 
 _MACRO: Final = re.compile(r"\{(\w+)\(([^{}]*)\)\}")
 

@@ -16,7 +16,7 @@ procs AS (
 ),
 -- A span feeds its group's bucket when its category (its own, else its group's) is goodput.
 bucketed AS (
-  SELECT p.proc, s.iteration, s.truncated, s.start_ns,
+  SELECT p.proc, s.lifetime, s.iteration, s.truncated, s.start_ns,
          CASE WHEN s.end_ns < s.start_ns THEN s.start_ns ELSE s.end_ns END AS end_ns, g.bucket
   FROM spans s
   JOIN span_groups g ON g.span_group = s.span_group
@@ -154,7 +154,8 @@ owned AS (
   ) o WHERE probe = 1
 ),
 assigned AS (
-  SELECT o.proc, o.left_ns, o.right_ns, d.bucket, d.cluster,
+  SELECT o.proc, o.left_ns, o.right_ns, d.bucket, d.cluster, d.seq AS owner,
+         d.start_ns AS owner_start_ns,
          CASE WHEN t.cluster IS NULL THEN false ELSE true END AS tangled
   FROM owned o
   JOIN deep d ON d.proc = o.proc AND d.seq = o.owner
@@ -162,7 +163,8 @@ assigned AS (
     ON t.proc = o.proc AND t.cluster = d.cluster
 ),
 untangled AS (
-  SELECT a.proc, a.left_ns, a.right_ns, d.bucket,
+  SELECT a.proc, a.left_ns, a.right_ns, d.bucket, d.seq AS owner,
+         d.start_ns AS owner_start_ns,
          ROW_NUMBER() OVER (PARTITION BY a.proc, a.left_ns
                             ORDER BY d.start_ns DESC, d.end_ns ASC, d.bucket) AS nth
   FROM assigned a
@@ -171,32 +173,80 @@ untangled AS (
    AND d.start_ns <= a.left_ns AND d.end_ns > a.left_ns
   WHERE a.tangled
 ),
--- Every piece with its bucket: the spans that overlap none, whole, and the swept pieces.
+-- Every piece with its bucket: the spans that overlap none, whole, and the swept pieces
+-- (with the span that owns them, by its start, which is its own when it overlaps no
+-- other span, and its seq in the sweep: a step's productive time is its pieces' sum).
 covered AS (
-  SELECT proc, start_ns AS left_ns, end_ns AS right_ns, bucket FROM ordered WHERE alone
+  SELECT proc, start_ns AS left_ns, end_ns AS right_ns, bucket,
+         CAST(NULL AS BIGINT) AS owner, start_ns AS owner_start_ns
+  FROM ordered WHERE alone
   UNION ALL
-  SELECT proc, left_ns, right_ns, bucket FROM assigned WHERE NOT tangled
+  SELECT proc, left_ns, right_ns, bucket, owner, owner_start_ns FROM assigned WHERE NOT tangled
   UNION ALL
-  SELECT proc, left_ns, right_ns, bucket FROM untangled WHERE nth = 1
+  SELECT proc, left_ns, right_ns, bucket, owner, owner_start_ns FROM untangled WHERE nth = 1
 ),
--- The sums go by proc; figures names the rank again (one join per rank, not per piece).
-sums AS (
-  SELECT proc,
-         sum(CASE WHEN bucket = 'productive' THEN right_ns - left_ns ELSE 0 END) AS productive,
-         sum(CASE WHEN bucket = 'initialization' THEN right_ns - left_ns ELSE 0 END)
-           AS initialization,
-         sum(CASE WHEN bucket = 'checkpoint_save' THEN right_ns - left_ns ELSE 0 END)
-           AS checkpoint_save,
-         sum(CASE WHEN bucket = 'evaluation' THEN right_ns - left_ns ELSE 0 END) AS evaluation,
-         sum(CASE WHEN bucket = 'wasted_progress' THEN right_ns - left_ns ELSE 0 END)
-           AS wasted_progress,
-         sum(right_ns - left_ns) AS bucketed_total
-  FROM covered GROUP BY proc
+-- Anomalous steps (Google's rule): a step's time is its productive time (a checkpoint or
+-- data loading inside it is theirs, not the step's); the ideal step time is the mean of
+-- the counted steps no slower than median + 3 * MAD (unscaled); the anomalous steps'
+-- excess over it, in whole nanoseconds, is carved out of productive time.
+step_times AS (
+  SELECT proc, owner_start_ns AS start_ns, sum(right_ns - left_ns) AS ns
+  FROM covered WHERE bucket = 'productive'
+  GROUP BY proc, owner, owner_start_ns
+),
+-- One chain of window functions over the steps, so the engines read the pieces once
+-- for them (Spark copies a CTE into every query that names it).
+step_medians AS (
+  SELECT proc, start_ns, ns,
+         {percentile(ns, 0.5)} OVER (PARTITION BY proc) AS median_ns
+  FROM step_times
+),
+step_mads AS (
+  SELECT proc, start_ns, ns, median_ns,
+         {percentile(abs(ns - median_ns), 0.5)} OVER (PARTITION BY proc) AS mad_ns
+  FROM step_medians
+),
+step_split AS (
+  SELECT proc, start_ns, ns, normal,
+         count(*) OVER (PARTITION BY proc) AS steps,
+         sum(normal) OVER (PARTITION BY proc) AS normal_steps,
+         sum(normal * ns) OVER (PARTITION BY proc) AS normal_ns,
+         ROW_NUMBER() OVER (PARTITION BY proc ORDER BY start_ns DESC, ns DESC) AS back
+  FROM (
+    SELECT proc, start_ns, ns,
+           CASE WHEN ns <= median_ns + 3 * mad_ns THEN 1 ELSE 0 END AS normal
+    FROM step_mads
+  ) m
+),
+-- Step deviation: |step time - ideal| per counted step, newest first (back = 1); the
+-- mean while fewer than 100 steps ran, then the p90 of the last 100, less (from 1,100
+-- steps on) the median of the 1,000 before them. The excess is anomalous_ns -
+-- floor(anomalous steps * normal_ns / normal_steps), split so that no product overflows
+-- 64 bits. The median step is normal, so normal_steps >= 1.
+step_deviations AS (
+  SELECT proc, steps, normal_steps, normal_ns, normal, ns, back,
+         abs(ns - CAST(normal_ns AS DOUBLE) / normal_steps) AS deviation_ns
+  FROM step_split
+),
+step_figures AS (
+  SELECT proc, max(steps) AS steps, max(steps) - max(normal_steps) AS anomalous_steps,
+         CAST(max(normal_ns) AS DOUBLE) / max(normal_steps) AS ideal_ns,
+         sum((1 - normal) * ns)
+           - (max(steps) - max(normal_steps)) * {intdiv(max(normal_ns), max(normal_steps))}
+           - {intdiv((max(steps) - max(normal_steps)) * (max(normal_ns) % max(normal_steps)),
+                     max(normal_steps))} AS excess_ns,
+         CASE WHEN max(steps) < 100 THEN avg(deviation_ns)
+              WHEN max(steps) < 1100
+              THEN {percentile(CASE WHEN back <= 100 THEN deviation_ns END, 0.9)}
+              ELSE {percentile(CASE WHEN back <= 100 THEN deviation_ns END, 0.9)}
+                   - {percentile(CASE WHEN back > 100 AND back <= 1100 THEN deviation_ns END, 0.5)}
+         END AS deviation_ns
+  FROM step_deviations GROUP BY proc
 ),
 -- A rank's lifetimes in order: restart is the time between one's end and the next's
 -- start, live the time some lifetime of the rank ran.
 ordered_lives AS (
-  SELECT run_id, rank, start_ns, end_ns,
+  SELECT run_id, rank, lifetime, start_ns, end_ns,
          max(end_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns, end_ns
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_ns
   FROM lives
@@ -212,40 +262,103 @@ ranks AS (
                   ELSE 0 END) AS live
   FROM ordered_lives GROUP BY run_id, rank
 ),
+-- Start-up: a lifetime's time before its first step (finished or not) that no bucketed
+-- span covers; recovery when an earlier lifetime of the rank ended before it (a crash,
+-- a preemption, a requeue), else start-up. A lifetime without a step has neither. The
+-- window starts where every earlier lifetime ended, so overlapping lifetimes count once.
+first_steps AS (
+  SELECT proc, lifetime, min(start_ns) AS first_ns
+  FROM bucketed WHERE bucket = 'productive' GROUP BY proc, lifetime
+),
+startup_windows AS (
+  SELECT proc, kind, from_ns, to_ns,
+         ROW_NUMBER() OVER (PARTITION BY proc ORDER BY from_ns) AS nth
+  FROM (
+    SELECT p.proc, f.first_ns AS to_ns,
+           CASE WHEN o.before_ns IS NULL THEN 'startup' ELSE 'recovery' END AS kind,
+           CASE WHEN o.before_ns > o.start_ns THEN o.before_ns ELSE o.start_ns END AS from_ns
+    FROM ordered_lives o
+    JOIN procs p ON p.run_id = o.run_id AND p.rank IS NOT DISTINCT FROM o.rank
+    JOIN first_steps f ON f.proc = p.proc AND f.lifetime IS NOT DISTINCT FROM o.lifetime
+  ) w WHERE to_ns > from_ns
+),
+-- The sums go by proc; figures names the rank again (one join per rank, not per piece).
+-- Each piece meets every start-up window of its rank (a lifetime or two): the buckets
+-- count it with the first window only, the windows each count their overlap with it.
+sums AS (
+  SELECT proc,
+         sum(once * CASE WHEN bucket = 'productive' THEN right_ns - left_ns ELSE 0 END)
+           AS productive,
+         sum(once * CASE WHEN bucket = 'initialization' THEN right_ns - left_ns ELSE 0 END)
+           AS initialization,
+         sum(once * CASE WHEN bucket = 'checkpoint_save' THEN right_ns - left_ns ELSE 0 END)
+           AS checkpoint_save,
+         sum(once * CASE WHEN bucket = 'evaluation' THEN right_ns - left_ns ELSE 0 END)
+           AS evaluation,
+         sum(once * CASE WHEN bucket = 'data_loading' THEN right_ns - left_ns ELSE 0 END)
+           AS data_loading,
+         sum(once * CASE WHEN bucket = 'wasted_progress' THEN right_ns - left_ns ELSE 0 END)
+           AS wasted_progress,
+         sum(once * (right_ns - left_ns)) AS bucketed_total,
+         sum(CASE WHEN kind = 'startup' THEN overlap_ns ELSE 0 END) AS startup_covered,
+         sum(CASE WHEN kind = 'recovery' THEN overlap_ns ELSE 0 END) AS recovery_covered
+  FROM (
+    SELECT c.proc, c.bucket, c.left_ns, c.right_ns, w.kind,
+           CASE WHEN w.nth IS NULL OR w.nth = 1 THEN 1 ELSE 0 END AS once,
+           CASE WHEN c.left_ns < w.to_ns AND c.right_ns > w.from_ns
+                THEN CASE WHEN c.right_ns < w.to_ns THEN c.right_ns ELSE w.to_ns END
+                     - CASE WHEN c.left_ns > w.from_ns THEN c.left_ns ELSE w.from_ns END
+                ELSE 0 END AS overlap_ns
+    FROM covered c LEFT JOIN startup_windows w ON w.proc = c.proc
+  ) j
+  GROUP BY proc
+),
+startups AS (
+  SELECT proc,
+         sum(CASE WHEN kind = 'startup' THEN to_ns - from_ns ELSE 0 END) AS startup,
+         sum(CASE WHEN kind = 'recovery' THEN to_ns - from_ns ELSE 0 END) AS recovery
+  FROM startup_windows GROUP BY proc
+),
 figures AS (
   SELECT r.run_id, r.rank, r.lifetimes, r.start_ns, r.end_ns,
-         coalesce(s.productive, 0) AS productive,
+         coalesce(s.productive, 0) - coalesce(x.excess_ns, 0) AS productive,
          coalesce(s.initialization, 0) AS initialization,
          coalesce(s.checkpoint_save, 0) AS checkpoint_save,
          coalesce(s.evaluation, 0) AS evaluation,
          coalesce(s.wasted_progress, 0) AS wasted_progress,
          r.restart,
-         r.live - coalesce(s.bucketed_total, 0) AS unaccounted
+         r.live - coalesce(s.bucketed_total, 0)
+           - coalesce(u.startup - s.startup_covered, 0)
+           - coalesce(u.recovery - s.recovery_covered, 0) AS unaccounted,
+         coalesce(s.data_loading, 0) AS data_loading,
+         coalesce(u.startup - s.startup_covered, 0) AS startup,
+         coalesce(u.recovery - s.recovery_covered, 0) AS recovery,
+         coalesce(x.excess_ns, 0) AS anomalous_steps,
+         coalesce(x.steps, 0) AS steps,
+         coalesce(x.anomalous_steps, 0) AS anomalous_step_count,
+         x.ideal_ns AS ideal_step_ns,
+         x.deviation_ns AS step_deviation_ns
   FROM ranks r
   JOIN procs p ON p.run_id = r.run_id AND p.rank IS NOT DISTINCT FROM r.rank
   LEFT JOIN sums s ON s.proc = p.proc
-),
--- The run's figures are its slowest rank's (least productive, then longest) among the
--- ranks that executed a step, or among all when none did.
-chosen AS (
-  SELECT run_id, rank,
-         ROW_NUMBER() OVER (
-           PARTITION BY run_id
-           ORDER BY CASE WHEN productive + wasted_progress > 0 THEN 0 ELSE 1 END,
-                    productive, end_ns - start_ns DESC,
-                    CASE WHEN rank IS NULL THEN 1 ELSE 0 END, rank) AS nth
-  FROM figures
-),
-runs AS (
-  SELECT run_id, min(start_ns) AS run_start_ns, max(end_ns) AS run_end_ns
-  FROM figures GROUP BY run_id
+  LEFT JOIN startups u ON u.proc = p.proc
+  LEFT JOIN step_figures x ON x.proc = p.proc
 )
-SELECT f.run_id, f.rank, f.lifetimes, f.start_ns, f.end_ns,
-       f.productive, f.initialization, f.checkpoint_save, f.evaluation, f.wasted_progress,
-       f.restart, f.unaccounted,
-       u.run_start_ns, u.run_end_ns,
-       CASE WHEN c.nth = 1 THEN true ELSE false END AS bounding
-FROM figures f
-JOIN runs u ON u.run_id = f.run_id
-JOIN chosen c ON c.run_id = f.run_id AND c.rank IS NOT DISTINCT FROM f.rank
-ORDER BY f.run_id, CASE WHEN f.rank IS NULL THEN 1 ELSE 0 END, f.rank
+-- The run's figures are its slowest rank's (least productive, then longest) among the
+-- ranks that executed a step, or among all when none did. Window functions over the
+-- ranks, not joins, so that figures is named once.
+SELECT run_id, rank, lifetimes, start_ns, end_ns,
+       productive, initialization, checkpoint_save, evaluation, wasted_progress,
+       restart, unaccounted,
+       min(start_ns) OVER (PARTITION BY run_id) AS run_start_ns,
+       max(end_ns) OVER (PARTITION BY run_id) AS run_end_ns,
+       CASE WHEN ROW_NUMBER() OVER (
+                   PARTITION BY run_id
+                   ORDER BY CASE WHEN productive + wasted_progress > 0 THEN 0 ELSE 1 END,
+                            productive, end_ns - start_ns DESC,
+                            CASE WHEN rank IS NULL THEN 1 ELSE 0 END, rank) = 1
+            THEN true ELSE false END AS bounding,
+       data_loading, startup, recovery, anomalous_steps,
+       steps, anomalous_step_count, ideal_step_ns, step_deviation_ns
+FROM figures
+ORDER BY run_id, CASE WHEN rank IS NULL THEN 1 ELSE 0 END, rank
