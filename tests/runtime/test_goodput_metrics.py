@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from nemo.lens import NemoLensConfig, emit_span, managed_span, semconv, setup_telemetry
 from nemo.lens._sdk.goodput import GoodputRecorder, group_buckets
 from nemo.lens.cli import main
+from nemo.lens.consumers.megatron import MegatronSpanGroup
 from nemo.lens.groups import SpanGroup
 
 S = 1_000_000_000
@@ -50,7 +52,9 @@ def goodput_json(trace: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, A
 Job = Callable[[Callable[[], object]], None]
 
 
-def run_job(tmp_path: Path, job: Job) -> tuple[InMemoryMetricReader, Path]:
+def run_job(
+    tmp_path: Path, job: Job, span_group_cls: type[SpanGroup] = SpanGroup
+) -> tuple[InMemoryMetricReader, Path]:
     """Run *job* instrumented (``file`` exporter, the recorder on), then shut down. *job* is
     given a collection of the metrics to make (live figures, time made final)."""
     reader = InMemoryMetricReader()
@@ -59,6 +63,7 @@ def run_job(tmp_path: Path, job: Job) -> tuple[InMemoryMetricReader, Path]:
         enabled=True,
         exporter="file",
         span_groups="all",
+        span_group_cls=span_group_cls,
         export_strategy="all_ranks",
         run_id="live",
         trace_file=str(trace),
@@ -168,6 +173,24 @@ def iterations_that_are_not_whole_numbers(collect: Callable[[], object]) -> None
         collect()
 
 
+def start_up_data_loading_and_a_slow_step(collect: Callable[[], object]) -> None:
+    # Start-up: the time before the first step that model_init does not cover; data loading
+    # inside the steps; one step far slower than the others (its excess is anomalous).
+    with managed_span(SpanGroup.MODEL_INIT, "init"):
+        pass
+    time.sleep(0.002)  # uncovered, before the first step: start-up
+
+    def load(iteration: int) -> None:
+        with managed_span(MegatronSpanGroup.DATA_LOADING, "batch"):
+            pass
+        if iteration == 5:
+            time.sleep(0.05)  # the slow step
+
+    steps(*range(1, 12), inside=load)
+    collect()
+    steps(12, 13, inside=load)
+
+
 CASES = {
     "steps-only": steps_only,
     "checkpoint-inside-a-step": checkpoint_inside_a_step,
@@ -177,6 +200,7 @@ CASES = {
     "two-threads-overlapping": two_threads_overlapping,
     "a-span-that-arrives-late": a_span_that_arrives_late,
     "iterations-that-are-not-whole-numbers": iterations_that_are_not_whole_numbers,
+    "start-up-data-loading-and-a-slow-step": start_up_data_loading_and_a_slow_step,
 }
 
 
@@ -184,7 +208,9 @@ CASES = {
 def test_the_figures_at_the_end_of_a_run_equal_nemo_lens_goodput(
     case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    reader, trace = run_job(tmp_path, CASES[case])
+    # Megatron's vocabulary has the data_loading bucket.
+    cls = MegatronSpanGroup if case == "start-up-data-loading-and-a-slow-step" else SpanGroup
+    reader, trace = run_job(tmp_path, CASES[case], cls)
 
     points = metric_points(reader)
     expected = goodput_json(trace, capsys)
@@ -207,6 +233,9 @@ def test_the_figures_at_the_end_of_a_run_equal_nemo_lens_goodput(
         assert by_bucket["checkpoint_save"] > 0
     if case == "evaluate":
         assert by_bucket["evaluation"] > 0 and by_bucket["initialization"] > 0
+    if case == "start-up-data-loading-and-a-slow-step":
+        assert by_bucket["startup"] > 0 and by_bucket["data_loading"] > 0
+        assert by_bucket["anomalous_steps"] > 0 and by_bucket["recovery"] == 0
 
 
 # -- on a synthetic clock -------------------------------------------------------------------

@@ -3,6 +3,7 @@ its spans as they end, and exported as metrics (docs/goodput.md, "While the job 
 
 from __future__ import annotations
 
+import array
 import bisect
 import collections
 import heapq
@@ -26,6 +27,10 @@ __all__ = ["DEFAULT_WINDOWS_S", "GoodputRecorder", "group_buckets", "whole_numbe
 PRODUCTIVE: Final = "productive"
 WASTED: Final = "wasted_progress"
 UNACCOUNTED: Final = "unaccounted"
+STARTUP: Final = "startup"
+RECOVERY: Final = "recovery"
+"""Always 0 here: a process cannot see the lifetime before it (docs/goodput.md)."""
+ANOMALOUS: Final = "anomalous_steps"
 ITERATION: Final = "iteration"
 DEFAULT_WINDOWS_S: Final = (60, 300, 900)
 """The rolling windows, in seconds, when ``NEMO_LENS_GOODPUT_METRICS`` names none."""
@@ -65,10 +70,12 @@ class _Entry:
     """A bucketed span being accounted: its extent, its (judged) bucket, and how much of its
     time went to ``productive`` (moved to ``wasted_progress`` if its iteration runs again)."""
 
-    __slots__ = ("bucket", "counted", "end", "start")
+    __slots__ = ("bucket", "counted", "end", "index", "start")
 
     def __init__(self, start: int, end: int, bucket: str) -> None:
         self.start, self.end, self.bucket, self.counted = start, end, bucket, 0
+        self.index = -1
+        """Where its productive time is in :attr:`_Account.steps`, once final."""
 
     def beats(self, other: _Entry) -> bool:
         """Whether this span, not *other*, owns time both cover: the innermost wins (the one
@@ -97,6 +104,13 @@ class _Account:
         self.last_runs: collections.OrderedDict[int, _Entry] = collections.OrderedDict()
         self.lost_ns = 0
         """Time of late spans older than the kept pieces: left where it was."""
+        self.first_step: int | None = None
+        """The earliest start of a step: start-up is the uncovered time before it."""
+        self.origin: int | None = None
+        """Where the first sweep began (the first bucketed span's start)."""
+        self.startup = _Entry(-(2**62), 2**62, STARTUP)  # owns only what no span covers
+        self.steps = array.array("q")
+        """The productive ns each final counted step owns (-1: executed again later)."""
 
     def judge(
         self, start: int, end: int, bucket: str, iteration: int | None, truncated: bool
@@ -105,6 +119,8 @@ class _Account:
         when its iteration runs again later (the last execution counts)."""
         entry = _Entry(start, end, bucket)
         if bucket == PRODUCTIVE:
+            if self.first_step is None or start < self.first_step:
+                self.first_step = start
             if truncated:
                 entry.bucket = WASTED
             if iteration is not None:
@@ -131,12 +147,16 @@ class _Account:
             self.totals[PRODUCTIVE] -= entry.counted
             self.totals[WASTED] += entry.counted
             entry.bucket = WASTED
+            if entry.index >= 0:
+                self.steps[entry.index] = -1
 
     def _credit(self, left: int, right: int, entry: _Entry, sign: int = 1) -> None:
         length = (right - left) * sign
         self.totals[entry.bucket] += length
         if entry.bucket == PRODUCTIVE:
             entry.counted += length
+            if entry.index >= 0:
+                self.steps[entry.index] += length
 
     def finalize(self, upto: int | None) -> None:
         """Make the time up to *upto* final (``None``: all the pending spans cover)."""
@@ -147,7 +167,7 @@ class _Account:
                 return
         done = self.done
         if done is None:
-            done = min((entry.start for entry in pending), default=upto)
+            done = self.origin = min((entry.start for entry in pending), default=upto)
         if upto <= done:
             return
         points = {done, upto}
@@ -169,6 +189,16 @@ class _Account:
                 heapq.heappop(heap)
             if heap:
                 self._add_piece(left, right, heap[0][4])
+            elif self.first_step is None or left < self.first_step:
+                # Before the first step, what no span covers is start-up (a step still
+                # open holds the watermark back, so none can start earlier than this).
+                step = self.first_step
+                self._add_piece(left, right if step is None else min(right, step), self.startup)
+        steps = self.steps
+        for entry in pending:
+            if entry.end <= upto and entry.bucket == PRODUCTIVE and entry.index < 0:
+                entry.index = len(steps)
+                steps.append(entry.counted)
         self.pending = [entry for entry in pending if entry.end > upto]
         self.done = upto
         self._forget(upto - self.horizon_ns)
@@ -241,11 +271,29 @@ class _Account:
 
     def buckets(self, final: bool, names: Iterable[str]) -> dict[str, int]:
         """ns by bucket so far (every one of *names*), ``unaccounted`` the rest of the wall
-        time."""
+        time. Start-up counts once a step has started (a process without one has none), and
+        the anomalous steps' excess comes out of productive time."""
         first, end = self.wall(final)
         figures = {name: self.totals.get(name, 0) for name in names}
         figures.update((name, ns) for name, ns in self.totals.items() if ns)
-        figures[UNACCOUNTED] = (end - first) - sum(self.totals.values())
+        if self.first_step is None:
+            figures[STARTUP] = 0
+        elif self.origin is not None and first < self.origin:
+            # Before the first sweep only a late span (emit_span) has pieces: the rest is
+            # uncovered, and before the first step.
+            bound = min(self.first_step, self.origin)
+            covered = 0
+            for left, right, _ in self.pieces:
+                if left >= bound:
+                    break
+                covered += max(0, min(right, bound) - max(left, first))
+            figures[STARTUP] += bound - first - covered
+        excess = anomalous_excess([ns for ns in self.steps if ns > 0])
+        figures[PRODUCTIVE] -= excess
+        figures[ANOMALOUS] = excess
+        figures[UNACCOUNTED] = (end - first) - sum(
+            ns for name, ns in figures.items() if name != UNACCOUNTED
+        )
         return figures
 
     def window(
@@ -266,6 +314,27 @@ class _Account:
                 covered += overlap
         figures[UNACCOUNTED] = max(0, end - begin) - covered
         return max(0, end - begin), figures
+
+
+def anomalous_excess(times: Sequence[int]) -> int:
+    """The steps' excess over the ideal step time, in whole ns (rounded up): the ideal is
+    the mean of the steps no slower than median + 3 * MAD, as ``nemo-lens goodput`` says
+    (docs/goodput.md). Exact: medians are kept doubled, so halves stay integers."""
+    if not times:
+        return 0
+    median2 = _doubled_median(times)
+    mad4 = _doubled_median([abs(2 * t - median2) for t in times])
+    # t <= m + 3 * MAD, times 4: 4t <= 2 * (2m) + 3 * (4 MAD).
+    bound4 = 2 * median2 + 3 * mad4
+    normal = [t for t in times if 4 * t <= bound4]
+    slow = [t for t in times if 4 * t > bound4]
+    return sum(slow) - len(slow) * sum(normal) // len(normal)
+
+
+def _doubled_median(values: Sequence[int]) -> int:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] * 2 if len(ordered) % 2 else ordered[middle - 1] + ordered[middle]
 
 
 _NONE: Final[Mapping[str, Any]] = {}
@@ -303,10 +372,8 @@ class GoodputRecorder(SpanProcessor):
         self._clock = clock
         self.windows_s = tuple(windows_s) or DEFAULT_WINDOWS_S
         self._buckets = dict(group_buckets() if buckets is None else buckets)
-        self.bucket_names = (
-            PRODUCTIVE, *sorted({bucket for _, bucket in self._buckets.values()} - {PRODUCTIVE}),
-            WASTED,
-        )  # fmt: skip
+        schema = {bucket for _, bucket in self._buckets.values()} - {PRODUCTIVE}
+        self.bucket_names = (PRODUCTIVE, *sorted(schema), STARTUP, RECOVERY, ANOMALOUS, WASTED)
         """The buckets reported (``unaccounted`` besides), in a stable order."""
         self._ended: collections.deque[Any] = collections.deque()
         self.observe: Callable[[Any], None] = self._ended.append
