@@ -82,6 +82,8 @@ async function main() {
         const label = [...document.querySelectorAll("#timeline-labels div")]
           .find((el) => el.textContent === row);
         if (!label) return null;
+        // The page may be taller than the window: bring the row into view, as a reader does.
+        label.scrollIntoView({ block: "center" });
         const canvas = document.getElementById("timeline-canvas");
         const box = canvas.getBoundingClientRect();
         const t0 = Number(canvas.dataset.t0), t1 = Number(canvas.dataset.t1);
