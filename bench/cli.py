@@ -47,10 +47,12 @@ _REPEATS: Final = 3
 """How often each compared command and its baseline run; the median counts."""
 TEN_MILLION: Final = 10_000_000
 TARGETS: Final = (
-    Target("summarize_ratio", "summarize / hand-written query, JSON lines", 1.5, "x"),
-    Target("goodput_ratio", "goodput / hand-written query, JSON lines", 1.5, "x"),
-    Target("summarize_parquet_ratio", "summarize / hand-written query, Parquet", 1.5, "x"),
-    Target("goodput_parquet_ratio", "goodput / hand-written query, Parquet", 1.5, "x"),
+    # Over JSON lines ~1.7x is the accepted price of checking every record (issue 34's
+    # decision); Parquet, checked when it was written, stays within 1.4x.
+    Target("summarize_ratio", "summarize / hand-written query, JSON lines", 1.7, "x"),
+    Target("goodput_ratio", "goodput / hand-written query, JSON lines", 1.7, "x"),
+    Target("summarize_parquet_ratio", "summarize / hand-written query, Parquet", 1.4, "x"),
+    Target("goodput_parquet_ratio", "goodput / hand-written query, Parquet", 1.4, "x"),
     Target("jsonl_spans_per_s", "summarize over JSON lines", 500_000, "spans/s", at_least=True),
     Target("parquet_spans_per_s", "summarize over Parquet", 2_000_000, "spans/s", at_least=True),
     Target(

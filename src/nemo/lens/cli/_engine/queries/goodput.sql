@@ -173,25 +173,32 @@ untangled AS (
    AND d.start_ns <= a.left_ns AND d.end_ns > a.left_ns
   WHERE a.tangled
 ),
--- Every piece with its bucket: the spans that overlap none, whole, and the swept pieces
--- (with the span that owns them, by its start, which is its own when it overlaps no
--- other span, and its seq in the sweep: a step's productive time is its pieces' sum).
-covered AS (
-  SELECT proc, start_ns AS left_ns, end_ns AS right_ns, bucket,
-         CAST(NULL AS BIGINT) AS owner, start_ns AS owner_start_ns
-  FROM ordered WHERE alone
-  UNION ALL
+-- The swept pieces with their bucket and the span that owns them (by its seq in the
+-- sweep, and its start): a step's productive time is its pieces' sum.
+swept_pieces AS (
   SELECT proc, left_ns, right_ns, bucket, owner, owner_start_ns FROM assigned WHERE NOT tangled
   UNION ALL
   SELECT proc, left_ns, right_ns, bucket, owner, owner_start_ns FROM untangled WHERE nth = 1
+),
+-- Every piece with its bucket: the spans that overlap none, whole, and the swept pieces.
+covered AS (
+  SELECT proc, start_ns AS left_ns, end_ns AS right_ns, bucket FROM ordered WHERE alone
+  UNION ALL
+  SELECT proc, left_ns, right_ns, bucket FROM swept_pieces
 ),
 -- Anomalous steps (Google's rule): a step's time is its productive time (a checkpoint or
 -- data loading inside it is theirs, not the step's); the ideal step time is the mean of
 -- the counted steps no slower than median + 3 * MAD (unscaled); the anomalous steps'
 -- excess over it, in whole nanoseconds, is carved out of productive time.
+-- A step that overlaps no other span is its own step time, whole; only the swept pieces
+-- are summed per step (at 10^6 spans, -0.07 s). A step's time fits 64 bits: BIGINT keeps
+-- the windows below off 128-bit arithmetic.
 step_times AS (
-  SELECT proc, owner_start_ns AS start_ns, sum(right_ns - left_ns) AS ns
-  FROM covered WHERE bucket = 'productive'
+  SELECT proc, start_ns, end_ns - start_ns AS ns
+  FROM ordered WHERE alone AND bucket = 'productive'
+  UNION ALL
+  SELECT proc, owner_start_ns AS start_ns, CAST(sum(right_ns - left_ns) AS BIGINT) AS ns
+  FROM swept_pieces WHERE bucket = 'productive'
   GROUP BY proc, owner, owner_start_ns
 ),
 -- One chain of window functions over the steps, so the engines read the pieces once
