@@ -1,5 +1,6 @@
-"""The shipped span-group classes, by the name ``--class`` takes, and the row each group is
-in the commands' ``span_groups`` view: read by the commands and by the live goodput recorder."""
+"""The shipped span-group classes, by the name ``--class`` takes, the row each group is in
+the commands' ``span_groups`` view, and goodput's bucket names: read by the commands and by the
+live goodput recorder."""
 
 from __future__ import annotations
 
@@ -13,7 +14,17 @@ if TYPE_CHECKING:
     # modules are stale or broken.
     from nemo.lens.groups import SpanGroup
 
-__all__ = ["BASE_CLASS", "group_rows", "span_group_classes"]
+__all__ = ["ANOMALOUS", "BASE_CLASS", "PRODUCTIVE", "RECOVERY", "RESTART", "STARTUP"]
+__all__ += ["UNACCOUNTED", "WASTED", "group_rows", "span_group_classes"]
+
+# The buckets goodput's rules make (docs/goodput.md); the schema's `bucket` values name the rest.
+PRODUCTIVE: Final = "productive"
+WASTED: Final = "wasted_progress"
+RESTART: Final = "restart"
+UNACCOUNTED: Final = "unaccounted"
+STARTUP: Final = "startup"
+RECOVERY: Final = "recovery"
+ANOMALOUS: Final = "anomalous_steps"
 
 BASE_CLASS: Final = "base"
 """The name ``--class`` gives the base ``SpanGroup``."""

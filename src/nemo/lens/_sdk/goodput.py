@@ -20,17 +20,18 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from nemo.lens import semconv
 from nemo.lens._core import fork as _fork
 from nemo.lens._sdk.recording import RecordingSpan
+from nemo.lens._vocabulary import (
+    ANOMALOUS,
+    PRODUCTIVE,
+    RECOVERY,  # always 0 here: a process cannot see the lifetime before it
+    STARTUP,
+    UNACCOUNTED,
+    WASTED,
+)
 from nemo.lens.spec import GOODPUT
 
 __all__ = ["DEFAULT_WINDOWS_S", "GoodputRecorder", "group_buckets", "whole_number"]
 
-PRODUCTIVE: Final = "productive"
-WASTED: Final = "wasted_progress"
-UNACCOUNTED: Final = "unaccounted"
-STARTUP: Final = "startup"
-RECOVERY: Final = "recovery"
-"""Always 0 here: a process cannot see the lifetime before it (docs/goodput.md)."""
-ANOMALOUS: Final = "anomalous_steps"
 ITERATION: Final = "iteration"
 DEFAULT_WINDOWS_S: Final = (60, 300, 900)
 """The rolling windows, in seconds, when ``NEMO_LENS_GOODPUT_METRICS`` names none."""
@@ -43,7 +44,7 @@ POLL_SPANS: Final = 4096
 def group_buckets() -> dict[str, tuple[str, str]]:
     """``{group: (category, bucket)}`` for every bucketed group of the shipped classes: the
     rows of the commands' ``span_groups`` view, so a bucket added to the schema flows in."""
-    from nemo.lens._vocabulary import group_rows, span_group_classes
+    from nemo.lens._vocabulary import group_rows, span_group_classes  # imports the classes
 
     rows = group_rows(list(span_group_classes().values()))
     return {group: (category, bucket) for group, category, bucket, *_ in rows if bucket}

@@ -10,6 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from nemo.lens._vocabulary import (
+    ANOMALOUS,
+    PRODUCTIVE,
+    RECOVERY,
+    RESTART,
+    STARTUP,
+    UNACCOUNTED,
+    WASTED,
+)
 from nemo.lens.cli._common import EXIT_OK, PROG, Process, print_lines, with_engine
 from nemo.lens.cli._engine import query
 from nemo.lens.cli._table import format_table, seconds, share
@@ -21,13 +30,6 @@ __all__ = ["BADPUT_BUCKETS", "BUCKETS", "Breakdown", "RunGoodput", "StepFigures"
 __all__ += ["goodput_line", "goodput_runs", "note_goodput_gaps", "rank_label", "run_json"]
 __all__ += ["run_name"]
 
-PRODUCTIVE: Final = "productive"
-WASTED: Final = "wasted_progress"
-RESTART: Final = "restart"
-UNACCOUNTED: Final = "unaccounted"
-STARTUP: Final = "startup"
-RECOVERY: Final = "recovery"
-ANOMALOUS: Final = "anomalous_steps"
 SCHEMA_BADPUT: Final = ("initialization", "checkpoint_save", "evaluation", "data_loading")
 BADPUT_BUCKETS: Final[tuple[str, ...]] = (
     *SCHEMA_BADPUT,
