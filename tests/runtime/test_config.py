@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -406,3 +407,17 @@ def test_trace_file_with_a_bad_format_spec_fails_when_filled_in() -> None:
     cfg = NemoLensConfig(run_id="abc", trace_file="{run_id:d}.jsonl")
     with pytest.raises(ValueError, match=r"trace_file '\{run_id:d\}.jsonl' cannot be filled in"):
         cfg.format_trace_file(0)
+
+
+def test_new_fields_come_after_the_ones_a_positional_call_may_pass() -> None:
+    # A field added in the middle would shift every later positional argument: fields are
+    # only ever appended (the order as released before profiler and goodput_metrics).
+    released = [
+        *("enabled", "service_name", "export_strategy", "export_rank", "export_sample_rate"),
+        *("sampler_enabled", "traces_enabled", "metrics_enabled", "logs_enabled"),
+        *("span_groups", "exporter", "run_id", "user", "wandb_entity", "wandb_project"),
+        *("span_group_cls", "trace_file", "handle_signals", "console_format"),
+        "spans_on_every_rank",
+    ]
+    names = [field.name for field in dataclasses.fields(NemoLensConfig)]
+    assert names[: len(released)] == released

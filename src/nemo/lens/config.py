@@ -168,13 +168,13 @@ class NemoLensConfig:
     console_format: str = "otel"
     """How the ``console`` exporter prints spans: ``otel`` (the SDK's ``to_json(indent=None)``
     per line, as v0.2.0) or ``lens`` (the ``file`` exporter's line)."""
+    spans_on_every_rank: bool = False
+    """Make real spans (exported nowhere) on the ranks the export strategy leaves out too, so
+    every rank has a valid trace context; off, as in v0.2.0, such ranks enable no group."""
     goodput_metrics: str = ""
     """Export goodput as metrics while the job runs (docs/goodput.md): ``"1"`` (or true, yes,
     on) for rolling windows of 60, 300 and 900 s, or the windows in seconds (``"60,600"``);
     empty or ``"0"`` (false, no, off): off. Needs metrics and traces enabled."""
-    spans_on_every_rank: bool = False
-    """Make real spans (exported nowhere) on the ranks the export strategy leaves out too, so
-    every rank has a valid trace context; off, as in v0.2.0, such ranks enable no group."""
     profiler: str = ""
     """Profilers each recorded span is mirrored to, separated by commas: ``nvtx`` (an NVTX
     range in the ``nemo.lens`` domain; the ``nvtx`` extra) and ``torch`` (a

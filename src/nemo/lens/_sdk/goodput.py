@@ -28,12 +28,13 @@ from nemo.lens._vocabulary import (
     UNACCOUNTED,
     WASTED,
 )
+from nemo.lens.config import goodput_windows
 from nemo.lens.spec import GOODPUT
 
 __all__ = ["DEFAULT_WINDOWS_S", "GoodputRecorder", "group_buckets", "whole_number"]
 
 ITERATION: Final = "iteration"
-DEFAULT_WINDOWS_S: Final = (60, 300, 900)
+DEFAULT_WINDOWS_S: Final = goodput_windows("1")
 """The rolling windows, in seconds, when ``NEMO_LENS_GOODPUT_METRICS`` names none."""
 ITERATIONS_KEPT: Final = 65536
 """How many iterations' last execution the recorder remembers, to find a re-execution."""
