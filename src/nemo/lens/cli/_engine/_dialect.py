@@ -2,8 +2,7 @@
 their macros expanded for an engine: ``{percentile(x, q)}`` is DuckDB's ``quantile_cont``
 and Spark's ``percentile`` (both interpolate linearly, as numpy does); ``{intdiv(a, b)}``
 is integer division (DuckDB's ``divide``, Spark's ``div``); ``{json_text(x, key)}`` is the
-text of the top-level *key* (dots and all) of the JSON object *x*, or NULL; ``{each(a, b)}``
-in a select list gives a row for each integer from *a* to *b*."""
+text of the top-level *key* (dots and all) of the JSON object *x*, or NULL."""
 
 from __future__ import annotations
 
@@ -27,18 +26,10 @@ class Dialect:
     """Integer division of two integers (rounding toward zero)."""
     json_text: str = "json_extract_string({0}, '$.\"{1}\"')"
     """A template of (JSON text, key): the key's value as text (a key may hold dots)."""
-    each: str = "unnest(generate_series({0}, {1}))"
-    """A template of (first, last): in a select list, a row per integer between them."""
 
 
 DUCKDB: Final = Dialect("duckdb", "quantile_cont", "divide")
-SPARK: Final = Dialect(
-    "spark",
-    "percentile",
-    "div",
-    "get_json_object({0}, '$[''{1}'']')",
-    "explode(sequence({0}, {1}))",
-)
+SPARK: Final = Dialect("spark", "percentile", "div", "get_json_object({0}, '$[''{1}'']')")
 
 _MACRO: Final = re.compile(r"\{(\w+)\(([^{}]*)\)\}")
 

@@ -3,8 +3,7 @@
 -- iteration, and how often it was the last to arrive. A rank's arrival at an iteration is
 -- the start of its first span of the group there, in the last lifetime that executed it (a
 -- re-executed iteration counts once); a span without an iteration of its own takes its
--- lifetime's step that contains its start. Iterations fewer than two ranks reached are left
--- out.
+-- rank's step that contains its start. Iterations fewer than two ranks reached are left out.
 -- The last rank of an iteration arrived after the median (ranks tied: each). The score
 -- is the group's time per iteration (the median rank's median) over itself plus the
 -- rank's median lateness (1: on time; towards 0: the others wait on it); persistent: last
@@ -22,12 +21,9 @@ runs AS (
   FROM spans
   GROUP BY run_id
 ),
-lifetimes AS (
-  -- Lifetimes by number: the iterations are grouped per lifetime on an integer, not a
-  -- string. Per run and rank: a trace written without lifetime ids names a lifetime by its
-  -- file and host, which several ranks may share.
-  SELECT l.run_id, l.rank, l.lifetime, r.run_no, l.resource,
-    ROW_NUMBER() OVER (ORDER BY l.run_id, l.rank, l.lifetime) AS lifetime_no
+nodes AS (
+  -- A lifetime has one resource: its host.name is read once, not once a span.
+  SELECT r.run_no, l.rank, MAX({json_text(l.resource, host.name)}) AS node
   FROM (
     SELECT s.run_id, s.rank, s.lifetime, MIN(s.resource) AS resource
     FROM spans s JOIN sync_groups g ON g.span_group = s.span_group
@@ -35,96 +31,85 @@ lifetimes AS (
     GROUP BY s.run_id, s.rank, s.lifetime
   ) AS l
   JOIN runs r ON r.run_id = l.run_id
+  GROUP BY r.run_no, l.rank
 ),
-nodes AS (
-  -- A lifetime has one resource: its host.name is read once, not once a span.
-  SELECT run_no, rank, MAX({json_text(resource, host.name)}) AS node
-  FROM lifetimes
-  GROUP BY run_no, rank
-),
-timed_steps AS (
-  SELECT t.lifetime_no, s.iteration, s.start_ns - r.base_ns AS start_at,
-    s.end_ns - r.base_ns AS end_at
-  FROM steps s
-  JOIN runs r ON r.run_id = s.run_id
-  JOIN lifetimes t
-    ON t.run_id = s.run_id AND t.rank = s.rank AND t.lifetime = s.lifetime
-  WHERE s.iteration IS NOT NULL AND s.end_ns > s.start_ns
-),
-widths AS (
-  -- The enclosing step is found by an equi-join on time buckets, not a window over the
-  -- lifetime (a sort, several times slower): per lifetime, buckets of a power of two at
-  -- least its mean step, so a step lies in about two buckets and a bucket holds few steps.
-  SELECT lifetime_no,
-    CAST(POWER(2, CEIL(LOG2(GREATEST(AVG(end_at - start_at), 1)))) AS BIGINT) AS width
-  FROM timed_steps
-  GROUP BY lifetime_no
-),
-step_buckets AS (
-  SELECT lifetime_no, iteration, start_at, end_at,
-    {each(first_bucket, last_bucket)} AS bucket
-  FROM (
-    SELECT s.*, {intdiv(s.start_at, w.width)} AS first_bucket,
-      {intdiv(s.end_at - 1, w.width)} AS last_bucket
-    FROM timed_steps s JOIN widths w ON w.lifetime_no = s.lifetime_no
-  ) AS s
-),
-unplaced AS (
-  -- The bucket is computed here: as a join condition, DuckDB would match on the lifetime
-  -- alone and compare every pair.
-  SELECT t.lifetime_no, g.group_no, s.start_ns - r.base_ns AS at_ns, s.duration_ns,
-    {intdiv(s.start_ns - r.base_ns, w.width)} AS bucket
+timeline AS (
+  -- The sync spans without an iteration, and the steps that give them theirs, in chunks
+  -- of 2^40 ns (18 minutes) of their lifetime: DuckDB holds a window's partition in
+  -- memory. A step is also in the chunk it ends in, for the spans there that it encloses.
+  -- Each span-sized relation is read once: DuckDB keeps one read twice in memory.
+  SELECT s.rank, s.lifetime, CAST(NULL AS BIGINT) AS run_no, CAST(NULL AS BIGINT) AS group_no,
+    s.start_ns - r.base_ns AS at_ns, s.end_ns - r.base_ns AS end_ns,
+    CAST(NULL AS BIGINT) AS duration_ns, s.iteration, 1 AS is_step,
+    CAST(FLOOR((s.start_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS chunk
+  FROM steps s JOIN runs r ON r.run_id = s.run_id
+  WHERE s.iteration IS NOT NULL AND s.rank IS NOT NULL
+  UNION ALL
+  SELECT s.rank, s.lifetime, CAST(NULL AS BIGINT) AS run_no, CAST(NULL AS BIGINT) AS group_no,
+    s.start_ns - r.base_ns AS at_ns, s.end_ns - r.base_ns AS end_ns,
+    CAST(NULL AS BIGINT) AS duration_ns, s.iteration, 1 AS is_step,
+    CAST(FLOOR((s.end_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS chunk
+  FROM steps s JOIN runs r ON r.run_id = s.run_id
+  WHERE s.iteration IS NOT NULL AND s.rank IS NOT NULL
+    AND FLOOR((s.end_ns - r.base_ns) / 1099511627776.0)
+      > FLOOR((s.start_ns - r.base_ns) / 1099511627776.0)
+  UNION ALL
+  SELECT s.rank, s.lifetime, r.run_no, g.group_no, s.start_ns - r.base_ns AS at_ns,
+    CAST(NULL AS BIGINT) AS end_ns, s.duration_ns, s.iteration, 0 AS is_step,
+    CAST(FLOOR((s.start_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS chunk
   FROM spans s
   JOIN sync_groups g ON g.span_group = s.span_group
   JOIN runs r ON r.run_id = s.run_id
-  JOIN lifetimes t
-    ON t.run_id = s.run_id AND t.rank = s.rank AND t.lifetime = s.lifetime
-  JOIN widths w ON w.lifetime_no = t.lifetime_no
   WHERE s.rank IS NOT NULL AND s.iteration IS NULL
 ),
 placed AS (
-  SELECT t.lifetime_no, g.group_no, s.start_ns - r.base_ns AS at_ns, s.duration_ns,
-    s.iteration
+  SELECT r.run_no, s.rank, s.lifetime, g.group_no, s.start_ns - r.base_ns AS at_ns,
+    s.duration_ns, s.iteration
   FROM spans s
   JOIN sync_groups g ON g.span_group = s.span_group
   JOIN runs r ON r.run_id = s.run_id
-  JOIN lifetimes t
-    ON t.run_id = s.run_id AND t.rank = s.rank AND t.lifetime = s.lifetime
   WHERE s.rank IS NOT NULL AND s.iteration IS NOT NULL
   UNION ALL
-  SELECT u.lifetime_no, u.group_no, u.at_ns, u.duration_ns, b.iteration
-  FROM unplaced u
-  JOIN step_buckets b ON b.lifetime_no = u.lifetime_no AND b.bucket = u.bucket
-  WHERE b.start_at <= u.at_ns AND u.at_ns < b.end_at
+  -- A lifetime's iterations rise with time: the latest step so far is the enclosing one.
+  -- A lifetime is one process, of one run and rank: the partition needs neither.
+  SELECT run_no, rank, lifetime, group_no, at_ns, duration_ns,
+    CASE WHEN at_ns < step_end_ns THEN step_iteration END AS iteration
+  FROM (
+    SELECT *,
+      MAX(CASE WHEN is_step = 1 THEN iteration END) OVER so_far AS step_iteration,
+      MAX(end_ns) OVER so_far AS step_end_ns
+    FROM timeline
+    WINDOW so_far AS (PARTITION BY lifetime, chunk ORDER BY at_ns, is_step DESC)
+  ) AS t
+  WHERE is_step = 0
 ),
 arrived AS (
-  SELECT lifetime_no, group_no, iteration, MIN(at_ns) AS arrival_ns, SUM(duration_ns) AS busy_ns
+  SELECT run_no, rank, group_no, iteration, lifetime, MIN(at_ns) AS arrival_ns,
+    SUM(duration_ns) AS busy_ns
   FROM placed
-  GROUP BY lifetime_no, group_no, iteration
+  WHERE iteration IS NOT NULL
+  GROUP BY run_no, rank, group_no, iteration, lifetime
 ),
 latest AS (
   SELECT run_no, rank, group_no, iteration, arrival_ns, busy_ns
   FROM (
-    SELECT t.run_no, t.rank, a.*, ROW_NUMBER() OVER (
-      PARTITION BY t.run_no, t.rank, a.group_no, a.iteration ORDER BY a.arrival_ns DESC
+    SELECT *, ROW_NUMBER() OVER (
+      PARTITION BY run_no, rank, group_no, iteration ORDER BY arrival_ns DESC
     ) AS execution
-    FROM arrived a JOIN lifetimes t ON t.lifetime_no = a.lifetime_no
+    FROM arrived
   ) AS a
   WHERE execution = 1
 ),
-points AS (
-  SELECT run_no, group_no, iteration, {percentile(arrival_ns, 0.5)} AS median_ns,
-    MAX(arrival_ns) AS last_ns
-  FROM latest
-  GROUP BY run_no, group_no, iteration
-  HAVING COUNT(*) > 1
-),
 late AS (
-  SELECT l.run_no, l.rank, l.group_no, l.busy_ns, l.arrival_ns - p.median_ns AS lateness_ns,
-    l.arrival_ns = p.last_ns AND l.arrival_ns > p.median_ns AS last
-  FROM latest l
-  JOIN points p
-    ON p.run_no = l.run_no AND p.group_no = l.group_no AND p.iteration = l.iteration
+  SELECT run_no, rank, group_no, busy_ns, arrival_ns - median_ns AS lateness_ns,
+    arrival_ns = last_ns AND arrival_ns > median_ns AS last
+  FROM (
+    SELECT *, {percentile(arrival_ns, 0.5)} OVER point AS median_ns,
+      MAX(arrival_ns) OVER point AS last_ns, COUNT(*) OVER point AS ranks
+    FROM latest
+    WINDOW point AS (PARTITION BY run_no, group_no, iteration)
+  ) AS l
+  WHERE ranks > 1
 ),
 per_rank AS (
   SELECT run_no, group_no, rank, COUNT(*) AS iterations,
