@@ -696,8 +696,8 @@ def report(handle: TelemetryHandle, console: Console, options: Options) -> int:
     command = cli_command()
     stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
     console.say("")
-    console.say(f"to look at it in Perfetto: {command} convert {path}")
-    console.say(f"  then open {stem}.chrome.json at https://ui.perfetto.dev")
+    console.say(f"to look at it in Perfetto: {command} convert --to perfetto {path}")
+    console.say(f"  then open {stem}.pftrace at https://ui.perfetto.dev")
     return 0
 
 

@@ -156,12 +156,12 @@ def test_make_demo_in_pure_python_prints_the_trace_and_its_summary(tmp_path: Pat
     assert report.read_text("utf-8").startswith("<!DOCTYPE html>")
     assert after[3:] == [
         "",
-        f"to look at it in Perfetto: {sys.executable} -m nemo.lens.cli convert "
+        f"to look at it in Perfetto: {sys.executable} -m nemo.lens.cli convert --to perfetto "
         f"{trace_path(done.stdout)}"
         if not Path(sys.executable).with_name("nemo-lens").exists()
         else f"to look at it in Perfetto: {Path(sys.executable).with_name('nemo-lens')} convert "
-        f"{trace_path(done.stdout)}",
-        f"  then open {str(trace_path(done.stdout))[: -len('.jsonl')]}.chrome.json at "
+        f"--to perfetto {trace_path(done.stdout)}",
+        f"  then open {str(trace_path(done.stdout))[: -len('.jsonl')]}.pftrace at "
         "https://ui.perfetto.dev",
     ]
     assert trace.is_file()
