@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader, Metric
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from nemo.lens import semconv
 from nemo.lens.semconv.metrics import INSTRUMENTS
+from tests.metric_data import metrics_by_name
 
 # -- record_rl_metrics -------------------------------------------------------------------
 
@@ -32,18 +33,6 @@ _V0_2_0_RL_PARAMETERS = [
 ]
 
 _KINDS = {"gauge": "Gauge", "histogram": "Histogram", "counter": "Sum"}
-
-
-def _metrics(reader: InMemoryMetricReader) -> dict[str, Metric]:
-    data = reader.get_metrics_data()
-    if data is None:
-        return {}
-    return {
-        metric.name: metric
-        for resource in data.resource_metrics
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-    }
 
 
 def _metric_of(parameter: str) -> str:
@@ -74,7 +63,7 @@ def test_every_rl_argument_arrives_as_the_catalogue_says() -> None:
     record_rl_metrics(
         provider.get_meter("rl"), **{k: v for k, v in values.items() if k in accepted}
     )
-    found = _metrics(reader)
+    found = metrics_by_name(reader)
     assert set(found) == {_metric_of(name) for name in values}
     for parameter, value in values.items():
         metric = found[_metric_of(parameter)]
@@ -112,9 +101,9 @@ def test_rl_arguments_may_be_none_or_bad_and_never_raise() -> None:
     record_rl_metrics(meter, grad_norm=None, learning_rate=None, throughput_tokens_per_sec=None)
     record_rl_metrics(meter, grad_norm="big", learning_rate=float("nan"))  # type: ignore[arg-type]
     record_rl_metrics(object(), throughput_tokens_per_sec=5.0)  # type: ignore[arg-type]
-    assert _metrics(reader) == {}
+    assert metrics_by_name(reader) == {}
     record_rl_metrics(meter, learning_rate=3e-4)
-    assert set(_metrics(reader)) == {semconv.LEGACY_RL_LEARNING_RATE}
+    assert set(metrics_by_name(reader)) == {semconv.LEGACY_RL_LEARNING_RATE}
     provider.shutdown()
 
 

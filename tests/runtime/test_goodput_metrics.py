@@ -21,6 +21,7 @@ from nemo.lens._sdk.goodput import GoodputRecorder, group_buckets
 from nemo.lens.cli import main
 from nemo.lens.consumers.megatron import MegatronSpanGroup
 from nemo.lens.groups import SpanGroup
+from tests.metric_data import metrics_by_name
 
 S = 1_000_000_000
 BUCKETS = group_buckets()
@@ -28,18 +29,14 @@ BUCKETS = group_buckets()
 
 def metric_points(reader: InMemoryMetricReader) -> dict[str, dict[tuple[Any, ...], float]]:
     """``{metric: {sorted attribute items: value}}`` of the goodput instruments."""
-    data = reader.get_metrics_data()
-    assert data is not None
-    points: dict[str, dict[tuple[Any, ...], float]] = {}
-    for resource in data.resource_metrics:
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                if metric.name.startswith("nemo.goodput."):
-                    points[metric.name] = {
-                        tuple(sorted((point.attributes or {}).items())): point.value  # type: ignore[union-attr]
-                        for point in metric.data.data_points
-                    }
-    return points
+    return {
+        name: {
+            tuple(sorted((point.attributes or {}).items())): point.value  # type: ignore[union-attr]
+            for point in metric.data.data_points
+        }
+        for name, metric in metrics_by_name(reader).items()
+        if name.startswith("nemo.goodput.")
+    }
 
 
 def goodput_json(trace: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -380,13 +377,7 @@ def test_off_by_default_nothing_is_recorded(tmp_path: Path) -> None:
     handle = setup_telemetry(config, metric_reader=reader, _allow_reinit=True)
     steps(1)
     handle.force_flush()
-    data = reader.get_metrics_data()
-    names = {
-        metric.name
-        for resource in (data.resource_metrics if data else [])
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-    }
+    names = set(metrics_by_name(reader))
     handle.shutdown()
     assert not any(name.startswith("nemo.goodput.") for name in names)
 

@@ -30,6 +30,7 @@ from nemo.lens.instruments import (
     record_inference_metrics,
     record_rl_step_metrics,
 )
+from tests.metric_data import metrics_by_name
 
 
 @pytest.fixture(autouse=True)
@@ -598,14 +599,7 @@ def test_every_instrument_is_created_as_the_schema_catalogue_says() -> None:
     meter = MeterProvider(metric_readers=[reader]).get_meter("catalogue")
     for name in INSTRUMENTS:
         _recording.create(meter, name)(1.0, {})
-    data = reader.get_metrics_data()
-    assert data is not None
-    exported = {
-        metric.name: metric
-        for resource in data.resource_metrics
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-    }
+    exported = metrics_by_name(reader)
     assert set(exported) == set(INSTRUMENTS)
     for name, info in INSTRUMENTS.items():
         assert (exported[name].unit, exported[name].description) == (info.unit, info.description)

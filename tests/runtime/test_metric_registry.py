@@ -23,6 +23,7 @@ from nemo.lens.instruments import (
     unregister_metric_group,
 )
 from nemo.lens.instruments import registry as registry_module
+from tests.metric_data import metrics_by_name
 
 _RL = (
     MetricSpec("reward_mean", "test.rl.reward.mean", "gauge"),
@@ -56,18 +57,6 @@ def _meter(reader: InMemoryMetricReader) -> Any:
     return _providers[reader].get_meter("registry-test")
 
 
-def _metrics(reader: InMemoryMetricReader) -> dict[str, Metric]:
-    data = reader.get_metrics_data()
-    if data is None:
-        return {}
-    return {
-        metric.name: metric
-        for resource in data.resource_metrics
-        for scope in resource.scope_metrics
-        for metric in scope.metrics
-    }
-
-
 def _value(metric: Metric) -> Any:
     (point,) = metric.data.data_points
     return point.value if hasattr(point, "value") else point.sum
@@ -82,7 +71,7 @@ def test_each_kind_records_under_its_name_unit_and_description(
     record_metrics(meter, "test.rl", {"reward_mean": 0.5, "tokens": 10}, generation_ms=12.5)
     record_metrics(meter, "test.rl", tokens=5, in_flight=-1, reward_mean=0.75)
 
-    found = _metrics(reader)
+    found = metrics_by_name(reader)
     assert _value(found["test.rl.reward.mean"]) == 0.75
     assert _value(found["test.rl.tokens"]) == 15
     assert found["test.rl.tokens"].unit == "{token}"
@@ -100,7 +89,7 @@ def test_keywords_win_over_the_mapping_and_none_records_nothing(
 
     record_metrics(meter, "test.rl", {"reward_mean": 1.0, "tokens": None}, reward_mean=2.0)
 
-    found = _metrics(reader)
+    found = metrics_by_name(reader)
     assert _value(found["test.rl.reward.mean"]) == 2.0
     assert "test.rl.tokens" not in found
 
@@ -110,7 +99,7 @@ def test_attributes_go_on_every_point(reader: InMemoryMetricReader) -> None:
 
     record_metrics(_meter(reader), "test.rl", attributes={"phase": "train"}, reward_mean=1.0)
 
-    (point,) = _metrics(reader)["test.rl.reward.mean"].data.data_points
+    (point,) = metrics_by_name(reader)["test.rl.reward.mean"].data.data_points
     assert dict(point.attributes or {}) == {"phase": "train"}
 
 
@@ -122,7 +111,7 @@ def test_series_may_be_called_meter_group_or_values(reader: InMemoryMetricReader
 
     record_metrics(_meter(reader), "test.odd", meter=1.0, values=2.0)
 
-    found = _metrics(reader)
+    found = metrics_by_name(reader)
     assert (_value(found["test.odd.meter"]), _value(found["test.odd.values"])) == (1.0, 2.0)
 
 
@@ -163,7 +152,7 @@ def test_unknown_group_key_and_bad_values_are_logged_once_and_never_raise(
     assert any("skipping -4 for metric test.rl.tokens" in w for w in warnings)
     assert any("'slow'" in w for w in warnings)
     assert any("values of type int" in w for w in warnings)
-    found = _metrics(reader)
+    found = metrics_by_name(reader)
     assert _value(found["test.rl.reward.mean"]) == 3.0
     assert "test.rl.tokens" not in found
 
@@ -219,7 +208,7 @@ def test_override_replaces_the_group_and_its_changed_instruments(
     )
     record_metrics(meter, "test.swap", m=2, n=9)
 
-    found = _metrics(reader)
+    found = metrics_by_name(reader)
     assert _value(found["test.swap.m"]) == 2
     assert _value(found["test.swap.n"]) == 5  # n is no longer a key of the group
     assert [spec.key for spec in registered_metric_groups()["test.swap"]] == ["m"]
@@ -247,8 +236,8 @@ def test_an_observable_series_reports_through_its_callback(
     create_metric_instruments(meter, "test.hosts")
     record_metrics(meter, "test.hosts", used=99)
 
-    (point,) = _metrics(reader)["test.host.used"].data.data_points
-    assert (_value(_metrics(reader)["test.host.used"]), dict(point.attributes or {})) == (
+    (point,) = metrics_by_name(reader)["test.host.used"].data.data_points
+    assert (_value(metrics_by_name(reader)["test.host.used"]), dict(point.attributes or {})) == (
         7,
         {"host.name": "a"},
     )
