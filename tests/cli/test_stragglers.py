@@ -146,6 +146,43 @@ def test_a_re_executed_iteration_counts_its_last_execution(run: Run, tmp_path: P
     ]
 
 
+def test_a_span_in_a_step_that_crosses_a_chunk_takes_the_step_s_iteration(
+    run: Run, tmp_path: Path
+) -> None:
+    # The query finds a span's step per chunk of 2^40 ns (about 18 minutes) from the run's
+    # first span: a 20-minute step encloses an optimizer span (no iteration of its own)
+    # that starts in the next chunk.
+    chunk_ms = 2**40 / MS
+    spans = []
+    for rank, offset in ((0, 0.0), (1, 5.0)):
+        step = span_dict(
+            "train.step",
+            start_ms=offset,
+            end_ms=offset + 1.1 * chunk_ms,
+            group=SpanGroup.STEP,
+            rank=rank,
+            span_id=f"{2 * rank + 1:016x}",
+            attributes={"iteration": 3},
+        )
+        optimizer = span_dict(
+            "train.optimizer",
+            start_ms=offset + 1.05 * chunk_ms,
+            end_ms=offset + 1.06 * chunk_ms,
+            group=SpanGroup.OPTIMIZER,
+            rank=rank,
+            span_id=f"{2 * rank + 2:016x}",
+        )
+        spans += [line(step), line(optimizer)]
+    found = rows(run, write_lines(tmp_path / "t.jsonl", spans))
+    late = {(r["span_group"], r["rank"]): r["median_lateness_ns"] for r in found}
+    assert late == {
+        (SpanGroup.OPTIMIZER, 0): round(-2.5 * MS),
+        (SpanGroup.OPTIMIZER, 1): round(2.5 * MS),
+        (SpanGroup.STEP, 0): round(-2.5 * MS),
+        (SpanGroup.STEP, 1): round(2.5 * MS),
+    }
+
+
 @pytest.mark.bad_input("stragglers-no-sync-spans")
 def test_no_sync_spans_is_a_note(run: Run, tmp_path: Path) -> None:
     trace = write_lines(

@@ -2,7 +2,9 @@
 their macros expanded for an engine: ``{percentile(x, q)}`` is DuckDB's ``quantile_cont``
 and Spark's ``percentile`` (both interpolate linearly, as numpy does); ``{intdiv(a, b)}``
 is integer division (DuckDB's ``divide``, Spark's ``div``); ``{json_text(x, key)}`` is the
-text of the top-level *key* (dots and all) of the JSON object *x*, or NULL."""
+text of the top-level *key* (dots and all) of the JSON object *x*, or NULL;
+``name AS {not_materialized()} (...)`` has DuckDB compute a CTE read twice where it is read
+(Spark always does)."""
 
 from __future__ import annotations
 
@@ -26,10 +28,15 @@ class Dialect:
     """Integer division of two integers (rounding toward zero)."""
     json_text: str = "json_extract_string({0}, '$.\"{1}\"')"
     """A template of (JSON text, key): the key's value as text (a key may hold dots)."""
+    not_materialized: str = "NOT MATERIALIZED"
+    """The keyword that keeps a CTE from being stored: DuckDB stores one read twice, in
+    memory, where computing it again costs a scan."""
 
 
 DUCKDB: Final = Dialect("duckdb", "quantile_cont", "divide")
-SPARK: Final = Dialect("spark", "percentile", "div", "get_json_object({0}, '$[''{1}'']')")
+SPARK: Final = Dialect(
+    "spark", "percentile", "div", "get_json_object({0}, '$[''{1}'']')", not_materialized=""
+)
 
 _MACRO: Final = re.compile(r"\{(\w+)\(([^{}]*)\)\}")
 
@@ -49,6 +56,8 @@ def query(name: str, dialect: Dialect = DUCKDB) -> str:
             raise ValueError(f"{name}.sql: unknown macro {{{function}(...)}}")
         if "{0}" in spelled:
             return spelled.format(*(part.strip() for part in arguments.split(",")))
+        if not spelled.isidentifier():  # a keyword, or nothing
+            return spelled
         return f"{spelled}({arguments})"
 
     return _MACRO.sub(expand, _text(name))

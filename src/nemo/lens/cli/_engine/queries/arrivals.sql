@@ -14,16 +14,18 @@ WITH sync_groups AS (
   WHERE sync
 ),
 runs AS (
-  -- Runs and groups by number: DuckDB sorts and groups on integers several times faster.
-  -- Times as offsets from the run's first span: doubles (the median) hold them exactly,
-  -- where nanoseconds since 1970 would lose their last few hundred.
+  -- Runs and groups by number, as lifetimes below. Times as offsets from the run's first
+  -- span: doubles (the median) hold them exactly, where nanoseconds since 1970 would lose
+  -- their last few hundred.
   SELECT run_id, MIN(start_ns) AS base_ns, ROW_NUMBER() OVER (ORDER BY run_id) AS run_no
   FROM spans
   GROUP BY run_id
 ),
-nodes AS (
-  -- A lifetime has one resource: its host.name is read once, not once a span.
-  SELECT r.run_no, l.rank, MAX({json_text(l.resource, host.name)}) AS node
+lifetime_ranks AS (
+  -- Lifetimes by number (per run and rank: a trace without lifetime ids names one by its
+  -- file, host and pid): DuckDB sorts and groups on integers several times faster.
+  SELECT l.run_id, r.run_no, l.rank, l.lifetime, l.resource, r.base_ns,
+    ROW_NUMBER() OVER (ORDER BY l.run_id, l.rank, l.lifetime) AS lifetime_no
   FROM (
     SELECT s.run_id, s.rank, s.lifetime, MIN(s.resource) AS resource
     FROM spans s JOIN sync_groups g ON g.span_group = s.span_group
@@ -31,74 +33,76 @@ nodes AS (
     GROUP BY s.run_id, s.rank, s.lifetime
   ) AS l
   JOIN runs r ON r.run_id = l.run_id
-  GROUP BY r.run_no, l.rank
+),
+nodes AS (
+  -- A lifetime has one resource: its host.name is read once, not once a span.
+  SELECT run_no, rank, MAX({json_text(resource, host.name)}) AS node
+  FROM lifetime_ranks
+  GROUP BY run_no, rank
+),
+sync_spans AS {not_materialized()} (
+  SELECT t.run_no, t.rank, t.lifetime_no, g.group_no, s.start_ns - t.base_ns AS at_ns,
+    s.duration_ns, s.iteration
+  FROM spans s
+  JOIN sync_groups g ON g.span_group = s.span_group
+  JOIN lifetime_ranks t ON t.run_id = s.run_id AND t.rank = s.rank AND t.lifetime = s.lifetime
 ),
 timeline AS (
   -- The sync spans without an iteration, and the steps that give them theirs, in chunks
   -- of 2^40 ns (18 minutes) of their lifetime: DuckDB holds a window's partition in
-  -- memory. A step is also in the chunk it ends in, for the spans there that it encloses.
-  -- Each span-sized relation is read once: DuckDB keeps one read twice in memory.
-  SELECT s.rank, s.lifetime, CAST(NULL AS BIGINT) AS run_no, CAST(NULL AS BIGINT) AS group_no,
-    s.start_ns - r.base_ns AS at_ns, s.end_ns - r.base_ns AS end_ns,
-    CAST(NULL AS BIGINT) AS duration_ns, s.iteration, 1 AS is_step,
-    CAST(FLOOR((s.start_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS chunk
-  FROM steps s JOIN runs r ON r.run_id = s.run_id
-  WHERE s.iteration IS NOT NULL AND s.rank IS NOT NULL
+  -- memory. A step is also in the chunk it ends in (its second copy), for the spans there
+  -- that it encloses.
+  SELECT lifetime_no, CAST(NULL AS BIGINT) AS run_no, CAST(NULL AS BIGINT) AS rank,
+    CAST(NULL AS BIGINT) AS group_no, at_ns, end_ns, CAST(NULL AS BIGINT) AS duration_ns,
+    iteration, 1 AS is_step, CASE WHEN copy_no = 0 THEN start_chunk ELSE end_chunk END AS chunk
+  FROM (
+    SELECT t.lifetime_no, s.start_ns - t.base_ns AS at_ns, s.end_ns - t.base_ns AS end_ns,
+      s.iteration, {intdiv(s.start_ns - t.base_ns, 1099511627776)} AS start_chunk,
+      {intdiv(s.end_ns - t.base_ns, 1099511627776)} AS end_chunk
+    FROM steps s
+    JOIN lifetime_ranks t
+      ON t.run_id = s.run_id AND t.rank = s.rank AND t.lifetime = s.lifetime
+    WHERE s.iteration IS NOT NULL
+  ) AS s
+  CROSS JOIN (VALUES (0), (1)) AS copies (copy_no)
+  WHERE copy_no = 0 OR end_chunk > start_chunk
   UNION ALL
-  SELECT s.rank, s.lifetime, CAST(NULL AS BIGINT) AS run_no, CAST(NULL AS BIGINT) AS group_no,
-    s.start_ns - r.base_ns AS at_ns, s.end_ns - r.base_ns AS end_ns,
-    CAST(NULL AS BIGINT) AS duration_ns, s.iteration, 1 AS is_step,
-    CAST(FLOOR((s.end_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS chunk
-  FROM steps s JOIN runs r ON r.run_id = s.run_id
-  WHERE s.iteration IS NOT NULL AND s.rank IS NOT NULL
-    AND FLOOR((s.end_ns - r.base_ns) / 1099511627776.0)
-      > FLOOR((s.start_ns - r.base_ns) / 1099511627776.0)
-  UNION ALL
-  SELECT s.rank, s.lifetime, r.run_no, g.group_no, s.start_ns - r.base_ns AS at_ns,
-    CAST(NULL AS BIGINT) AS end_ns, s.duration_ns, s.iteration, 0 AS is_step,
-    CAST(FLOOR((s.start_ns - r.base_ns) / 1099511627776.0) AS BIGINT) AS chunk
-  FROM spans s
-  JOIN sync_groups g ON g.span_group = s.span_group
-  JOIN runs r ON r.run_id = s.run_id
-  WHERE s.rank IS NOT NULL AND s.iteration IS NULL
+  SELECT lifetime_no, run_no, rank, group_no, at_ns, CAST(NULL AS BIGINT), duration_ns,
+    iteration, 0, {intdiv(at_ns, 1099511627776)}
+  FROM sync_spans
+  WHERE iteration IS NULL
 ),
 placed AS (
-  SELECT r.run_no, s.rank, s.lifetime, g.group_no, s.start_ns - r.base_ns AS at_ns,
-    s.duration_ns, s.iteration
-  FROM spans s
-  JOIN sync_groups g ON g.span_group = s.span_group
-  JOIN runs r ON r.run_id = s.run_id
-  WHERE s.rank IS NOT NULL AND s.iteration IS NOT NULL
+  SELECT * FROM sync_spans WHERE iteration IS NOT NULL
   UNION ALL
   -- A lifetime's iterations rise with time: the latest step so far is the enclosing one.
-  -- A lifetime is one process, of one run and rank: the partition needs neither.
-  SELECT run_no, rank, lifetime, group_no, at_ns, duration_ns,
+  SELECT run_no, rank, lifetime_no, group_no, at_ns, duration_ns,
     CASE WHEN at_ns < step_end_ns THEN step_iteration END AS iteration
   FROM (
     SELECT *,
       MAX(CASE WHEN is_step = 1 THEN iteration END) OVER so_far AS step_iteration,
       MAX(end_ns) OVER so_far AS step_end_ns
     FROM timeline
-    WINDOW so_far AS (PARTITION BY lifetime, chunk ORDER BY at_ns, is_step DESC)
+    WINDOW so_far AS (
+      PARTITION BY lifetime_no, chunk ORDER BY at_ns, is_step DESC
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    )
   ) AS t
   WHERE is_step = 0
 ),
 arrived AS (
-  SELECT run_no, rank, group_no, iteration, lifetime, MIN(at_ns) AS arrival_ns,
+  SELECT run_no, rank, group_no, iteration, lifetime_no, MIN(at_ns) AS arrival_ns,
     SUM(duration_ns) AS busy_ns
   FROM placed
   WHERE iteration IS NOT NULL
-  GROUP BY run_no, rank, group_no, iteration, lifetime
+  GROUP BY run_no, rank, group_no, iteration, lifetime_no
 ),
 latest AS (
-  SELECT run_no, rank, group_no, iteration, arrival_ns, busy_ns
-  FROM (
-    SELECT *, ROW_NUMBER() OVER (
-      PARTITION BY run_no, rank, group_no, iteration ORDER BY arrival_ns DESC
-    ) AS execution
-    FROM arrived
-  ) AS a
-  WHERE execution = 1
+  -- A rank's lifetimes follow one another: the last to execute the iteration arrived last.
+  SELECT run_no, rank, group_no, iteration, MAX(arrival_ns) AS arrival_ns,
+    max_by(busy_ns, arrival_ns) AS busy_ns
+  FROM arrived
+  GROUP BY run_no, rank, group_no, iteration
 ),
 late AS (
   SELECT run_no, rank, group_no, busy_ns, arrival_ns - median_ns AS lateness_ns,
