@@ -4,6 +4,7 @@ every command and view, with a warning; a file named twice is read once."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -106,3 +107,33 @@ def test_parquet_and_its_json_lines_together_count_each_span_once(run: Run, tmp_
         result = run("goodput", "--json", *map(str, inputs))
         assert _goodput(result) == pytest.approx(0.1)
         assert result.err_lines == [DROPPED.format("2 span records")]
+
+
+def test_a_dataset_copied_whole_and_named_with_its_original_counts_each_span_once(
+    run: Run, tmp_path: Path
+) -> None:
+    # One write's files are not checked against one another; two inputs always are, even
+    # when their files name the same write (a copy of the directory).
+    dataset = tmp_path / "dataset"
+    assert run("convert", "--to", "parquet", str(_job(tmp_path)), "-o", str(dataset)).status == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(dataset, copy)
+
+    result = run("goodput", "--json", str(dataset), str(copy))
+    assert _goodput(result) == pytest.approx(0.1)
+    assert result.err_lines == [DROPPED.format("2 span records")]
+    alone = run("goodput", "--json", str(dataset))
+    assert (_goodput(alone), alone.err_lines) == (pytest.approx(0.1), [])
+
+
+def test_a_file_of_another_write_inside_a_dataset_is_checked(run: Run, tmp_path: Path) -> None:
+    trace = _job(tmp_path)
+    dataset, other = tmp_path / "dataset", tmp_path / "other"
+    for directory in (dataset, other):
+        assert run("convert", "--to", "parquet", str(trace), "-o", str(directory)).status == 0
+    (written,) = other.rglob("*.parquet")
+    shutil.copy(written, next(dataset.rglob("*.parquet")).with_name("extra.parquet"))
+
+    result = run("goodput", "--json", str(dataset))
+    assert _goodput(result) == pytest.approx(0.1)
+    assert result.err_lines == [DROPPED.format("2 span records")]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 from nemo.lens.cli._engine._careful import Location, Problem, TraceInputError, careful_pass
 from nemo.lens.cli._engine._dialect import query
 from nemo.lens.cli._engine._jsonl import CHECK_SQL, RESOLVED_VIEW, SPANS_VIEW, dead_sql, stage_sql
-from nemo.lens.cli._engine._parquet import STORED, parquet_view
+from nemo.lens.cli._engine._parquet import STORED, one_write_sql, parquet_view
 
 if TYPE_CHECKING:
     import duckdb
@@ -58,6 +58,8 @@ class Inputs:
     scratch: str = ""
     repeated: list[str] = field(default_factory=list)
     """What the command line names twice (the same file by another path too): read once."""
+    parquet_inputs: int = 0
+    """How many of the command line's inputs the Parquet files came from."""
 
     def name(self, path: str) -> str:
         return self.names.get(path, path)
@@ -100,6 +102,7 @@ def _sort_inputs(paths: Sequence[str]) -> Inputs:
         parquet = [file for file in found if seen.setdefault(_identity(file), file) == file]
         if parquet or (path.endswith(PARQUET_SUFFIX) and stat.S_ISREG(mode)):
             inputs.parquet += parquet or [path]
+            inputs.parquet_inputs += 1
             continue
         if not stat.S_ISREG(mode):
             inputs.streams.append(path)
@@ -218,7 +221,7 @@ def connect(
             parts.append("parquet_spans")
         union = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS}, trace_key FROM {p}" for p in parts)
         engine.sql(f"CREATE OR REPLACE TEMP VIEW spans_read AS {union}")
-        _drop_duplicates(engine, parts)
+        _drop_duplicates(engine, parts, inputs)
         engine.sql(query("steps"))
         if sandbox:
             _sandbox(engine, inputs)
@@ -246,17 +249,23 @@ one a dead process left open, then the one that ends first, the one that starts 
 first by input name (docs/sql.md: a copy can never lengthen a span or inflate goodput)."""
 
 
-def _drop_duplicates(engine: Engine, parts: Sequence[str]) -> None:
+def _drop_duplicates(engine: Engine, parts: Sequence[str], inputs: Inputs) -> None:
     """Define ``spans``: each span once, however many times it was read (a file concatenated
     or copied twice, a collector's retry), with a warning saying how many records were
-    dropped. Checking costs one pass over the keys; only a trace with duplicates pays for
-    the sort that picks the copy kept."""
+    dropped. Checking costs one pass over the keys (none for one dataset that one write
+    made: ``_parquet.WRITE_KEY``); only a trace with duplicates pays for the sort that picks the
+    copy kept."""
     keys = " UNION ALL ".join(_KEYS[part] for part in parts)
     check = (
         f"SELECT count(*) > count(DISTINCT hash(trace_key, span_id)) FROM ({keys}) WHERE {_NAMED}"
     )
     source = "spans_read"
-    if engine.rows(check)[0][0]:
+    one_write = (
+        not inputs.ordered
+        and inputs.parquet_inputs == 1
+        and engine.rows(one_write_sql(inputs.parquet))[0][0]
+    )
+    if not one_write and engine.rows(check)[0][0]:
         engine.sql(_KEPT)
         read, kept = engine.rows(
             "SELECT (SELECT count(*) FROM spans_read), (SELECT count(*) FROM spans_kept)"

@@ -4,6 +4,7 @@ view every command reads it through."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Final
 
@@ -14,7 +15,9 @@ __all__ = [
     "SCHEMA_KEY",
     "SCHEMA_VERSION",
     "SIZES_SQL",
+    "WRITE_KEY",
     "copy_sql",
+    "one_write_sql",
     "parquet_view",
     "rows_per_group",
 ]
@@ -22,6 +25,10 @@ __all__ = [
 SCHEMA_VERSION: Final = 1
 """The version of the dataset's schema (a reader meeting a newer one should stop)."""
 SCHEMA_KEY: Final = "nemo.lens.trace_tables"
+WRITE_KEY: Final = "nemo.lens.trace_tables.write"
+"""Each file's metadata names the write that made it (a random id): one ``convert`` writes a
+new directory from spans already counted once, so the files of one write hold each span
+once and the engine does not check them against one another."""
 
 STORED: Final = (
     "run_id, rank, service, lifetime, name, span_group, trace_id, span_id, parent_span_id, "
@@ -65,11 +72,22 @@ SELECT (SELECT count(DISTINCT (run_id, rank)) FROM spans),
 def copy_sql(directory: str, rows: int) -> str:
     """The statement that writes the ``spans`` view to the dataset *directory*, each
     partition's rows in row groups of *rows* (see :func:`rows_per_group`)."""
+    metadata = {SCHEMA_KEY: str(SCHEMA_VERSION), WRITE_KEY: uuid.uuid4().hex}
+    pairs = ", ".join(f"{quote(key)}: {quote(value)}" for key, value in metadata.items())
     return (
         f"COPY (SELECT {STORED} FROM spans) TO {quote(directory)} (FORMAT parquet, "
         "PARTITION_BY (run_id, rank), WRITE_PARTITION_COLUMNS true, OVERWRITE_OR_IGNORE true, "
         f"COMPRESSION zstd, ROW_GROUP_SIZE {rows}, FILENAME_PATTERN 'part-{{i}}', "
-        f"KV_METADATA {{{quote(SCHEMA_KEY)}: {quote(str(SCHEMA_VERSION))}}})"
+        f"KV_METADATA {{{pairs}}})"
+    )
+
+
+def one_write_sql(files: Sequence[str]) -> str:
+    """One row, one column: whether one write made every file of *files* (each names it)."""
+    listing = "[" + ", ".join(quote(f) for f in files) + "]"
+    return (
+        f"SELECT count(DISTINCT value) = 1 AND count(*) = {len(files)} "
+        f"FROM parquet_kv_metadata({listing}) WHERE decode(key) = {quote(WRITE_KEY)}"
     )
 
 
