@@ -15,6 +15,7 @@ from iteration ``slow_from`` on. Group names come from the generated classes.
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -160,7 +161,8 @@ COPY (
     FROM timed
   )
 ) TO '{out}' (FORMAT parquet, PARTITION_BY (run_id, rank), WRITE_PARTITION_COLUMNS true,
-              FILENAME_PATTERN 'part-{{i}}', KV_METADATA {{'{schema_key}': '{schema_version}'}})
+              FILENAME_PATTERN 'part-{{i}}',
+              KV_METADATA {{'{schema_key}': '{schema_version}', '{write_key}': '{write_id}'}})
 """
 
 
@@ -253,7 +255,7 @@ def write_big_dataset(
     parquet`` makes of them, straight to ``directory`` (ten million spans in about 40 s on 2
     cores, where writing and converting the JSON lines takes 100 s). Attributes, events and
     resource are left empty: the figures read the columns."""
-    from nemo.lens.cli._engine._parquet import SCHEMA_KEY, SCHEMA_VERSION
+    from nemo.lens.cli._engine._parquet import SCHEMA_KEY, SCHEMA_VERSION, WRITE_KEY
 
     return _write(
         _DATASET_SQL,
@@ -265,4 +267,6 @@ def write_big_dataset(
         run_id=run_id,
         schema_key=SCHEMA_KEY,
         schema_version=SCHEMA_VERSION,
+        write_key=WRITE_KEY,
+        write_id=uuid.uuid4().hex,
     )
