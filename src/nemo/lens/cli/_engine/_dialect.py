@@ -1,10 +1,9 @@
 """The packaged queries (``queries/*.sql``, SQL that DuckDB and Spark SQL 3.5 both run) with
-their macros expanded for an engine: ``{percentile(x, q)}`` is DuckDB's ``quantile_cont``
-and Spark's ``percentile`` (both interpolate linearly, as numpy does); ``{intdiv(a, b)}``
-is integer division (DuckDB's ``divide``, Spark's ``div``); ``{json_text(x, key)}`` is the
-text of the top-level *key* (dots and all) of the JSON object *x*, or NULL;
-``name AS {not_materialized()} (...)`` has DuckDB compute a CTE read twice where it is read
-(Spark always does)."""
+their macros expanded for an engine: ``{percentile(x, q)}`` (DuckDB's ``quantile_cont``,
+Spark's ``percentile``: both interpolate linearly, as numpy does), ``{intdiv(a, b)}`` (integer
+division), ``{json_text(x, key)}`` (the text of the top-level *key*, dots and all, of the JSON
+object *x*, or NULL) and ``name AS {not_materialized()} (...)`` (DuckDB computes a CTE read
+twice where it is read; Spark always does). :class:`Dialect` says how each engine spells them."""
 
 from __future__ import annotations
 
