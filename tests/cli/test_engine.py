@@ -197,6 +197,79 @@ def test_the_dataset_declares_its_schema_version(run: Run, tmp_path: Path) -> No
     assert found == [(str(SCHEMA_VERSION),)]
 
 
+@pytest.mark.bad_input("trace-parquet-unreadable")
+def test_a_file_that_is_not_parquet_is_named(run: Run, tmp_path: Path) -> None:
+    dataset = tmp_path / "dataset"
+    assert (
+        run(
+            "convert",
+            "--to",
+            "parquet",
+            *map(str, generated_trace(tmp_path, 1)),
+            "-o",
+            str(dataset),
+        ).status
+        == 0
+    )
+    broken = next(dataset.rglob("*.parquet")).with_name("part-9.parquet")
+    broken.write_text("not parquet\n", encoding="utf-8")
+    result = run("summarize", str(dataset))
+    assert (result.status, result.out) == (1, "")
+    assert result.err_lines[0].startswith(f"nemo-lens: error: {broken}: not a Parquet file: ")
+    assert "convert the trace again, or leave this file out" in result.err_lines[1]
+
+
+@pytest.mark.bad_input("trace-parquet-foreign")
+def test_a_parquet_file_without_the_trace_tables_columns_is_refused(
+    run: Run, tmp_path: Path
+) -> None:
+    import duckdb
+
+    other = tmp_path / "other.parquet"
+    duckdb.connect().execute(f"COPY (SELECT 1 AS x) TO '{other}' (FORMAT parquet)")
+    for command in ("summarize", "goodput", "stragglers"):
+        result = run(command, str(other))
+        assert (result.status, result.out) == (1, ""), command
+        assert result.err_lines[0] == (
+            f"nemo-lens: error: {other}: not the trace tables: no column run_id, rank, service "
+            "and 19 more"
+        )
+
+
+@pytest.mark.bad_input("trace-parquet-newer")
+def test_a_dataset_of_a_newer_version_is_refused(run: Run, tmp_path: Path) -> None:
+    import duckdb
+
+    from nemo.lens.cli._engine._parquet import SCHEMA_KEY
+
+    dataset = tmp_path / "dataset"
+    assert (
+        run(
+            "convert",
+            "--to",
+            "parquet",
+            *map(str, generated_trace(tmp_path, 1)),
+            "-o",
+            str(dataset),
+        ).status
+        == 0
+    )
+    written = next(dataset.rglob("*.parquet"))
+    newer = written.with_name("part-1.parquet")
+    duckdb.connect().execute(
+        f"COPY (SELECT * FROM '{written}') TO '{newer}' "
+        f"(FORMAT parquet, KV_METADATA {{'{SCHEMA_KEY}': '2'}})"
+    )
+    written.unlink()
+    result = run("goodput", str(dataset))
+    assert (result.status, result.out) == (1, "")
+    assert result.err_lines == [
+        f"nemo-lens: error: {newer}: its metadata says {SCHEMA_KEY} = '2'; this nemo-lens "
+        "reads version 1",
+        "  hint: upgrade nemo-lens (pip install -U 'nemo-lens[cli]') to read it",
+    ]
+
+
 def test_many_ranks_write_smaller_row_groups_so_the_writer_stays_within_its_buffer() -> None:
     from nemo.lens.cli._engine._parquet import OPEN_FILES, WRITE_BUFFER_BYTES, rows_per_group
 

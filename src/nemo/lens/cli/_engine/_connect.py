@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any, Final
 from nemo.lens.cli._engine._careful import Location, Problem, TraceInputError, careful_pass
 from nemo.lens.cli._engine._dialect import query
 from nemo.lens.cli._engine._jsonl import CHECK_SQL, RESOLVED_VIEW, SPANS_VIEW, dead_sql, stage_sql
-from nemo.lens.cli._engine._parquet import STORED, one_write_sql, parquet_view
+from nemo.lens.cli._engine._parquet import (
+    SCHEMA_KEY,
+    SCHEMA_VERSION,
+    STORED,
+    footers_sql,
+    parquet_view,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -216,12 +222,13 @@ def connect(
                 engine, inputs, skip_invalid, iteration_attribute, detail, show_progress, labels
             )
             parts.append("jsonl_spans")
+        one_write = False
         if inputs.parquet:
-            engine.sql(parquet_view(inputs.parquet, iteration_attribute, detail, labels))
+            one_write = _read_parquet(engine, inputs, iteration_attribute, detail, labels)
             parts.append("parquet_spans")
         union = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS}, trace_key FROM {p}" for p in parts)
         engine.sql(f"CREATE OR REPLACE TEMP VIEW spans_read AS {union}")
-        _drop_duplicates(engine, parts, inputs)
+        _drop_duplicates(engine, parts, one_write=one_write and not inputs.ordered)
         engine.sql(query("steps"))
         if sandbox:
             _sandbox(engine, inputs)
@@ -229,6 +236,52 @@ def connect(
         engine.close()
         raise
     return engine
+
+
+def _read_parquet(
+    engine: Engine, inputs: Inputs, iteration: str, detail: bool, labels: bool
+) -> bool:
+    """Define the ``parquet_spans`` view over the Parquet inputs; whether one write made them
+    all, given as one input (``_parquet.WRITE_KEY``). A file DuckDB cannot read, one without
+    the trace tables' columns or of a newer version is a :class:`TraceInputError`."""
+    duckdb = duckdb_module()
+    hint = (
+        "read the dataset nemo-lens convert --to parquet writes (docs/trace-tables.md): "
+        "convert the trace again, or leave this file out"
+    )
+    try:
+        footers = {row[0]: row[1:] for row in engine.rows(footers_sql(inputs.parquet))}
+    except duckdb.Error:
+        for path in inputs.parquet:  # which file, and why
+            try:
+                engine.rows(footers_sql([path]))
+            except duckdb.Error as error:
+                reason = str(error).splitlines()[0]
+                raise TraceInputError(
+                    Location(path), f"not a Parquet file: {reason}", hint
+                ) from None
+        raise
+    writes: set[str | None] = set()
+    for path in inputs.parquet:
+        columns, version, write = footers[path]
+        missing = [c for c in STORED.split(", ") if c not in columns]
+        if missing:
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            raise TraceInputError(
+                Location(path),
+                f"not the trace tables: no column {', '.join(missing[:3])}{more}",
+                hint,
+            )
+        if version is not None and not (version.isdigit() and int(version) <= SCHEMA_VERSION):
+            raise TraceInputError(
+                Location(path),
+                f"its metadata says {SCHEMA_KEY} = {version!r}; this nemo-lens reads version "
+                f"{SCHEMA_VERSION}",
+                "upgrade nemo-lens (pip install -U 'nemo-lens[cli]') to read it",
+            )
+        writes.add(write)
+    engine.sql(parquet_view(inputs.parquet, iteration, detail, labels))
+    return inputs.parquet_inputs == 1 and len(writes) == 1 and None not in writes
 
 
 _KEYS: Final = {
@@ -249,22 +302,17 @@ one a dead process left open, then the one that ends first, the one that starts 
 first by input name (docs/sql.md: a copy can never lengthen a span or inflate goodput)."""
 
 
-def _drop_duplicates(engine: Engine, parts: Sequence[str], inputs: Inputs) -> None:
+def _drop_duplicates(engine: Engine, parts: Sequence[str], *, one_write: bool) -> None:
     """Define ``spans``: each span once, however many times it was read (a file concatenated
     or copied twice, a collector's retry), with a warning saying how many records were
-    dropped. Checking costs one pass over the keys (none for one dataset that one write
-    made: ``_parquet.WRITE_KEY``); only a trace with duplicates pays for the sort that picks the
+    dropped. Checking costs one pass over the keys (none for *one_write*: the spans of one
+    dataset that one write made); only a trace with duplicates pays for the sort that picks the
     copy kept."""
     keys = " UNION ALL ".join(_KEYS[part] for part in parts)
     check = (
         f"SELECT count(*) > count(DISTINCT hash(trace_key, span_id)) FROM ({keys}) WHERE {_NAMED}"
     )
     source = "spans_read"
-    one_write = (
-        not inputs.ordered
-        and inputs.parquet_inputs == 1
-        and engine.rows(one_write_sql(inputs.parquet))[0][0]
-    )
     if not one_write and engine.rows(check)[0][0]:
         engine.sql(_KEPT)
         read, kept = engine.rows(

@@ -17,7 +17,7 @@ __all__ = [
     "SIZES_SQL",
     "WRITE_KEY",
     "copy_sql",
-    "one_write_sql",
+    "footers_sql",
     "parquet_view",
     "rows_per_group",
 ]
@@ -82,13 +82,22 @@ def copy_sql(directory: str, rows: int) -> str:
     )
 
 
-def one_write_sql(files: Sequence[str]) -> str:
-    """One row, one column: whether one write made every file of *files* (each names it)."""
+def footers_sql(files: Sequence[str]) -> str:
+    """Per file of *files* (by name): its columns, its trace tables version and the write
+    that made it (NULL where its metadata has none)."""
     listing = "[" + ", ".join(quote(f) for f in files) + "]"
-    return (
-        f"SELECT count(DISTINCT value) = 1 AND count(*) = {len(files)} "
-        f"FROM parquet_kv_metadata({listing}) WHERE decode(key) = {quote(WRITE_KEY)}"
-    )
+
+    def value(key: str) -> str:
+        return f"max(CASE WHEN decode(key) = {quote(key)} THEN decode(value) END)"
+
+    return f"""
+SELECT c.file_name, c.columns, k.version, k.write
+FROM (SELECT file_name, list(name) AS columns FROM parquet_schema({listing}) GROUP BY file_name) c
+LEFT JOIN (
+  SELECT file_name, {value(SCHEMA_KEY)} AS version, {value(WRITE_KEY)} AS write
+  FROM parquet_kv_metadata({listing}) GROUP BY file_name
+) k ON k.file_name = c.file_name
+"""
 
 
 def parquet_view(files: Sequence[str], iteration: str, detail: bool, labels: bool = True) -> str:
