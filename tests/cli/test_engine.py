@@ -234,6 +234,21 @@ def test_a_parquet_file_without_the_trace_tables_columns_is_refused(
             f"nemo-lens: error: {other}: not the trace tables: no column run_id, rank, service "
             "and 19 more"
         )
+    # The columns all there, the times as text.
+    from nemo.lens.cli._engine._parquet import STORED
+
+    texts = tmp_path / "texts.parquet"
+    columns = ", ".join(
+        f"{'true' if c == 'truncated' else repr('12') if c == 'start_ns' else '1'} AS {c}"
+        for c in STORED.split(", ")
+    )
+    duckdb.connect().execute(f"COPY (SELECT {columns}) TO '{texts}' (FORMAT parquet)")
+    result = run("summarize", str(texts))
+    assert (result.status, result.out) == (1, "")
+    assert result.err_lines[0] == (
+        f"nemo-lens: error: {texts}: not the trace tables: column start_ns is not of the type "
+        "they store (whole numbers; truncated: true or false)"
+    )
 
 
 @pytest.mark.bad_input("trace-parquet-newer")

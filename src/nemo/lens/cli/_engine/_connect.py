@@ -263,13 +263,20 @@ def _read_parquet(
         raise
     writes: set[str | None] = set()
     for path in inputs.parquet:
-        columns, version, write = footers[path]
+        columns, mistyped, version, write = footers[path]
         missing = [c for c in STORED.split(", ") if c not in columns]
         if missing:
             more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
             raise TraceInputError(
                 Location(path),
                 f"not the trace tables: no column {', '.join(missing[:3])}{more}",
+                hint,
+            )
+        if mistyped:
+            raise TraceInputError(
+                Location(path),
+                f"not the trace tables: column {mistyped[0]} is not of the type they store "
+                "(whole numbers; truncated: true or false)",
                 hint,
             )
         if version is not None and not (version.isdigit() and int(version) <= SCHEMA_VERSION):

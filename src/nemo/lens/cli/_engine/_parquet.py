@@ -82,17 +82,34 @@ def copy_sql(directory: str, rows: int) -> str:
     )
 
 
+_TYPED: Final = {
+    **dict.fromkeys(("rank", "start_ns", "end_ns", "duration_ns", "iteration", "line"), "INT"),
+    "truncated": "BOOLEAN",
+}
+"""The columns the figures compute on, and the Parquet physical type each must have (INT:
+INT32 or INT64)."""
+
+
 def footers_sql(files: Sequence[str]) -> str:
-    """Per file of *files* (by name): its columns, its trace tables version and the write
-    that made it (NULL where its metadata has none)."""
+    """Per file of *files* (by name): its columns, those of them whose type the figures
+    cannot read (:data:`_TYPED`), its trace tables version and the write that made it
+    (NULL where its metadata has none)."""
     listing = "[" + ", ".join(quote(f) for f in files) + "]"
+    wrong = " OR ".join(
+        f"(name = {quote(column)} AND type NOT IN "
+        f"({', '.join(map(quote, ('INT32', 'INT64') if kind == 'INT' else (kind,)))}))"
+        for column, kind in _TYPED.items()
+    )
 
     def value(key: str) -> str:
         return f"max(CASE WHEN decode(key) = {quote(key)} THEN decode(value) END)"
 
     return f"""
-SELECT c.file_name, c.columns, k.version, k.write
-FROM (SELECT file_name, list(name) AS columns FROM parquet_schema({listing}) GROUP BY file_name) c
+SELECT c.file_name, c.columns, c.mistyped, k.version, k.write
+FROM (
+  SELECT file_name, list(name) AS columns, list(name) FILTER (WHERE {wrong}) AS mistyped
+  FROM parquet_schema({listing}) GROUP BY file_name
+) c
 LEFT JOIN (
   SELECT file_name, {value(SCHEMA_KEY)} AS version, {value(WRITE_KEY)} AS write
   FROM parquet_kv_metadata({listing}) GROUP BY file_name
