@@ -197,20 +197,17 @@ def test_the_dataset_declares_its_schema_version(run: Run, tmp_path: Path) -> No
     assert found == [(str(SCHEMA_VERSION),)]
 
 
+def _converted(run: Run, tmp_path: Path) -> Path:
+    """A generated trace's Parquet dataset, as convert writes it."""
+    dataset = tmp_path / "dataset"
+    trace = generated_trace(tmp_path, 1)
+    assert run("convert", "--to", "parquet", *map(str, trace), "-o", str(dataset)).status == 0
+    return dataset
+
+
 @pytest.mark.bad_input("trace-parquet-unreadable")
 def test_a_file_that_is_not_parquet_is_named(run: Run, tmp_path: Path) -> None:
-    dataset = tmp_path / "dataset"
-    assert (
-        run(
-            "convert",
-            "--to",
-            "parquet",
-            *map(str, generated_trace(tmp_path, 1)),
-            "-o",
-            str(dataset),
-        ).status
-        == 0
-    )
+    dataset = _converted(run, tmp_path)
     broken = next(dataset.rglob("*.parquet")).with_name("part-9.parquet")
     broken.write_text("not parquet\n", encoding="utf-8")
     result = run("summarize", str(dataset))
@@ -257,18 +254,7 @@ def test_a_dataset_of_a_newer_version_is_refused(run: Run, tmp_path: Path) -> No
 
     from nemo.lens.cli._engine._parquet import SCHEMA_KEY
 
-    dataset = tmp_path / "dataset"
-    assert (
-        run(
-            "convert",
-            "--to",
-            "parquet",
-            *map(str, generated_trace(tmp_path, 1)),
-            "-o",
-            str(dataset),
-        ).status
-        == 0
-    )
+    dataset = _converted(run, tmp_path)
     written = next(dataset.rglob("*.parquet"))
     newer = written.with_name("part-1.parquet")
     duckdb.connect().execute(

@@ -8,6 +8,7 @@ from a trace where the last rank rotates. Figures against a hand-worked referenc
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,7 @@ from nemo.lens.groups import SpanGroup
 from . import arrival_traces
 from .arrival_traces import ITERATIONS, late_rank, rotating
 from .conftest import MS, Result, line, span_dict, write_lines
+from .reference.arrivals import Span, arrivals
 
 Run = Callable[..., Result]
 
@@ -264,3 +266,62 @@ def test_groups_marks_the_sync_points(run: Run) -> None:
     assert result.status == 0, result.err
     marked = {row.split()[0] for row in result.out.splitlines() if row.endswith("(sync point)")}
     assert marked == set(MegatronSpanGroup.SYNC_GROUPS)
+
+
+def _random_spans(rng: random.Random) -> list[Span]:
+    """Ranks with one to three lifetimes (a re-executed iteration now and then), steps of
+    any length (some across a 2^40 ns chunk edge), optimizer spans with and without an
+    iteration of their own, some outside every step, some starting with their step."""
+    spans = []
+    for run in ("a", "b")[: rng.randint(1, 2)]:
+        for rank in range(rng.randint(2, 4)):
+            at, iteration = rng.randrange(10**6), 0
+            for life in range(rng.randint(1, 3)):
+                iteration = max(0, iteration - rng.randint(0, 2))
+                for _ in range(rng.randint(1, 6)):
+                    if rng.random() < 0.2:
+                        at += 2**40 - rng.randrange(10**6)  # near a chunk edge
+                    length = rng.choice([10**6, rng.randrange(1, 10**7), 2**39, 5])
+                    host = f"node-{rank % 2}" if rng.random() < 0.8 else ""
+                    lifetime = f"{run}{rank}-{life}"
+                    spans.append(
+                        Span(run, rank, lifetime, SpanGroup.STEP, at, at + length, iteration, host)
+                    )
+                    for _ in range(rng.randint(0, 3)):
+                        # A step and a span may start together: the step comes first.
+                        start = at + rng.choice([0, rng.randrange(-100, length + 100)])
+                        own = iteration if rng.random() < 0.3 else None
+                        end = start + rng.randrange(1000)
+                        spans.append(
+                            Span(run, rank, lifetime, SpanGroup.OPTIMIZER, start, end, own, host)
+                        )
+                    at += length + rng.randrange(1000)
+                    iteration += 1
+    return spans
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_figures_are_the_reference_s_on_random_traces(
+    run: Run, tmp_path: Path, seed: int
+) -> None:
+    spans = _random_spans(random.Random(seed))
+    lines = []
+    for n, s in enumerate(spans):
+        record = span_dict(
+            "x", start_ms=0, end_ms=0, group=s.group, rank=s.rank, run=s.run_id,
+            span_id=f"{n + 1:016x}",
+            attributes={} if s.iteration is None else {"iteration": s.iteration},
+        )  # fmt: skip
+        record["start_time_unix_nano"], record["end_time_unix_nano"] = s.start_ns, s.end_ns
+        record["lifetime"] = s.lifetime
+        if s.host:
+            record["resource"]["host.name"] = s.host
+        lines.append(line(record))
+    found = rows(run, write_lines(tmp_path / "t.jsonl", lines))
+    expected = arrivals(spans, set(SpanGroup.SYNC_GROUPS), SpanGroup.STEP)
+    assert [tuple(r.values()) for r in found] == [
+        (*row[:6], pytest.approx(row[6], abs=1e-4), *row[7:9], pytest.approx(row[9], abs=1e-4),
+         row[10])
+        for row in expected
+    ]  # fmt: skip
+    assert found, "a random trace with no straggler figures tests nothing"
