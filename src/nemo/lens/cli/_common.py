@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import json
 import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, BinaryIO, Final, Literal, TextIO, overload
 
@@ -35,6 +36,7 @@ __all__ = [
     "fail",
     "output_file",
     "plural",
+    "print_json_lines",
     "print_lines",
     "with_engine",
     "write_output",
@@ -82,6 +84,11 @@ def print_lines(lines: Sequence[str], stream: TextIO | None = None) -> None:
     what a trace holds never drives the terminal. Data (JSON, CSV) is written as it is."""
     out = sys.stdout if stream is None else stream
     out.write("".join(visible(line) + "\n" for line in lines))
+
+
+def print_json_lines(records: Iterable[Mapping[str, Any]]) -> None:
+    """Write *records* to standard output as JSON lines: data, written as it is."""
+    sys.stdout.write("".join(json.dumps(record, allow_nan=False) + "\n" for record in records))
 
 
 def plural(count: int, noun: str) -> str:

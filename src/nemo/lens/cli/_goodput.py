@@ -4,7 +4,6 @@ as a table per run or one JSON object per run."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,14 @@ from nemo.lens._vocabulary import (
     UNACCOUNTED,
     WASTED,
 )
-from nemo.lens.cli._common import EXIT_OK, PROG, Process, print_lines, with_engine
+from nemo.lens.cli._common import (
+    EXIT_OK,
+    PROG,
+    Process,
+    print_json_lines,
+    print_lines,
+    with_engine,
+)
 from nemo.lens.cli._engine import query
 from nemo.lens.cli._table import format_table, seconds, share
 
@@ -267,10 +273,7 @@ def cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         note_goodput_gaps(engine, args.iteration_attribute)
         runs = goodput_runs(engine)
         if args.json:
-            # Data, written as it is (print_lines is for text a person reads).
-            sys.stdout.write(
-                "".join(json.dumps(run_json(run), allow_nan=False) + "\n" for run in runs)
-            )
+            print_json_lines(run_json(run) for run in runs)
         else:
             print_lines(format_goodput(runs))
         return EXIT_OK

@@ -5,13 +5,11 @@ docs/stragglers.md), the worst score first."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from nemo.lens.cli._common import EXIT_OK, message, print_lines, with_engine
+from nemo.lens.cli._common import EXIT_OK, message, print_json_lines, print_lines, with_engine
 from nemo.lens.cli._engine import query
 from nemo.lens.cli._table import format_duration, format_table
 
@@ -111,9 +109,7 @@ def cmd_stragglers(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         _note_gaps(engine)
         rows = arrival_stragglers(engine)
         if args.json:
-            sys.stdout.write(
-                "".join(json.dumps(asdict(row), allow_nan=False) + "\n" for row in rows)
-            )
+            print_json_lines(asdict(row) for row in rows)
         else:
             print_lines(format_stragglers(rows))
         return EXIT_OK
