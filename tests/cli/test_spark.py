@@ -27,7 +27,7 @@ from .conftest import MS
 from .goodput_traces import DISRUPTED, RANK0, RANK1, crash_and_resume, disrupted_megatron_run
 
 REQUIRED = os.environ.get("NEMO_LENS_REQUIRE_SPARK", "").strip() == "1"
-QUERIES = ("summary", "goodput", "goodput_notes", "stragglers", "arrivals")
+QUERIES = ("summary", "goodput", "stragglers", "arrivals")
 SLOW_FROM = 50
 
 

@@ -117,6 +117,9 @@ class RunGoodput:
     run: Breakdown
     bounding_rank: int | None
     ranks: dict[int | None, Breakdown]
+    step_spans: int = 0
+    """The run's step spans, finished or not (the notes: none at all is worth saying)."""
+    steps_without_iteration: int = 0
 
 
 def goodput_runs(engine: Engine) -> list[RunGoodput]:
@@ -126,7 +129,7 @@ def goodput_runs(engine: Engine) -> list[RunGoodput]:
         run_id, rank, lifetimes, start, end = row[:5]
         counts = [int(value) for value in (*row[5:12], *row[15:19])]
         run_start, run_end, bounding = row[12:15]
-        steps, anomalous, ideal, deviation = row[19:]
+        steps, anomalous, ideal, deviation, step_spans, without_iteration = row[19:]
         names = (*_SQL_BUCKETS, *_SQL_BUCKETS_AFTER, *_SQL_BUCKETS_ADDED)
         found_buckets = dict(zip(names, counts, strict=True))
         buckets = {name: found_buckets[name] for name in BUCKETS}
@@ -136,6 +139,8 @@ def goodput_runs(engine: Engine) -> list[RunGoodput]:
         if found is None:
             found = runs[run_id] = RunGoodput(run_id, Breakdown(run_start, run_end), None, {})
         found.ranks[rank] = breakdown
+        found.step_spans += int(step_spans)
+        found.steps_without_iteration += int(without_iteration)
         if bounding:
             found.bounding_rank = rank
             run = found.run
@@ -249,9 +254,10 @@ def _steps_line(steps: StepFigures) -> str:
     )
 
 
-def note_goodput_gaps(engine: Engine, iteration_attribute: str) -> None:
+def note_goodput_gaps(runs: Sequence[RunGoodput], iteration_attribute: str) -> None:
     """Say on stderr what makes the figures less than they could be, and the fix."""
-    steps, without_iteration = (int(n or 0) for n in engine.rows(query("goodput_notes"))[0])
+    steps = sum(run.step_spans for run in runs)
+    without_iteration = sum(run.steps_without_iteration for run in runs)
     if not steps:
         print(
             f"{PROG}: note: no step span in the trace, so nothing counts as productive; "
@@ -270,8 +276,8 @@ def note_goodput_gaps(engine: Engine, iteration_attribute: str) -> None:
 
 def cmd_goodput(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     def work(engine: Engine) -> int:
-        note_goodput_gaps(engine, args.iteration_attribute)
         runs = goodput_runs(engine)
+        note_goodput_gaps(runs, args.iteration_attribute)
         if args.json:
             print_json_lines(run_json(run) for run in runs)
         else:

@@ -421,8 +421,8 @@ def cmd_report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     )
 
     def work(engine: Engine) -> int:
-        note_goodput_gaps(engine, args.iteration_attribute)
         builder = ReportBuilder.from_engine(engine)
+        note_goodput_gaps(builder.runs, args.iteration_attribute)
         data = builder.data(title=title, sources=args.traces, generator=f"{PROG} {__version__}")
         page = render_report(data)
         try:
