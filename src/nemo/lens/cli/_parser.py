@@ -3,23 +3,35 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from nemo.lens._version import __version__
 from nemo.lens.cli._common import PERFETTO_URL, PROG
-from nemo.lens.cli._convert import cmd_convert
-from nemo.lens.cli._emit_spans import cmd_emit_spans
-from nemo.lens.cli._goodput import cmd_goodput
-from nemo.lens.cli._groups_cmd import cmd_groups
-from nemo.lens.cli._report import cmd_report
-from nemo.lens.cli._sql_cmd import FORMATS, SQL_UNSAFE_HELP, cmd_check, cmd_sql
-from nemo.lens.cli._stragglers import cmd_stragglers
-from nemo.lens.cli._summary import cmd_summarize
 
 __all__ = ["build_parser", "command_names"]
 
 Runner = Callable[[argparse.Namespace, argparse.ArgumentParser], int]
 """What runs a command: its parsed arguments and its parser in, the exit status out."""
+
+
+def _runner(module: str, name: str) -> Runner:
+    """The function *name* of ``nemo.lens.cli.<module>``, imported when its command runs: a
+    command imports its own module only (importing them all costs ~12 ms of every start)."""
+
+    def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+        command: Runner = getattr(importlib.import_module(f"nemo.lens.cli.{module}"), name)
+        return command(args, parser)
+
+    return run
+
+
+FORMATS: Final = ("table", "csv", "json")
+SQL_UNSAFE_HELP: Final = (
+    "let the statement read and write files other than the traces, attach databases and "
+    "install or load extensions (by default it reads only the traces; docs/sql.md)"
+)
 
 TRACES_HELP = (
     "a trace from the file exporter, or captured output of the console exporter; "
@@ -130,7 +142,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         "--spec",
         help="a span-group spec as in NEMO_LENS_SPAN_GROUPS, e.g. 'per_step,-optimizer'",
     )
-    groups.set_defaults(run=cmd_groups, command_parser=groups)
+    groups.set_defaults(run=_runner("_groups_cmd", "cmd_groups"), command_parser=groups)
 
     summarize = _reading_traces(
         commands,
@@ -141,7 +153,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
             "mean, median (p50) and 99th-percentile (p99) durations."
         ),
     )
-    _last_options(summarize, cmd_summarize)
+    _last_options(summarize, _runner("_summary", "cmd_summarize"))
 
     goodput = _reading_traces(
         commands,
@@ -163,7 +175,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         help="print one JSON object per run (wall_s, productive_s, goodput, badput, and "
         "per-rank detail under ranks) instead of tables",
     )
-    _last_options(goodput, cmd_goodput, iterations=True)
+    _last_options(goodput, _runner("_goodput", "cmd_goodput"), iterations=True)
 
     stragglers = _reading_traces(
         commands,
@@ -186,7 +198,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         "iterations, times_last, last_share, median_lateness_ns, max_lateness_ns, score, "
         "pattern) instead of tables",
     )
-    _last_options(stragglers, cmd_stragglers, iterations=True)
+    _last_options(stragglers, _runner("_stragglers", "cmd_stragglers"), iterations=True)
 
     report = _reading_traces(
         commands,
@@ -203,7 +215,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         report, "the HTML file to write (default: the first input with .jsonl replaced by .html)"
     )
     report.add_argument("--title", help="the page's title (default: from the input's name)")
-    _last_options(report, cmd_report, iterations=True)
+    _last_options(report, _runner("_report", "cmd_report"), iterations=True)
 
     convert = _reading_traces(
         commands,
@@ -229,7 +241,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         "where to write ('-' for standard output; default: the first input with .jsonl "
         "replaced by .chrome.json, or .pftrace with --to perfetto)",
     )
-    _last_options(convert, cmd_convert)
+    _last_options(convert, _runner("_convert", "cmd_convert"))
 
     sql = _reading_traces(
         commands,
@@ -253,7 +265,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
     sql.add_argument("--allow-external-access", action="store_true", help=SQL_UNSAFE_HELP)
     _last_options(
         sql,
-        cmd_sql,
+        _runner("_sql_cmd", "cmd_sql"),
         formats="table (default), csv (a header row, then the rows) or json (one object a line)",
     )
 
@@ -283,7 +295,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
     )
     _last_options(
         check,
-        cmd_check,
+        _runner("_sql_cmd", "cmd_check"),
         formats="table (default), csv or json (one object a line), as `sql` prints",
     )
 
@@ -313,7 +325,7 @@ def build_parser(classes: Sequence[str]) -> argparse.ArgumentParser:
         help="one span: its name, start and end in Unix-epoch seconds (decimal, kept to the "
         "nanosecond) and optionally the name of its parent span; repeat for each span",
     )
-    emit.set_defaults(run=cmd_emit_spans, command_parser=emit)
+    emit.set_defaults(run=_runner("_emit_spans", "cmd_emit_spans"), command_parser=emit)
 
     # Listed for --help only: main() hands these to their own parsers.
     commands.add_parser(

@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from nemo.lens.cli._engine import Engine
 
 __all__ = [
-    "FORMATS",
-    "SQL_UNSAFE_HELP",
     "UNSANDBOX",
     "Result",
     "cmd_check",
@@ -42,7 +40,6 @@ __all__ = [
     "write_result",
 ]
 
-FORMATS: Final = ("table", "csv", "json")
 NULL_TEXT: Final = "NULL"
 """How a table shows a missing value (CSV leaves the cell empty, JSON writes null)."""
 
@@ -63,12 +60,6 @@ UNSANDBOX: Final = "--allow-external-access"
 SANDBOX_HINT: Final = (
     f"{PROG} sql reads only the traces named on its command line; pass {UNSANDBOX} to let "
     "a statement read or write other files, attach databases or load extensions"
-)
-
-
-SQL_UNSAFE_HELP: Final = (
-    "let the statement read and write files other than the traces, attach databases and "
-    "install or load extensions (by default it reads only the traces; docs/sql.md)"
 )
 
 

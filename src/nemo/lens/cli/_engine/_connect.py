@@ -226,8 +226,6 @@ def connect(
         if inputs.parquet:
             one_write = _read_parquet(engine, inputs, iteration_attribute, detail, labels)
             parts.append("parquet_spans")
-        union = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS}, trace_key FROM {p}" for p in parts)
-        engine.sql(f"CREATE OR REPLACE TEMP VIEW spans_read AS {union}")
         _drop_duplicates(engine, parts, one_write=one_write and not inputs.ordered)
         engine.sql(query("steps"))
         if sandbox:
@@ -319,8 +317,11 @@ def _drop_duplicates(engine: Engine, parts: Sequence[str], *, one_write: bool) -
     check = (
         f"SELECT count(*) > count(DISTINCT hash(trace_key, span_id)) FROM ({keys}) WHERE {_NAMED}"
     )
-    source = "spans_read"
+    # Without duplicates, spans reads the parts themselves: a view less to bind in every query.
+    source = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS} FROM {part}" for part in parts)
     if not one_write and engine.rows(check)[0][0]:
+        union = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS}, trace_key FROM {p}" for p in parts)
+        engine.sql(f"CREATE OR REPLACE TEMP VIEW spans_read AS {union}")
         engine.sql(_KEPT)
         read, kept = engine.rows(
             "SELECT (SELECT count(*) FROM spans_read), (SELECT count(*) FROM spans_kept)"
@@ -331,8 +332,8 @@ def _drop_duplicates(engine: Engine, parts: Sequence[str], *, one_write: bool) -
                 "(the same trace_id and span_id): each span counts once; docs/sql.md says "
                 "which copy is kept"
             )
-            source = "spans_kept"
-    engine.sql(f"CREATE OR REPLACE TEMP VIEW spans AS SELECT {SPAN_COLUMNS} FROM {source}")
+            source = f"SELECT {SPAN_COLUMNS} FROM spans_kept"
+    engine.sql(f"CREATE OR REPLACE TEMP VIEW spans AS {source}")
 
 
 def _plural(count: int, noun: str) -> str:

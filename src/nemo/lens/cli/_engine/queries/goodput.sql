@@ -4,11 +4,22 @@
 -- From the bucketed spans to the sums a rank is one integer, proc: every window
 -- partitions and every join matches on it, and one integer sorts and hashes faster than
 -- a run's name and a rank (at 10^6 spans, 1.0 s -> 0.65 s).
--- Each lifetime's extent (one pass over the spans; the ranks are numbered from it).
+-- Each lifetime's extent, its first step span's start (finished or not), its step spans
+-- and how many carry no iteration (for the notes): one pass over the spans, and the
+-- ranks are numbered from it. A step span is one that feeds the productive bucket.
 WITH lives AS (
   SELECT run_id, rank, lifetime, min(start_ns) AS start_ns,
-         max(CASE WHEN end_ns < start_ns THEN start_ns ELSE end_ns END) AS end_ns
-  FROM spans GROUP BY run_id, rank, lifetime
+         max(CASE WHEN end_ns < start_ns THEN start_ns ELSE end_ns END) AS end_ns,
+         min(CASE WHEN step THEN start_ns END) AS first_step_ns,
+         count(CASE WHEN step THEN 1 END) AS step_spans,
+         count(CASE WHEN step AND iteration IS NULL THEN 1 END) AS no_iteration
+  FROM (
+    SELECT s.run_id, s.rank, s.lifetime, s.start_ns, s.end_ns, s.iteration,
+           coalesce(g.bucket = 'productive'
+                    AND coalesce(s.span_category, g.category) = 'goodput', false) AS step
+    FROM spans s LEFT JOIN span_groups g ON g.span_group = s.span_group
+  ) x
+  GROUP BY run_id, rank, lifetime
 ),
 procs AS (
   SELECT run_id, rank, ROW_NUMBER() OVER (ORDER BY run_id, rank) AS proc
@@ -16,7 +27,7 @@ procs AS (
 ),
 -- A span feeds its group's bucket when its category (its own, else its group's) is goodput.
 bucketed AS (
-  SELECT p.proc, s.lifetime, s.iteration, s.truncated, s.start_ns,
+  SELECT p.proc, s.iteration, s.truncated, s.start_ns,
          CASE WHEN s.end_ns < s.start_ns THEN s.start_ns ELSE s.end_ns END AS end_ns, g.bucket
   FROM spans s
   JOIN span_groups g ON g.span_group = s.span_group
@@ -250,14 +261,14 @@ step_figures AS (
 -- A rank's lifetimes in order: restart is the time between one's end and the next's
 -- start, live the time some lifetime of the rank ran.
 ordered_lives AS (
-  SELECT run_id, rank, lifetime, start_ns, end_ns,
+  SELECT run_id, rank, lifetime, start_ns, end_ns, first_step_ns, step_spans, no_iteration,
          max(end_ns) OVER (PARTITION BY run_id, rank ORDER BY start_ns, end_ns
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_ns
   FROM lives
 ),
 ranks AS (
   SELECT run_id, rank, count(*) AS lifetimes, min(start_ns) AS start_ns,
-         max(end_ns) AS end_ns,
+         max(end_ns) AS end_ns, sum(step_spans) AS step_spans, sum(no_iteration) AS no_iteration,
          sum(CASE WHEN before_ns IS NOT NULL AND start_ns > before_ns
                   THEN start_ns - before_ns ELSE 0 END) AS restart,
          sum(CASE WHEN before_ns IS NULL THEN end_ns - start_ns
@@ -270,26 +281,15 @@ ranks AS (
 -- span covers; recovery when an earlier lifetime of the rank ended before it (a crash,
 -- a preemption, a requeue), else start-up. A lifetime without a step has neither. The
 -- window starts where every earlier lifetime ended, so overlapping lifetimes count once.
--- With the step spans, finished or not, and how many carry no iteration (the notes).
-first_steps AS (
-  SELECT proc, lifetime, min(start_ns) AS first_ns, count(*) AS step_spans,
-         count(*) - count(iteration) AS no_iteration
-  FROM bucketed WHERE bucket = 'productive' GROUP BY proc, lifetime
-),
-step_spans AS (
-  SELECT proc, sum(step_spans) AS step_spans, sum(no_iteration) AS no_iteration
-  FROM first_steps GROUP BY proc
-),
 startup_windows AS (
   SELECT proc, kind, from_ns, to_ns,
          ROW_NUMBER() OVER (PARTITION BY proc ORDER BY from_ns) AS nth
   FROM (
-    SELECT p.proc, f.first_ns AS to_ns,
+    SELECT p.proc, o.first_step_ns AS to_ns,
            CASE WHEN o.before_ns IS NULL THEN 'startup' ELSE 'recovery' END AS kind,
            CASE WHEN o.before_ns > o.start_ns THEN o.before_ns ELSE o.start_ns END AS from_ns
     FROM ordered_lives o
     JOIN procs p ON p.run_id = o.run_id AND p.rank IS NOT DISTINCT FROM o.rank
-    JOIN first_steps f ON f.proc = p.proc AND f.lifetime IS NOT DISTINCT FROM o.lifetime
   ) w WHERE to_ns > from_ns
 ),
 -- The sums go by proc; figures names the rank again (one join per rank, not per piece).
@@ -348,14 +348,12 @@ figures AS (
          coalesce(x.anomalous_steps, 0) AS anomalous_step_count,
          x.ideal_ns AS ideal_step_ns,
          x.deviation_ns AS step_deviation_ns,
-         coalesce(n.step_spans, 0) AS step_spans,
-         coalesce(n.no_iteration, 0) AS steps_without_iteration
+         r.step_spans, r.no_iteration AS steps_without_iteration
   FROM ranks r
   JOIN procs p ON p.run_id = r.run_id AND p.rank IS NOT DISTINCT FROM r.rank
   LEFT JOIN sums s ON s.proc = p.proc
   LEFT JOIN startups u ON u.proc = p.proc
   LEFT JOIN step_figures x ON x.proc = p.proc
-  LEFT JOIN step_spans n ON n.proc = p.proc
 )
 -- The run's figures are its slowest rank's (least productive, then longest) among the
 -- ranks that executed a step, or among all when none did. Window functions over the
