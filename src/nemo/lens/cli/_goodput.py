@@ -120,6 +120,7 @@ class RunGoodput:
     step_spans: int = 0
     """The run's step spans, finished or not (the notes: none at all is worth saying)."""
     steps_without_iteration: int = 0
+    """Of those, the ones without an iteration (a re-executed iteration cannot be told)."""
 
 
 def goodput_runs(engine: Engine) -> list[RunGoodput]:
