@@ -317,11 +317,16 @@ def _drop_duplicates(engine: Engine, parts: Sequence[str], *, one_write: bool) -
     check = (
         f"SELECT count(*) > count(DISTINCT hash(trace_key, span_id)) FROM ({keys}) WHERE {_NAMED}"
     )
+
+    def union(columns: str) -> str:
+        return " UNION ALL ".join(f"SELECT {columns} FROM {part}" for part in parts)
+
     # Without duplicates, spans reads the parts themselves: a view less to bind in every query.
-    source = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS} FROM {part}" for part in parts)
+    source = union(SPAN_COLUMNS)
     if not one_write and engine.rows(check)[0][0]:
-        union = " UNION ALL ".join(f"SELECT {SPAN_COLUMNS}, trace_key FROM {p}" for p in parts)
-        engine.sql(f"CREATE OR REPLACE TEMP VIEW spans_read AS {union}")
+        engine.sql(
+            f"CREATE OR REPLACE TEMP VIEW spans_read AS {union(SPAN_COLUMNS + ', trace_key')}"
+        )
         engine.sql(_KEPT)
         read, kept = engine.rows(
             "SELECT (SELECT count(*) FROM spans_read), (SELECT count(*) FROM spans_kept)"
