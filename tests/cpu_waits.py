@@ -1,4 +1,4 @@
-"""How long a process's threads waited for a CPU: the delay a busy machine imposes.
+"""How long a process's threads waited for a CPU or a disk: the delay a busy machine imposes.
 
 Tests of a bound in wall time (a killed rank's file holds what ended 100 ms before) measure
 it, so as to check the bound in the time the machine gave the process: as stated on an
@@ -21,21 +21,28 @@ _NS_PER_TICK = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
 class CpuWaits:
-    """How long the threads of process *pid* waited for a CPU they were ready to run on.
+    """How long the threads of process *pid* waited for a CPU they were ready to run on,
+    or for the disk.
 
-    Two delays nothing in the process could have avoided, both counted by the kernel: a
+    Three delays nothing in the process could have avoided. Two the kernel counts: a
     thread's wait in the run queue (the second field of ``/proc/PID/task/TID/schedstat``),
-    and the time a hypervisor took a virtual CPU away (``steal`` in ``/proc/stat``). Where
-    the kernel counts neither, they read as 0 (and a bound is checked as stated). Sampled
-    every *every_s* seconds by a thread of the test (``None``: only when :meth:`sample` is
-    called), since a killed process can no longer be asked.
+    and the time a hypervisor took a virtual CPU away (``steal`` in ``/proc/stat``). The
+    third is sampled: a thread seen in uninterruptible sleep (state ``D`` in
+    ``/proc/PID/task/TID/stat``: a page fault or a write waiting on a loaded disk, which
+    the kernel's delay accounting, often off, would count) is counted as delayed since the
+    sample before. Where the kernel counts none, they read as 0 (and a bound is checked as
+    stated). Sampled every *every_s* seconds by a thread of the test (``None``: only when
+    :meth:`sample` is called), since a killed process can no longer be asked; *proc* is
+    where ``/proc`` is.
     """
 
-    def __init__(self, pid: int, every_s: float | None = 0.002) -> None:
+    def __init__(self, pid: int, every_s: float | None = 0.002, proc: Path = Path("/proc")) -> None:
         self.pid = pid
-        self._tasks = Path(f"/proc/{pid}/task")
+        self._tasks = proc / str(pid) / "task"
+        self._stat = proc / "stat"
         # (instant, {"task <tid>" or "cpu<n>": its wait or steal so far}), in ns
         self._samples: list[tuple[int, dict[str, int]]] = []
+        self._asleep: dict[str, int] = {}  # "task <tid>": its time in state D so far
         self._lock = threading.Lock()  # the samples stay in order of their instants
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -52,26 +59,31 @@ class CpuWaits:
         """Take a sample now (the process still running) and return its instant."""
         with self._lock:
             counts: dict[str, int] = {}
+            now = time.time_ns()
+            since = self._samples[-1][0] if self._samples else now
             with contextlib.suppress(FileNotFoundError, ProcessLookupError):
                 for task in os.listdir(self._tasks):
                     with contextlib.suppress(FileNotFoundError, ProcessLookupError):
                         schedstat = (self._tasks / task / "schedstat").read_text()
-                        counts[f"task {task}"] = int(schedstat.split()[1])
+                        line = (self._tasks / task / "stat").read_text()
+                        key = f"task {task}"
+                        if line[line.rindex(")") + 2] == "D":
+                            self._asleep[key] = self._asleep.get(key, 0) + now - since
+                        counts[key] = int(schedstat.split()[1]) + self._asleep.get(key, 0)
             if not counts:  # the process is gone (or not counted): the last sample stands
-                return time.time_ns()
-            with contextlib.suppress(OSError), open("/proc/stat", encoding="ascii") as stat:
+                return now
+            with contextlib.suppress(OSError), open(self._stat, encoding="ascii") as stat:
                 for line in stat:
                     # cpuN user nice system idle iowait irq softirq steal ...
                     fields = line.split()
                     if fields[0].startswith("cpu") and fields[0] != "cpu" and len(fields) > 8:
                         counts[fields[0]] = int(fields[8]) * _NS_PER_TICK
-            now = time.time_ns()
             self._samples.append((now, counts))
             return now
 
     def waited_ns(self, since_ns: int, until_ns: int) -> int:
         """The machine's delay from *since_ns* to *until_ns*: the longest one thread
-        waited in the run queue, plus the most any CPU was stolen.
+        waited in the run queue or the disk, plus the most any CPU was stolen.
 
         The export thread runs when it has a CPU and, for Python code, the GIL: the
         machine delays it by its own wait, and by the wait of the thread holding the GIL
