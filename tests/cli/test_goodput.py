@@ -103,6 +103,8 @@ def test_step_deviation_over_a_long_run_is_the_references(tmp_path: Path) -> Non
 
     with connect([str(path)]) as engine:
         (found,) = [run_json(r) for r in goodput_runs(engine)]
+        # The optimiser goodput turns off for its query is on again for the next.
+        assert engine.rows("SELECT current_setting('disabled_optimizers')") == [("",)]
 
     assert found == reference([path])[1][0]
     assert found["steps"]["counted"] == 1250
