@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ MS = 1_000_000
 
 
 class FakeProc:
-    """A ``/proc`` holding process 7 with threads 7 and 8, and a clock the test moves."""
+    """A ``/proc`` holding process 7 with threads 7 and 8, a clock the test moves, and the
+    CpuWaits that reads them (every sample taken by :meth:`after`)."""
 
     def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.root = root
@@ -25,6 +27,7 @@ class FakeProc:
             (root / "7" / "task" / str(tid)).mkdir(parents=True)
             self.thread(tid, "R", waited_ns=0)
         self.steal(0)
+        self.waits = CpuWaits(7, every_s=None, proc=root)
 
     def thread(self, tid: int, state: str, waited_ns: int) -> None:
         task = self.root / "7" / "task" / str(tid)
@@ -36,42 +39,41 @@ class FakeProc:
             f"cpu 1 2 3 4 5 6 7 {ticks} 0 0\ncpu0 1 2 3 4 5 6 7 {ticks} 0 0\nintr 1\n"
         )
 
-    def after(self, ms: int, waits: CpuWaits) -> int:
+    def after(self, ms: int) -> int:
         self.now += ms * MS
-        return waits.sample()
+        return self.waits.sample()
+
+
+@pytest.fixture
+def proc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProc]:
+    fake = FakeProc(tmp_path, monkeypatch)
+    yield fake
+    fake.waits.close()
 
 
 def test_a_thread_in_disk_sleep_counts_as_delayed_since_the_sample_before(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    proc: FakeProc,
 ) -> None:
-    proc = FakeProc(tmp_path, monkeypatch)
-    waits = CpuWaits(7, every_s=None, proc=tmp_path)
-    start = proc.now
+    waits, start = proc.waits, proc.now
     proc.thread(7, "D", waited_ns=0)  # a page fault waiting on the disk
-    proc.after(10, waits)
-    proc.after(10, waits)
+    proc.after(10)
+    proc.after(10)
     proc.thread(7, "R", waited_ns=5 * MS)  # then 5 ms in the run queue
-    middle = proc.after(10, waits)
+    middle = proc.after(10)
     proc.thread(8, "S", waited_ns=0)  # a sleep is the process's own doing
-    end = proc.after(10, waits)
+    end = proc.after(10)
     assert waits.waited_ns(start, end) == 25 * MS
     assert waits.ran_ns(start, end) == 15 * MS
     assert waits.waited_ns(middle, end) == 0
-    waits.close()
 
 
-def test_the_longest_thread_delay_and_the_most_stolen_add_up(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    proc = FakeProc(tmp_path, monkeypatch)
-    waits = CpuWaits(7, every_s=None, proc=tmp_path)
-    start = proc.now
+def test_the_longest_thread_delay_and_the_most_stolen_add_up(proc: FakeProc) -> None:
+    waits, start = proc.waits, proc.now
     proc.thread(7, "R", waited_ns=3 * MS)
     proc.thread(8, "D", waited_ns=1 * MS)
     proc.steal(1)
-    end = proc.after(20, waits)
+    end = proc.after(20)
     assert waits.waited_ns(start, end) == 20 * MS  # never more than the time between
     proc.thread(8, "S", waited_ns=1 * MS)
     tick = 1_000_000_000 // os.sysconf("SC_CLK_TCK")
-    assert waits.waited_ns(start, proc.after(1_000, waits)) == 21 * MS + tick
-    waits.close()
+    assert waits.waited_ns(start, proc.after(1_000)) == 21 * MS + tick
