@@ -81,14 +81,10 @@ def test_anomalous_steps_data_loading_start_up_and_recovery(run: Run, tmp_path: 
     assert [report] == reference([path])[1]
 
 
-def test_step_deviation_over_a_long_run_is_the_references(tmp_path: Path) -> None:
-    # 1,250 steps (ms): mostly 10, every seventh 11, every 97th 40; of the last 100, every
-    # other one 3 ms slower. Median 10, MAD 0: every step over 10 ms is anomalous.
-    lengths = [40 if i % 97 == 96 else 11 if i % 7 == 0 else 10 for i in range(1250)]
-    lengths = [t + 3 if i >= 1150 and i % 2 else t for i, t in enumerate(lengths)]
-    lines = []
-    at = 0
-    for i, length in enumerate(lengths):
+def _back_to_back_steps(directory: Path, lengths_ms: list[int]) -> Path:
+    """A trace of rank 0's steps, one after another, of these lengths; iteration i."""
+    lines, at = [], 0
+    for i, length in enumerate(lengths_ms):
         record = span_dict(
             "train.step",
             start_ms=at,
@@ -99,7 +95,15 @@ def test_step_deviation_over_a_long_run_is_the_references(tmp_path: Path) -> Non
         )
         lines.append(line(record))
         at += length
-    path = write_lines(tmp_path / "t.jsonl", lines)
+    return write_lines(directory / "t.jsonl", lines)
+
+
+def test_step_deviation_over_a_long_run_is_the_references(tmp_path: Path) -> None:
+    # 1,250 steps (ms): mostly 10, every seventh 11, every 97th 40; of the last 100, every
+    # other one 3 ms slower. Median 10, MAD 0: every step over 10 ms is anomalous.
+    lengths = [40 if i % 97 == 96 else 11 if i % 7 == 0 else 10 for i in range(1250)]
+    lengths = [t + 3 if i >= 1150 and i % 2 else t for i, t in enumerate(lengths)]
+    path = _back_to_back_steps(tmp_path, lengths)
 
     with connect([str(path)]) as engine:
         (found,) = [run_json(r) for r in goodput_runs(engine)]
@@ -112,6 +116,24 @@ def test_step_deviation_over_a_long_run_is_the_references(tmp_path: Path) -> Non
     assert found["steps"]["ideal_s"] == 0.01
     excess_ms = sum(t - 10 for t in lengths if t > 10)
     assert found["badput"]["anomalous_steps"] == pytest.approx(excess_ms / 1000)
+
+
+def test_step_deviation_compares_the_last_100_steps_with_the_1000_before(
+    tmp_path: Path,
+) -> None:
+    # 1,250 steps (ms), oldest first: 150 of 10 (too old to count), 500 of 12, 500 of 10,
+    # then 100 of 10 and 13 in turn. Ideal 10; the last 100 deviate by 0 or 3 (p90: 3), the
+    # 1,000 before them by 0 or 2, half each (median: 1). A step of the 1,000 left out of
+    # the median, or an old one let in, moves it.
+    lengths = [10] * 150 + [12] * 500 + [10] * 500 + [10, 13] * 50
+    path = _back_to_back_steps(tmp_path, lengths)
+
+    with connect([str(path)]) as engine:
+        (found,) = [run_json(r) for r in goodput_runs(engine)]
+
+    assert found == reference([path])[1][0]
+    assert found["steps"]["ideal_s"] == 0.01
+    assert found["steps"]["deviation_s"] == pytest.approx(0.002)
 
 
 def test_the_table_shows_the_run_and_every_rank(run: Run, tmp_path: Path) -> None:

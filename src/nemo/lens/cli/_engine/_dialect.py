@@ -2,8 +2,10 @@
 their macros expanded for an engine: ``{percentile(x, q)}`` (DuckDB's ``quantile_cont``,
 Spark's ``percentile``: both interpolate linearly, as numpy does), ``{intdiv(a, b)}`` (integer
 division), ``{json_text(x, key)}`` (the text of the top-level *key*, dots and all, of the JSON
-object *x*, or NULL) and ``name AS {not_materialized()} (...)`` (DuckDB computes a CTE read
-twice where it is read; Spark always does). :class:`Dialect` says how each engine spells them."""
+object *x*, or NULL), ``{floor_of_largest(x, n, p)}`` (a window value: no more than the
+*n*-th largest *x* of partition *p*) and ``name AS {not_materialized()} (...)`` (DuckDB
+computes a CTE read twice where it is read; Spark always does). :class:`Dialect` says how
+each engine spells them."""
 
 from __future__ import annotations
 
@@ -27,6 +29,10 @@ class Dialect:
     """Integer division of two integers (rounding toward zero)."""
     json_text: str = "json_extract_string({0}, '$.\"{1}\"')"
     """A template of (JSON text, key): the key's value as text (a key may hold dots)."""
+    floor_of_largest: str = "list_min(max({0}, {1}) OVER (PARTITION BY {2}))"
+    """A template of (value, n, partition), a window: a value no greater than the
+    partition's *n*-th largest, its least when it holds fewer. DuckDB's is that value (its
+    ``max`` with a count keeps the *n* largest in a heap)."""
     not_materialized: str = "NOT MATERIALIZED"
     """The keyword that keeps a CTE from being stored: DuckDB stores one read twice, in
     memory, where computing it again costs a scan."""
@@ -34,7 +40,12 @@ class Dialect:
 
 DUCKDB: Final = Dialect("duckdb", "quantile_cont", "divide")
 SPARK: Final = Dialect(
-    "spark", "percentile", "div", "get_json_object({0}, '$[''{1}'']')", not_materialized=""
+    "spark",
+    "percentile",
+    "div",
+    "get_json_object({0}, '$[''{1}'']')",
+    floor_of_largest="min({0}) OVER (PARTITION BY {2})",  # the least: Spark sorts them all
+    not_materialized="",
 )
 
 _MACRO: Final = re.compile(r"\{(\w+)\(([^{}]*)\)\}")

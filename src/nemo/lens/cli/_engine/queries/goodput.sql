@@ -243,12 +243,17 @@ step_sums AS (
 -- mean while fewer than 100 steps ran, then the p90 of the last 100, less (from 1,100
 -- steps on) the median of the 1,000 before them. Only the newest 1,100 steps are ranked
 -- past the window (a window with one function sorts faster than with four: -0.04 s
--- of CPU at 10^6 spans).
+-- of CPU at 10^6 spans), and only the steps from a floor no later than the 1,100th
+-- newest start are sorted for it: a prefix of the order, so each keeps its number
+-- (at 10^6 spans, -0.015 s of wall time).
 step_newest AS (
   SELECT proc, ns, back FROM (
     SELECT proc, ns,
            ROW_NUMBER() OVER (PARTITION BY proc ORDER BY start_ns DESC, ns DESC) AS back
-    FROM step_normal
+    FROM (
+      SELECT proc, start_ns, ns, {floor_of_largest(start_ns, 1100, proc)} AS floor_ns
+      FROM step_normal
+    ) f WHERE start_ns >= floor_ns
   ) n WHERE back <= 1100
 ),
 step_figures AS (
