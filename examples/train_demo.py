@@ -702,7 +702,9 @@ def report(handle: TelemetryHandle, console: Console, options: Options) -> int:
 
 
 START_UP_SHARE: Final = 0.1
-"""Above this share of the run, the demo explains its initialization in one line."""
+START_UP_MIN_S: Final = 0.5
+"""Above this share of the run, and at least this long, the demo explains its initialization
+in one line (a pure-Python run's few milliseconds, stretched on a loaded machine, need none)."""
 
 
 def explain_start_up(console: Console, path: str, options: Options) -> None:
@@ -721,7 +723,7 @@ def explain_start_up(console: Console, path: str, options: Options) -> None:
     run = json.loads(out.getvalue().splitlines()[0])
     wall, productive = run["wall_s"], run["productive_s"]
     start_up = run["badput"]["initialization"]
-    if productive <= 0 or start_up <= START_UP_SHARE * wall:
+    if productive <= 0 or start_up <= START_UP_SHARE * wall or start_up < START_UP_MIN_S:
         return
     steps = 100 * options.iterations
     per_step = (wall - start_up) / options.iterations

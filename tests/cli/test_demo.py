@@ -154,7 +154,10 @@ def test_make_demo_in_pure_python_prints_the_trace_and_its_summary(tmp_path: Pat
         f"{sum(PER_STEP_COUNTS.values())} spans; open it in a browser (it needs no network)"
     )
     assert report.read_text("utf-8").startswith("<!DOCTYPE html>")
-    assert after[3:] == [
+    rest = after[3:]
+    if rest[0].startswith("start-up: initialization is "):
+        rest = rest[1:]  # a machine loaded enough to stretch set-up past half a second
+    assert rest == [
         "",
         f"to look at it in Perfetto: {sys.executable} -m nemo.lens.cli convert --to perfetto "
         f"{trace_path(done.stdout)}"
@@ -481,6 +484,8 @@ def test_a_start_up_that_dominates_a_short_run_is_explained_in_one_line(
         "start-up: initialization is 1.0 s of this 1.1 s run, paid once; at this pace "
         f"1,200 steps would be {12 / 13:.1%} goodput"
     )
-    # A start-up that is a small share of the run needs no word.
+    # A start-up that is a small share of the run needs no word, nor does a short one (a
+    # pure-Python demo's, stretched by a loaded machine to 29% of its run).
     demo.explain_start_up(console, start_up_trace(tmp_path / "fast.jsonl", 5, 12), options)
+    demo.explain_start_up(console, start_up_trace(tmp_path / "short.jsonl", 50, 12), options)
     assert capsys.readouterr().out == ""
