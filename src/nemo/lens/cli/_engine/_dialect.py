@@ -1,11 +1,7 @@
 """The packaged queries (``queries/*.sql``, SQL that DuckDB and Spark SQL 3.5 both run) with
-their macros expanded for an engine: ``{percentile(x, q)}`` (DuckDB's ``quantile_cont``,
-Spark's ``percentile``: both interpolate linearly, as numpy does), ``{intdiv(a, b)}`` (integer
-division), ``{json_text(x, key)}`` (the text of the top-level *key*, dots and all, of the JSON
-object *x*, or NULL), ``{floor_of_largest(x, n, p)}`` (a window value: no more than the
-*n*-th largest *x* of partition *p*) and ``name AS {not_materialized()} (...)`` (DuckDB
-computes a CTE read twice where it is read; Spark always does). :class:`Dialect` says how
-each engine spells them."""
+their macros expanded for an engine: ``{percentile(x, q)}``, ``{intdiv(a, b)}``,
+``{json_text(x, key)}``, ``{floor_of_largest(x, n, p)}`` and ``{not_materialized()}``.
+:class:`Dialect` says what each means and how each engine spells it."""
 
 from __future__ import annotations
 
@@ -24,18 +20,21 @@ class Dialect:
 
     name: str
     percentile: str
-    """A function of (value, fraction) interpolating linearly."""
+    """A function of (value, fraction) interpolating linearly (DuckDB's ``quantile_cont``,
+    Spark's ``percentile``: both as numpy does)."""
     intdiv: str
     """Integer division of two integers (rounding toward zero)."""
     json_text: str = "json_extract_string({0}, '$.\"{1}\"')"
-    """A template of (JSON text, key): the key's value as text (a key may hold dots)."""
+    """A template of (JSON text, key): the top-level key's value as text (a key may hold
+    dots), or NULL."""
     floor_of_largest: str = "list_min(max({0}, {1}) OVER (PARTITION BY {2}))"
     """A template of (value, n, partition), a window: a value no greater than the
     partition's *n*-th largest, its least when it holds fewer. DuckDB's is that value (its
     ``max`` with a count keeps the *n* largest in a heap)."""
     not_materialized: str = "NOT MATERIALIZED"
-    """The keyword that keeps a CTE from being stored: DuckDB stores one read twice, in
-    memory, where computing it again costs a scan."""
+    """The keyword that keeps a CTE from being stored (``name AS {not_materialized()} (...)``):
+    DuckDB stores one read twice, in memory, where computing it again costs a scan; Spark
+    computes a CTE where it is read."""
 
 
 DUCKDB: Final = Dialect("duckdb", "quantile_cont", "divide")
