@@ -16,8 +16,14 @@ from typing import Any
 
 import pytest
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
 from nemo.lens import semconv
 from nemo.lens.cli._engine import connect
+from nemo.lens.cli._engine._connect import DUCKDB_FLOOR
 from nemo.lens.cli._goodput import goodput_runs, run_json
 from nemo.lens.cli._summary import summarize
 from nemo.lens.groups import SpanGroup
@@ -341,6 +347,29 @@ def test_standard_input_is_read_like_a_file(tmp_path: Path) -> None:
     )
     assert piped.stdout == from_file.stdout
     assert json.loads(piped.stdout.splitlines()[0])["run_id"] == "run1"
+
+
+def test_a_duckdb_older_than_the_floor_is_named_with_the_upgrade(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "t.jsonl", [line(span_dict("a", start_ms=0, end_ms=1))])
+    script = (
+        "import sys, types; old = types.ModuleType('duckdb'); old.__version__ = '1.3.2'; "
+        "sys.modules['duckdb'] = old; from nemo.lens.cli import main; "
+        f"sys.exit(main(['summarize', {str(path)!r}]))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "nemo-lens: error: this command needs DuckDB 1.4.1 or later; 1.3.2 is installed",
+        "  hint: upgrade it with: pip install -U 'duckdb>=1.4.1'",
+    ]
+
+
+def test_the_duckdb_floor_is_the_cli_extras() -> None:
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    project = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    floor = ".".join(map(str, DUCKDB_FLOOR))
+    assert f"duckdb>={floor}" in project["project"]["optional-dependencies"]["cli"]
 
 
 @pytest.mark.parametrize("command", ["summarize", "goodput", "report", "convert"])

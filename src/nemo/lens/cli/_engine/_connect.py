@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import re
 import shutil
 import stat
 import sys
@@ -125,20 +126,38 @@ def _identity(path: str) -> object:
     return (found.st_dev, found.st_ino)
 
 
-class EngineUnavailable(Exception):
-    """DuckDB is not installed: the commands that read traces need the ``[cli]`` extra."""
+DUCKDB_FLOOR: Final = (1, 4, 1)
+"""The oldest DuckDB the queries run on (the ``[cli]`` extra's floor): 1.4.0 fails to bind
+one, 1.3 runs out of its memory on goodput's, 1.1 cannot parse ``lambda x:``."""
 
-    def __init__(self) -> None:
-        super().__init__("this command needs DuckDB, which is not installed")
-        self.hint = INSTALL_HINT
+
+class EngineUnavailable(Exception):
+    """DuckDB is not installed, or too old: the commands that read traces need the ``[cli]``
+    extra."""
+
+    def __init__(
+        self,
+        message: str = "this command needs DuckDB, which is not installed",
+        hint: str = INSTALL_HINT,
+    ) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 def duckdb_module() -> ModuleType:
-    """``duckdb``, or :class:`EngineUnavailable`."""
+    """``duckdb``, or :class:`EngineUnavailable` (none, or older than :data:`DUCKDB_FLOOR`)."""
     try:
         import duckdb
     except ImportError:
         raise EngineUnavailable() from None
+    version = str(getattr(duckdb, "__version__", ""))
+    numbers = re.match(r"(\d+)\.(\d+)\.(\d+)", version)  # a version it cannot tell is let be
+    if numbers and tuple(map(int, numbers.groups())) < DUCKDB_FLOOR:
+        floor = ".".join(map(str, DUCKDB_FLOOR))
+        raise EngineUnavailable(
+            f"this command needs DuckDB {floor} or later; {version} is installed",
+            f"upgrade it with: pip install -U 'duckdb>={floor}'",
+        )
     return duckdb
 
 
