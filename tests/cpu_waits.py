@@ -65,9 +65,8 @@ class CpuWaits:
                 for task in os.listdir(self._tasks):
                     with contextlib.suppress(FileNotFoundError, ProcessLookupError):
                         schedstat = (self._tasks / task / "schedstat").read_text()
-                        line = (self._tasks / task / "stat").read_text()
                         key = f"task {task}"
-                        if line[line.rindex(")") + 2] == "D":
+                        if self._state(task) == "D":
                             self._asleep[key] = self._asleep.get(key, 0) + now - since
                         counts[key] = int(schedstat.split()[1]) + self._asleep.get(key, 0)
             if not counts:  # the process is gone (or not counted): the last sample stands
@@ -134,12 +133,16 @@ class CpuWaits:
         try:
             for task in os.listdir(self._tasks):
                 with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-                    stat = (self._tasks / task / "stat").read_text()
-                    if stat[stat.rindex(")") + 2] not in "TtZX":
+                    if self._state(task) not in "TtZX":
                         return False
         except (FileNotFoundError, ProcessLookupError):
             pass  # gone altogether
         return True
+
+    def _state(self, task: str) -> str:
+        """The thread's state letter (``R``, ``S``, ``D``, ``T``...), after its name."""
+        line = (self._tasks / task / "stat").read_text()
+        return line[line.rindex(")") + 2]
 
     def _at(self, instant_ns: int, *, after: bool) -> dict[str, int]:
         # The sample before or after the instant, whichever counts more of the delay: a
