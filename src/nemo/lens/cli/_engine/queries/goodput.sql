@@ -98,10 +98,14 @@ clustered AS (
                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cluster
   FROM overlapping
 ),
+-- Each span gives two edges, its start (carrying the span) and its end. Here and below a
+-- row that stands for two is crossed with a two-row VALUES, not read twice in a UNION:
+-- Spark copies a CTE into every place that names it, and the copies made its planning of
+-- this query take 16 s and over 768 MB of heap (now 6.5 s, under 512 MB).
 edges AS (
-  SELECT proc, start_ns AS at_ns, 1 AS opens, seq FROM clustered
-  UNION ALL
-  SELECT proc, end_ns AS at_ns, 0 AS opens, CAST(NULL AS BIGINT) AS seq FROM clustered
+  SELECT c.proc, CASE WHEN e.opens = 1 THEN c.start_ns ELSE c.end_ns END AS at_ns, e.opens,
+         CASE WHEN e.opens = 1 THEN c.seq END AS seq, c.end_ns, c.bucket, c.cluster
+  FROM clustered c CROSS JOIN (VALUES (1), (0)) AS e(opens)
 ),
 -- One pass over the edges in time order (a span's end before a span's start at the same
 -- instant) gives both each span's depth and the pieces between consecutive instants.
@@ -109,7 +113,7 @@ edges AS (
 -- A piece runs from an edge to the next; of the edges at one instant only the last
 -- starts a piece that is not empty, with the count of spans open after that instant.
 swept AS (
-  SELECT proc, seq, opens, at_ns,
+  SELECT proc, seq, opens, at_ns, end_ns, bucket, cluster,
          seq - sum(1 - opens) OVER (PARTITION BY proc ORDER BY at_ns, opens
                                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS depth,
          LEAD(at_ns) OVER (PARTITION BY proc ORDER BY at_ns, opens) AS right_ns,
@@ -117,13 +121,8 @@ swept AS (
                                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS open_after
   FROM edges
 ),
-depths AS (
-  SELECT proc, seq, depth FROM swept WHERE opens = 1
-),
 deep AS (
-  SELECT c.proc, c.start_ns, c.end_ns, c.bucket, c.seq, c.cluster, d.depth
-  FROM clustered c
-  JOIN depths d ON d.proc = c.proc AND d.seq = c.seq
+  SELECT proc, at_ns AS start_ns, end_ns, bucket, seq, cluster, depth FROM swept WHERE opens = 1
 ),
 -- Each span's enclosing span, were the spans nested: the last one before it a level up.
 enclosing AS (
@@ -133,9 +132,8 @@ enclosing AS (
              OVER (PARTITION BY proc, level ORDER BY seq
                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS outer_seq
     FROM (
-      SELECT proc, seq, end_ns, depth, depth + 1 AS level, 0 AS probe FROM deep
-      UNION ALL
-      SELECT proc, seq, end_ns, depth, depth AS level, 1 AS probe FROM deep
+      SELECT d.proc, d.seq, d.end_ns, d.depth, d.depth + 1 - p.probe AS level, p.probe
+      FROM deep d CROSS JOIN (VALUES (0), (1)) AS p(probe)
     ) l
   ) e WHERE probe = 1 AND depth > 1
 ),
@@ -147,11 +145,9 @@ tangled AS (
     ON o.proc = e.proc AND o.seq = e.outer_seq
   WHERE o.seq IS NULL OR o.end_ns < e.end_ns
 ),
--- The pieces, with how many spans cover each (its depth).
-pieces AS (
-  SELECT proc, at_ns AS left_ns, right_ns, open_after AS depth
-  FROM swept WHERE right_ns > at_ns
-),
+-- Each piece's owner: at the piece's depth, the last span to start before it. The probes
+-- are the spans' starts (probe 0) and the pieces (probe 1: an edge that starts a piece
+-- that is not empty, with spans open over it).
 owned AS (
   SELECT proc, left_ns, right_ns, owner FROM (
     SELECT proc, probe, left_ns, right_ns,
@@ -159,12 +155,13 @@ owned AS (
              OVER (PARTITION BY proc, depth ORDER BY at_ns, probe
                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS owner
     FROM (
-      SELECT proc, depth, start_ns AS at_ns, 0 AS probe, seq,
-             CAST(NULL AS BIGINT) AS left_ns, CAST(NULL AS BIGINT) AS right_ns
-      FROM deep
-      UNION ALL
-      SELECT proc, depth, left_ns, 1, CAST(NULL AS BIGINT), left_ns, right_ns
-      FROM pieces WHERE depth > 0 AND right_ns IS NOT NULL
+      SELECT s.proc, CASE WHEN p.probe = 0 THEN s.depth ELSE s.open_after END AS depth,
+             s.at_ns, p.probe, CASE WHEN p.probe = 0 THEN s.seq END AS seq,
+             CASE WHEN p.probe = 1 THEN s.at_ns END AS left_ns,
+             CASE WHEN p.probe = 1 THEN s.right_ns END AS right_ns
+      FROM swept s CROSS JOIN (VALUES (0), (1)) AS p(probe)
+      WHERE (p.probe = 0 AND s.opens = 1)
+         OR (p.probe = 1 AND s.right_ns > s.at_ns AND s.open_after > 0)
     ) l
   ) o WHERE probe = 1
 ),
