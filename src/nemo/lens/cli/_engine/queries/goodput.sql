@@ -126,21 +126,20 @@ deep AS (
 ),
 -- Each span's enclosing span, were the spans nested: the last one before it a level up.
 enclosing AS (
-  SELECT proc, seq, end_ns, depth, outer_seq FROM (
-    SELECT proc, seq, end_ns, depth, probe,
+  SELECT proc, seq, end_ns, depth, cluster, outer_seq FROM (
+    SELECT proc, seq, end_ns, depth, cluster, probe,
            max(CASE WHEN probe = 0 THEN seq END)
              OVER (PARTITION BY proc, level ORDER BY seq
                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS outer_seq
     FROM (
-      SELECT d.proc, d.seq, d.end_ns, d.depth, d.depth + 1 - p.probe AS level, p.probe
+      SELECT d.proc, d.seq, d.end_ns, d.depth, d.cluster, d.depth + 1 - p.probe AS level, p.probe
       FROM deep d CROSS JOIN (VALUES (0), (1)) AS p(probe)
     ) l
   ) e WHERE probe = 1 AND depth > 1
 ),
 tangled AS (
-  SELECT DISTINCT d.proc, d.cluster
+  SELECT DISTINCT e.proc, e.cluster
   FROM enclosing e
-  JOIN deep d ON d.proc = e.proc AND d.seq = e.seq
   LEFT JOIN deep o
     ON o.proc = e.proc AND o.seq = e.outer_seq
   WHERE o.seq IS NULL OR o.end_ns < e.end_ns
@@ -174,23 +173,23 @@ assigned AS (
   LEFT JOIN tangled t
     ON t.proc = o.proc AND t.cluster = d.cluster
 ),
-untangled AS (
-  SELECT a.proc, a.left_ns, a.right_ns, d.bucket, d.seq AS owner,
-         d.start_ns AS owner_start_ns,
-         ROW_NUMBER() OVER (PARTITION BY a.proc, a.left_ns
-                            ORDER BY d.start_ns DESC, d.end_ns ASC, d.bucket) AS nth
-  FROM assigned a
-  JOIN deep d
-    ON d.proc = a.proc AND d.cluster = a.cluster
-   AND d.start_ns <= a.left_ns AND d.end_ns > a.left_ns
-  WHERE a.tangled
-),
 -- The swept pieces with their bucket and the span that owns them (by its seq in the
--- sweep, and its start): a step's productive time is its pieces' sum.
+-- sweep, and its start): a step's productive time is its pieces' sum. A piece of a tangled
+-- cluster takes the covering span of its cluster that started last (the shortest, on a
+-- tie); any other piece has one row here, its owner's.
 swept_pieces AS (
-  SELECT proc, left_ns, right_ns, bucket, owner, owner_start_ns FROM assigned WHERE NOT tangled
-  UNION ALL
-  SELECT proc, left_ns, right_ns, bucket, owner, owner_start_ns FROM untangled WHERE nth = 1
+  SELECT proc, left_ns, right_ns, bucket, owner, owner_start_ns FROM (
+    SELECT a.proc, a.left_ns, a.right_ns, coalesce(d.bucket, a.bucket) AS bucket,
+           coalesce(d.seq, a.owner) AS owner,
+           coalesce(d.start_ns, a.owner_start_ns) AS owner_start_ns,
+           ROW_NUMBER() OVER (PARTITION BY a.proc, a.left_ns
+                              ORDER BY d.start_ns DESC, d.end_ns ASC, d.bucket) AS nth
+    FROM assigned a
+    LEFT JOIN deep d
+      ON a.tangled AND d.proc = a.proc AND d.cluster = a.cluster
+     AND d.start_ns <= a.left_ns AND d.end_ns > a.left_ns
+    WHERE NOT a.tangled OR d.seq IS NOT NULL
+  ) u WHERE nth = 1
 ),
 -- Every piece with its bucket: the spans that overlap none, whole, and the swept pieces.
 covered AS (
