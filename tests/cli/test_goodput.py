@@ -136,6 +136,39 @@ def test_step_deviation_compares_the_last_100_steps_with_the_1000_before(
     assert found["steps"]["deviation_s"] == pytest.approx(0.002)
 
 
+def test_a_step_run_again_after_a_span_of_another_bucket_is_wasted(tmp_path: Path) -> None:
+    # No span overlaps another, so the steps' iterations alone show the rollback; the
+    # checkpoint load between iteration 3 and the second run of 2 carries no iteration.
+    spans = [
+        (SpanGroup.STEP, 0, 10, 1),
+        (SpanGroup.STEP, 10, 20, 2),
+        (SpanGroup.STEP, 20, 30, 3),
+        (SpanGroup.LOAD_CHECKPOINT, 30, 35, None),
+        (SpanGroup.STEP, 35, 45, 2),
+        (SpanGroup.STEP, 45, 55, 3),
+    ]
+    lines = [
+        line(
+            span_dict(
+                group,
+                start_ms=start,
+                end_ms=end,
+                group=group,
+                attributes={} if iteration is None else {"iteration": iteration},
+            )
+        )
+        for group, start, end, iteration in spans
+    ]
+    path = write_lines(tmp_path / "t.jsonl", lines)
+
+    with connect([str(path)]) as engine:
+        (found,) = [run_json(r) for r in goodput_runs(engine)]
+
+    assert found == reference([path])[1][0]
+    assert found["badput"]["wasted_progress"] == pytest.approx(0.02)
+    assert found["productive_s"] == pytest.approx(0.03)
+
+
 def test_the_table_shows_the_run_and_every_rank(run: Run, tmp_path: Path) -> None:
     result = run("goodput", *map(str, crash_and_resume(tmp_path)))
 

@@ -1,6 +1,7 @@
 """The packaged queries (``queries/*.sql``, SQL that DuckDB and Spark SQL 3.5 both run) with
 their macros expanded for an engine: ``{percentile(x, q)}``, ``{intdiv(a, b)}``,
-``{json_text(x, key)}``, ``{floor_of_largest(x, n, p)}`` and ``{not_materialized()}``.
+``{json_text(x, key)}``, ``{floor_of_largest(x, n, p)}``, ``{lag_of_nonnull(x)}`` and
+``{not_materialized()}``.
 :class:`Dialect` says what each means and how each engine spells it."""
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class Dialect:
     """A template of (value, n, partition), a window: a value no greater than the
     partition's *n*-th largest, its least when it holds fewer. DuckDB's is that value (its
     ``max`` with a count keeps the *n* largest in a heap)."""
+    lag_of_nonnull: str = "LAG({0} IGNORE NULLS)"
+    """A template of (value), before ``OVER (...)``: the last non-null value before the row."""
     not_materialized: str = "NOT MATERIALIZED"
     """The keyword that keeps a CTE from being stored (``name AS {not_materialized()} (...)``):
     DuckDB stores one read twice, in memory, where computing it again costs a scan; Spark
@@ -44,6 +47,7 @@ SPARK: Final = Dialect(
     "div",
     "get_json_object({0}, '$[''{1}'']')",
     floor_of_largest="min({0}) OVER (PARTITION BY {2})",  # the least: Spark sorts them all
+    lag_of_nonnull="LAG({0}) IGNORE NULLS",
     not_materialized="",
 )
 

@@ -44,7 +44,30 @@ bucketed AS (
 -- below (at 10^7 spans, where no goodput span overlaps another, 15 s -> 2.1 s).
 -- Zero-length spans cover nothing; they stay in the window (for the iterations below),
 -- where one can only send a span it lies in to the sweep, which gives the same pieces.
+-- Whether a span is alone, and which steps ran an iteration again (below), take running
+-- maxima in start order: of the ends before each span, of the steps' iterations before
+-- it. On a rank whose spans each start after the one before ended and whose steps'
+-- iterations rise (no overlap, no restart), each maximum is the previous span's (step's)
+-- value and no step ran again; only the other ranks are ordered a second time, for the
+-- maxima (at 10^6 spans, -0.04 s of CPU).
+neighbours AS (
+  SELECT proc, iteration, truncated, start_ns, end_ns, bucket,
+         LAG(end_ns) OVER (PARTITION BY proc ORDER BY start_ns) AS before_end_ns,
+         LEAD(start_ns) OVER (PARTITION BY proc ORDER BY start_ns) AS next_start_ns,
+         {lag_of_nonnull(CASE WHEN bucket = 'productive' THEN iteration END)}
+           OVER (PARTITION BY proc ORDER BY start_ns) AS step_iteration_before
+  FROM bucketed
+),
+irregular_procs AS (
+  SELECT DISTINCT proc FROM neighbours
+  WHERE start_ns < before_end_ns OR (bucket = 'productive' AND iteration <= step_iteration_before)
+),
 placed AS (
+  SELECT n.proc, n.iteration, n.truncated, n.start_ns, n.end_ns, n.bucket,
+         n.before_end_ns AS reach_ns, n.next_start_ns, CAST(NULL AS BIGINT) AS iteration_before
+  FROM neighbours n LEFT JOIN irregular_procs t ON t.proc = n.proc
+  WHERE t.proc IS NULL
+  UNION ALL
   SELECT proc, iteration, truncated, start_ns, end_ns, bucket,
          max(end_ns) OVER (PARTITION BY proc ORDER BY start_ns
                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach_ns,
@@ -52,7 +75,7 @@ placed AS (
          max(CASE WHEN bucket = 'productive' THEN iteration END)
            OVER (PARTITION BY proc ORDER BY start_ns
                  ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS iteration_before
-  FROM bucketed
+  FROM neighbours WHERE proc IN (SELECT proc FROM irregular_procs)
 ),
 -- The last execution of an iteration is the one that counts. Every execution of an
 -- iteration but its first follows a step of that iteration or a later one (after a
