@@ -124,7 +124,7 @@ clustered AS (
 -- Each span gives two edges, its start (carrying the span) and its end. Here and below a
 -- row that stands for two is crossed with a two-row VALUES, not read twice in a UNION:
 -- Spark copies a CTE into every place that names it, and the copies made its planning of
--- this query take 16 s and over 768 MB of heap (now 6.5 s, under 512 MB).
+-- this query take 16 s and over 768 MB of heap (docs/sql.md has the figures since).
 edges AS (
   SELECT c.proc, CASE WHEN e.opens = 1 THEN c.start_ns ELSE c.end_ns END AS at_ns, e.opens,
          CASE WHEN e.opens = 1 THEN c.seq END AS seq, c.end_ns, c.bucket, c.cluster
